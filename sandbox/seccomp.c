@@ -10,10 +10,12 @@
  *   - clone / unshare with a CLONE_NEW* flag: EPERM, and clone3: ENOSYS
  *     (deny_namespace_clone; its flags sit in memory the filter cannot see,
  *     and ENOSYS makes glibc fall back to clone);
- *   - socket / socketpair with a family outside `socket_families`, or at or
- *     above AF_MAX (which also catches high bits set in the 64-bit register):
- *     EAFNOSUPPORT.  AF_VSOCK and AF_ALG are never allowed; socketpair only
- *     ever for AF_UNIX.
+ *   - socket / socketpair with a family outside `socket_families`:
+ *     EAFNOSUPPORT, as ranges (see family_rules; any high bit set in the
+ *     64-bit register counts as out of range).  AF_VSOCK and AF_ALG are
+ *     never allowed; socketpair only ever for AF_UNIX.
+ * The program's length matters: every sandbox loads it and the kernel
+ * JIT-compiles it again each time, at a cost that grows with its length.
  * With default_action "allow" the rules above are the whole program.  With
  * "errno" or "kill" the syscalls in `allow` are allowed too; for the
  * syscalls that carry argument rules, the allowed argument values are
@@ -215,19 +217,50 @@ static bool family_ok(const struct mini_seccomp_policy *pol, int af, bool pair)
     return false;
 }
 
+/* Deny every family that family_ok() refuses, in few rules: one for
+ * everything above the largest allowed family (which also catches high bits
+ * set in the 64-bit register), and for each gap below it the aligned blocks
+ * that cover it, each one masked comparison.  A rule per family would cost
+ * about a hundred instructions, and every instruction is paid for again
+ * when each sandbox loads and JIT-compiles the program. */
 static int family_rules(struct comp *c, const struct mini_seccomp_policy *pol, int nr, bool pair)
 {
     if (!allowed(c, nr))
         return 0;
+    const uint32_t refuse = SCMP_ACT_ERRNO(EAFNOSUPPORT);
+    int top = -1;
     for (int af = 0; af < AF_MAX; af++) {
-        struct scmp_arg_cmp cmp = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)af, 0);
-        uint32_t action = family_ok(pol, af, pair) ? SCMP_ACT_ALLOW : SCMP_ACT_ERRNO(EAFNOSUPPORT);
-        if (rule(c, action, nr, 1, &cmp) < 0)
+        if (!family_ok(pol, af, pair))
+            continue;
+        struct scmp_arg_cmp eq = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)af, 0);
+        if (rule(c, SCMP_ACT_ALLOW, nr, 1, &eq) < 0)
             return -1;
+        top = af;
     }
-    struct scmp_arg_cmp above = SCMP_A0(SCMP_CMP_GE, AF_MAX, 0);
+    for (int lo = 0; lo < top;) {
+        if (family_ok(pol, lo, pair)) {
+            lo++;
+            continue;
+        }
+        int hi = lo;
+        while (hi + 1 < top && !family_ok(pol, hi + 1, pair))
+            hi++;
+        /* [lo, hi] as aligned power-of-two blocks. */
+        while (lo <= hi) {
+            uint64_t size = 1;
+            while ((lo & (int)(size * 2 - 1)) == 0 && lo + (int)(size * 2) - 1 <= hi)
+                size *= 2;
+            struct scmp_arg_cmp blk = SCMP_A0(SCMP_CMP_MASKED_EQ, ~(size - 1), (scmp_datum_t)lo);
+            if (rule(c, refuse, nr, 1, &blk) < 0)
+                return -1;
+            lo += (int)size;
+        }
+    }
     handled(c, nr);
-    return rule(c, SCMP_ACT_ERRNO(EAFNOSUPPORT), nr, 1, &above);
+    if (top < 0)
+        return rule(c, refuse, nr, 0, NULL);
+    struct scmp_arg_cmp above = SCMP_A0(SCMP_CMP_GT, (scmp_datum_t)top, 0);
+    return rule(c, refuse, nr, 1, &above);
 }
 
 /* Classic BPF out of libseccomp, through a memfd (libseccomp 2.5 can only
