@@ -10,17 +10,27 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
+#include <sched.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-enum { K_BARE, K_SANDBOX, K_BWRAP, K_COUNT };
-static const char *const kind_names[K_COUNT] = { "bare fork+exec", "sandbox", "bwrap" };
+enum { K_BARE, K_CLONE, K_SANDBOX, K_BWRAP, K_COUNT };
+static const char *const kind_names[K_COUNT] = { "bare fork+exec", "clone, 7 new ns", "sandbox", "bwrap" };
+static const char *const kind_keys[K_COUNT] = { "bare", "clone_ns", "sandbox", "bwrap" };
+
+/* The kernel's own floor for a command in fresh namespaces: clone() with
+ * the seven namespaces every sandbox gets, then exec, nothing else (no ids
+ * mapped, no root built, no seccomp, no limits).  What the sandbox costs
+ * above this row is ours; what this row costs above bare is the kernel's. */
+#define ALL_NS (CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | \
+                CLONE_NEWCGROUP)
 
 struct series {
     double *ms;
@@ -41,6 +51,15 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* A ratio for --json: null when it could not be measured. */
+static void json_ratio(char *buf, size_t size, double v)
+{
+    if (isnan(v))
+        snprintf(buf, size, "null");
+    else
+        snprintf(buf, size, "%.3f", v);
+}
+
 static double pct(const struct series *s, double p)
 {
     if (s->n == 0)
@@ -57,9 +76,10 @@ struct cmd {
     char **bwrap_argv;     /* bwrap ... -- command */
 };
 
-static pid_t spawn(char **argv)
+/* fork+exec argv, or clone with `ns` (new namespaces) and exec. */
+static pid_t spawn(char **argv, unsigned long ns)
 {
-    pid_t pid = fork();
+    pid_t pid = ns ? (pid_t)syscall(SYS_clone, ns | SIGCHLD, NULL, NULL, NULL, NULL) : fork();
     if (pid == 0) {
         int null = open("/dev/null", O_RDWR);
         if (null >= 0) {
@@ -73,10 +93,10 @@ static pid_t spawn(char **argv)
     return pid;
 }
 
-static int run_local(char **argv, double *ms)
+static int run_local(char **argv, unsigned long ns, double *ms)
 {
     double t0 = now_ms();
-    pid_t pid = spawn(argv);
+    pid_t pid = spawn(argv, ns);
     if (pid < 0)
         return -1;
     int st;
@@ -87,14 +107,14 @@ static int run_local(char **argv, double *ms)
 }
 
 /* C at a time until n have finished; returns runs per second. */
-static double throughput_local(char **argv, size_t n, int conc)
+static double throughput_local(char **argv, unsigned long ns, size_t n, int conc)
 {
     double t0 = now_ms();
     size_t started = 0, done = 0;
     int running = 0;
     while (done < n) {
         while (running < conc && started < n) {
-            if (spawn(argv) < 0)
+            if (spawn(argv, ns) < 0)
                 return NAN;
             started++;
             running++;
@@ -287,37 +307,44 @@ int mini_cli_bench(int argc, char **argv)
     for (int i = 0; i < K_COUNT; i++)
         s[i].ms = calloc((size_t)n, sizeof(double));
 
-    /* Warm up each path once (page cache, the daemon's first prepare). */
+    /* Warm up each path once (page cache, the daemon's first prepare).
+     * The namespace floor is left out where this user cannot clone them. */
     double ms;
-    if (run_local(cmd.argv, &ms) < 0 || run_sandbox(&k, &ms, &e) < 0 ||
-        (cmd.bwrap_argv && run_local(cmd.bwrap_argv, &ms) < 0)) {
+    bool clone_ns = run_local(cmd.argv, ALL_NS, &ms) == 0;
+    if (run_local(cmd.argv, 0, &ms) < 0 || run_sandbox(&k, &ms, &e) < 0 ||
+        (cmd.bwrap_argv && run_local(cmd.bwrap_argv, 0, &ms) < 0)) {
         if (e.code == MINI_OK)
             mini_err_set(&e, MINI_E_SPAWN_FAILED, "the benchmark command failed");
         goto fail;
     }
     /* Latency: interleaved, one at a time. */
     for (long i = 0; i < n; i++) {
-        if (run_local(cmd.argv, &s[K_BARE].ms[s[K_BARE].n++]) < 0 ||
+        if (run_local(cmd.argv, 0, &s[K_BARE].ms[s[K_BARE].n++]) < 0 ||
+            (clone_ns && run_local(cmd.argv, ALL_NS, &s[K_CLONE].ms[s[K_CLONE].n++]) < 0) ||
             run_sandbox(&k, &s[K_SANDBOX].ms[s[K_SANDBOX].n++], &e) < 0)
             goto fail;
-        if (cmd.bwrap_argv && run_local(cmd.bwrap_argv, &s[K_BWRAP].ms[s[K_BWRAP].n++]) < 0) {
+        if (cmd.bwrap_argv && run_local(cmd.bwrap_argv, 0, &s[K_BWRAP].ms[s[K_BWRAP].n++]) < 0) {
             mini_err_set(&e, MINI_E_SPAWN_FAILED, "bwrap failed (is it allowed to create namespaces here?)");
             goto fail;
         }
     }
     /* Throughput at the given concurrency. */
-    s[K_BARE].throughput = throughput_local(cmd.argv, (size_t)n, (int)conc);
+    s[K_BARE].throughput = throughput_local(cmd.argv, 0, (size_t)n, (int)conc);
+    if (clone_ns)
+        s[K_CLONE].throughput = throughput_local(cmd.argv, ALL_NS, (size_t)n, (int)conc);
     s[K_SANDBOX].throughput = throughput_sandbox(&k, (size_t)n, (int)conc, &e);
     if (isnan(s[K_SANDBOX].throughput))
         goto fail;
     if (cmd.bwrap_argv)
-        s[K_BWRAP].throughput = throughput_local(cmd.bwrap_argv, (size_t)n, (int)conc);
+        s[K_BWRAP].throughput = throughput_local(cmd.bwrap_argv, 0, (size_t)n, (int)conc);
     for (int i = 0; i < K_COUNT; i++)
         qsort(s[i].ms, s[i].n, sizeof(double), cmp_double);
 
     double sb_bare = pct(&s[K_SANDBOX], 50) / pct(&s[K_BARE], 50);
     double bw_sb = cmd.bwrap_argv ? pct(&s[K_BWRAP], 50) / pct(&s[K_SANDBOX], 50) : NAN;
     double tp = s[K_SANDBOX].throughput / s[K_BARE].throughput;
+    double floor_tp = clone_ns ? s[K_CLONE].throughput / s[K_BARE].throughput : NAN;
+    double sb_floor = clone_ns ? s[K_SANDBOX].throughput / s[K_CLONE].throughput : NAN;
     if (json) {
         printf("{\"profile\": \"%s\", \"command\": \"%s\", \"n\": %ld, \"concurrency\": %ld, \"results\": {", profile,
                command, n, conc);
@@ -326,16 +353,18 @@ int mini_cli_bench(int argc, char **argv)
             if (s[i].n == 0)
                 continue;
             printf("%s\"%s\": {\"p50_ms\": %.3f, \"p90_ms\": %.3f, \"p99_ms\": %.3f, \"throughput_per_s\": %.1f}",
-                   first ? "" : ", ", i == K_BARE ? "bare" : i == K_SANDBOX ? "sandbox" : "bwrap", pct(&s[i], 50),
+                   first ? "" : ", ", kind_keys[i], pct(&s[i], 50),
                    pct(&s[i], 90), pct(&s[i], 99), s[i].throughput);
             first = false;
         }
-        char bw[32] = "null";
-        if (!isnan(bw_sb))
-            snprintf(bw, sizeof bw, "%.3f", bw_sb);
+        char bw[32], fl[32], sf[32];
+        json_ratio(bw, sizeof bw, bw_sb);
+        json_ratio(fl, sizeof fl, floor_tp);
+        json_ratio(sf, sizeof sf, sb_floor);
         printf("}, \"ratios\": {\"sandbox_over_bare_p50\": %.3f, \"bwrap_over_sandbox_p50\": %s, "
-               "\"sandbox_over_bare_throughput\": %.3f}}\n",
-               sb_bare, bw, tp);
+               "\"sandbox_over_bare_throughput\": %.3f, \"clone_ns_over_bare_throughput\": %s, "
+               "\"sandbox_over_clone_ns_throughput\": %s}}\n",
+               sb_bare, bw, tp, fl, sf);
     } else {
         printf("mini-sandbox bench: profile %s, command \"%s\", %ld runs each, concurrency %ld\n\n", profile, command,
                n, conc);
@@ -354,6 +383,9 @@ int mini_cli_bench(int argc, char **argv)
         else
             printf("bwrap / sandbox p50:       (bwrap not installed)\n");
         printf("sandbox / bare throughput: %.2f\n", tp);
+        if (clone_ns)
+            printf("  of which the namespaces alone (clone / bare): %.2f, the rest (sandbox / clone): %.2f\n",
+                   floor_tp, sb_floor);
     }
     rc = 0;
     goto out;

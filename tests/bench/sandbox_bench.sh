@@ -1,0 +1,66 @@
+#!/bin/bash
+# Benchmark of the sandbox: `mini-sandbox bench` against our own daemon,
+# printed as its table, then the same as JSON with every series and ratio
+# checked for shape (present, finite, positive).  Figures only: no time
+# thresholds; the run fails only when the benchmark itself fails or its
+# output is malformed.
+#
+# BENCH_RUNS (default 300) sets -n.  With BENCH_SMOKE=1 (the integration
+# label's variant) it runs a handful of iterations, so that CI keeps the
+# command working without spending minutes on it.
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+mini_test_init "$@"
+
+RUNS=${BENCH_RUNS:-300}
+[[ ${BENCH_SMOKE:-} == 1 ]] && RUNS=5
+start_daemon
+
+bench() { bounded "$MINI_BIN/mini-sandbox" bench --socket "$SOCK" --profile strict -n "$RUNS" "$@"; }
+
+run bench --concurrency 8
+if [[ $RC == 0 ]]; then
+    pass "mini-sandbox bench -n $RUNS runs"
+    printf '%s\n' "$OUT" | sed 's/^/    /'
+else
+    fail "mini-sandbox bench -n $RUNS runs" "status $RC: $ERR"
+fi
+
+run bench --concurrency 4 --json
+JSON=$OUT
+if [[ $RC == 0 ]] && python3 - "$JSON" <<'PY'
+import json, math, sys
+d = json.loads(sys.argv[1])
+assert d["profile"] == "strict" and d["concurrency"] == 4, d
+res = d["results"]
+# bare and sandbox always; the namespace floor where this user may clone
+# namespaces (the sandbox ran, so it may); bwrap only when installed.
+for k in ("bare", "sandbox", "clone_ns"):
+    assert k in res, "missing series " + k
+for k, v in res.items():
+    for f in ("p50_ms", "p90_ms", "p99_ms", "throughput_per_s"):
+        x = v[f]
+        assert isinstance(x, (int, float)) and math.isfinite(x) and x > 0, (k, f, x)
+    assert v["p50_ms"] <= v["p90_ms"] <= v["p99_ms"], (k, v)
+r = d["ratios"]
+for f in ("sandbox_over_bare_p50", "sandbox_over_bare_throughput",
+          "clone_ns_over_bare_throughput", "sandbox_over_clone_ns_throughput"):
+    assert isinstance(r[f], (int, float)) and r[f] > 0, (f, r[f])
+assert ("bwrap" in res) == (r["bwrap_over_sandbox_p50"] is not None), r
+PY
+then
+    pass "--json: every series and ratio is present and well-formed"
+else
+    fail "--json: every series and ratio is present and well-formed" "status $RC; output: $JSON $ERR"
+fi
+
+# Bad arguments are refused with a usage error, not run.
+expect_rc "-n 0 is refused" 2 bounded "$MINI_BIN/mini-sandbox" bench --socket "$SOCK" -n 0
+expect_rc "--concurrency 0 is refused" 2 bounded "$MINI_BIN/mini-sandbox" bench --socket "$SOCK" --concurrency 0
+
+# Nothing the benchmark started is left behind.
+if wait_until 5 no_process "mini-sandbox-init"; then
+    pass "no sandbox left running after the benchmark"
+else
+    fail "no sandbox left running after the benchmark" "$(pids_by_cmdline mini-sandbox-init)"
+fi
+finish
