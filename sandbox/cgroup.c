@@ -636,6 +636,25 @@ int mini_cgroup_attach(struct mini_cgroup *c, pid_t pid, struct mini_err *e)
     return 0;
 }
 
+int mini_cgroup_open_procs(const struct mini_cgroup *c, int fds[MINI_CG_HIER_MAX], struct mini_err *e)
+{
+    if (!c->cg)
+        return mini_err_set(e, MINI_E_INTERNAL, "opening an inactive cgroup");
+    if (c->cg->mode != MINI_CG_V1)
+        return 0;
+    for (size_t k = 0; k < c->n_dirs; k++) {
+        char p[MINI_CG_PATH_MAX + 16];
+        if (path_join(p, sizeof p, c->dirs[k], "cgroup.procs") < 0 ||
+            (fds[k] = open(p, O_WRONLY | O_CLOEXEC)) < 0) {
+            mini_err_sys(e, MINI_E_IO, errno, "opening %s/cgroup.procs", c->dirs[k]);
+            for (size_t j = 0; j < k; j++)
+                close(fds[j]);
+            return -1;
+        }
+    }
+    return (int)c->n_dirs;
+}
+
 static const char *dir_with(const struct mini_cgroup *c, enum mini_cg_ctrl ctrl)
 {
     for (size_t k = 0; k < c->n_dirs; k++)

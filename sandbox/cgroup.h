@@ -134,6 +134,12 @@ int mini_cgroup_create(struct mini_cgroups *cg, const char *name, const struct m
  * clone3 and the "go" message).  v2 alternative: clone3 with
  * CLONE_INTO_CGROUP and c->fd. */
 int mini_cgroup_attach(struct mini_cgroup *c, pid_t pid, struct mini_err *e);
+/* Open cgroup.procs of every v1 hierarchy of the group for writing, so
+ * that a child can move itself in by writing "0" (the permission check
+ * uses the opener's credentials, so a child whose ids have changed may
+ * still do it).  Returns how many fds were stored (0 on v2, which uses
+ * CLONE_INTO_CGROUP and c->fd instead), or -1 with e filled. */
+int mini_cgroup_open_procs(const struct mini_cgroup *c, int fds[MINI_CG_HIER_MAX], struct mini_err *e);
 /* Read the counters.  Call after the command ended and before destroy;
  * may also be polled while it runs (cpu_ms for a CPU-time limit on the
  * whole tree).  Always returns 0; unknown values are -1. */

@@ -422,51 +422,63 @@ static int landlock_allow_init(const struct server *s, struct mini_landlock_plan
     return mini_landlock_plan_add(plan, path, MINI_LL_FS_EXECUTE | MINI_LL_FS_READ_FILE, e);
 }
 
-/* Prepare one sandbox for the session: on the namespace path, or on the
- * degraded path with its Landlock plan and TMPDIR; then its cgroup,
- * created and joined right after the clone (before the sandbox can run
- * anything of a command's). */
+/* Prepare one sandbox for the session: its cgroup first, which the
+ * sandbox joins from its first step (see mini_spawn_cfg); then the clone,
+ * on the namespace path or on the degraded path with its Landlock plan and
+ * TMPDIR. */
 static int sandbox_new(struct server *s, struct session *ss, struct mini_sandbox *sb, struct mini_cgroup *cg,
                        char **tmpdir, struct mini_err *e)
 {
     struct mini_spawn_cfg cfg;
     struct mini_landlock_plan plan;
+    int procs[MINI_CG_HIER_MAX];
+    *sb = (struct mini_sandbox){ .pid = -1, .pidfd = -1, .ctl = -1, .out = -1, .in = -1 };
     *cg = (struct mini_cgroup)MINI_CGROUP_INIT;
     *tmpdir = NULL;
     session_spawn_cfg(s, ss, &cfg);
-    if (ss->assess.path == MINI_PATH_LANDLOCK) {
-        if (!(*tmpdir = sandbox_tmpdir(ss, e)))
-            return -1;
-        if (mini_landlock_plan(&plan, ss->profile, ss->workspace, *tmpdir, e) < 0) {
-            sandbox_release(sb, cg, tmpdir);
-            return -1;
+    cfg.cgroup_fd = -1;
+    if (ss->assess.cgroups && s->cgroups.mode != MINI_CG_NONE) {
+        char name[32];
+        snprintf(name, sizeof name, "x%llu", (unsigned long long)++s->next_cgroup);
+        int n = -1;
+        if (mini_cgroup_create(&s->cgroups, name, &ss->profile->limits, cg, e) < 0 ||
+            (n = mini_cgroup_open_procs(cg, procs, e)) < 0) {
+            mini_cgroup_destroy(cg);
+            return mini_err_prefix(e, "the command's cgroup");
         }
+        cfg.cgroup_fd = cg->fd;
+        cfg.cgroup_procs = procs;
+        cfg.n_cgroup_procs = (size_t)n;
+    }
+    if (ss->assess.path == MINI_PATH_LANDLOCK) {
+        if (!(*tmpdir = sandbox_tmpdir(ss, e)) || mini_landlock_plan(&plan, ss->profile, ss->workspace, *tmpdir, e) < 0)
+            goto fail;
         /* The sandbox becomes mini-sandbox-init after Landlock is in force:
          * that one file must be executable. */
         if (landlock_allow_init(s, &plan, e) < 0) {
             mini_landlock_plan_free(&plan);
-            sandbox_release(sb, cg, tmpdir);
-            return -1;
+            goto fail;
         }
         cfg.landlock = &plan;
     }
     int r = mini_sandbox_prepare(&cfg, sb, e);
     if (cfg.landlock)
         mini_landlock_plan_free(&plan);   /* the child has its copy */
-    if (r < 0) {
-        sandbox_release(sb, cg, tmpdir);
-        return -1;
-    }
-    if (!ss->assess.cgroups || s->cgroups.mode == MINI_CG_NONE)
-        return 0;
-    char name[32];
-    snprintf(name, sizeof name, "x%llu", (unsigned long long)++s->next_cgroup);
-    if (mini_cgroup_create(&s->cgroups, name, &ss->profile->limits, cg, e) < 0 ||
-        mini_cgroup_attach(cg, sb->pid, e) < 0) {
-        sandbox_release(sb, cg, tmpdir);
-        return mini_err_prefix(e, "the command's cgroup");
+    for (size_t i = 0; i < cfg.n_cgroup_procs; i++)
+        close(procs[i]);
+    cfg.n_cgroup_procs = 0;
+    if (r < 0)
+        goto fail;
+    if (cg->cg && !sb->in_cgroup && mini_cgroup_attach(cg, sb->pid, e) < 0) {
+        mini_err_prefix(e, "the command's cgroup");
+        goto fail;
     }
     return 0;
+fail:
+    for (size_t i = 0; i < cfg.n_cgroup_procs; i++)
+        close(procs[i]);
+    sandbox_release(sb, cg, tmpdir);
+    return -1;
 }
 
 static void pool_unlink(struct session *ss, struct pooled *p)

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <linux/securebits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +56,29 @@ static int child_fds(int ctl, int out, int in, int ws, int init)
     if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
         return -1;
     return close_range(MINI_FD_COUNT, ~0u, 0);
+}
+
+/* Move this process into its command's cgroup (v1: one cgroup.procs per
+ * hierarchy, opened by the daemon), first thing after the clone, so that
+ * everything it does from here on is limited and accounted.  Done here
+ * rather than by the daemon: a migration may wait for an RCU grace period,
+ * which would stall the daemon's loop for every client.  0 or an errno. */
+static int join_cgroup(const struct mini_spawn_cfg *cfg)
+{
+    for (size_t i = 0; i < cfg->n_cgroup_procs; i++)
+        if (write(cfg->cgroup_procs[i], "0\n", 2) != 2)
+            return errno ? errno : EIO;
+    return 0;
+}
+
+/* After child_fds: report a failed join_cgroup. */
+static void check_joined(int err)
+{
+    if (err) {
+        struct mini_err e;
+        mini_err_sys(&e, MINI_E_SPAWN_FAILED, err, "joining the command's cgroup");
+        child_fail(&e);
+    }
 }
 
 static int recv_go(int *fd_out)
@@ -138,10 +162,21 @@ static __attribute__((noreturn)) void init_main(const struct mini_spawn_cfg *cfg
 {
     struct mini_err e;
     mini_err_clear(&e);
+    int cg_err = join_cgroup(cfg);
     if (child_fds(ctl, out, in, cfg->workspace_fd, cfg->init_fd) < 0) {
         /* fds are in an unknown state: the daemon sees ctl close and an
          * exit status of 125 without a message. */
         _exit(125);
+    }
+    check_joined(cg_err);
+    /* The network namespace is the costliest to create (most of a
+     * millisecond of CPU on a small machine): created here, in the
+     * sandbox's own process and in parallel with the daemon writing the id
+     * maps, rather than inside the daemon's clone, where it would hold up
+     * every other client.  Owned by the sandbox's user namespace either way. */
+    if ((cfg->namespaces & MINI_FEAT_NET_NS) && unshare(CLONE_NEWNET) < 0) {
+        mini_err_sys(&e, MINI_E_SPAWN_FAILED, errno, "creating the network namespace");
+        child_fail(&e);
     }
     int ws_mount = -1;
     if (recv_go(&ws_mount) < 0)
@@ -250,8 +285,10 @@ static __attribute__((noreturn)) void degraded_main(const struct mini_spawn_cfg 
 {
     struct mini_err e;
     mini_err_clear(&e);
+    int cg_err = join_cgroup(cfg);
     if (child_fds(ctl, out, in, cfg->workspace_fd, cfg->init_fd) < 0)
         _exit(125);
+    check_joined(cg_err);
     int unused = -1;
     if (recv_go(&unused) < 0)
         _exit(125);
@@ -361,7 +398,7 @@ static unsigned long clone_flags(unsigned namespaces)
 {
     static const struct { unsigned feat; unsigned long flag; } map[] = {
         { MINI_FEAT_USER_NS, CLONE_NEWUSER }, { MINI_FEAT_PID_NS, CLONE_NEWPID },
-        { MINI_FEAT_NET_NS, CLONE_NEWNET },   { MINI_FEAT_MOUNT_NS, CLONE_NEWNS },
+        { MINI_FEAT_MOUNT_NS, CLONE_NEWNS },
         { MINI_FEAT_IPC_NS, CLONE_NEWIPC },   { MINI_FEAT_UTS_NS, CLONE_NEWUTS },
         { MINI_FEAT_CGROUP_NS, CLONE_NEWCGROUP },
     };
@@ -394,12 +431,20 @@ int mini_sandbox_prepare(const struct mini_spawn_cfg *cfg, struct mini_sandbox *
         .pidfd = (uint64_t)(uintptr_t)&pidfd,
         .exit_signal = SIGCHLD,
     };
+    /* A v2 cgroup is joined at birth, without a migration. */
+    if (cfg->cgroup_fd >= 0) {
+        ca.flags |= CLONE_INTO_CGROUP;
+        ca.cgroup = (uint64_t)cfg->cgroup_fd;
+    }
     long pid = syscall(SYS_clone3, &ca, sizeof ca);
+    sb->in_cgroup = cfg->cgroup_fd >= 0 || cfg->n_cgroup_procs > 0;
     if (pid < 0 && errno == ENOSYS) {
         /* Where clone3 is filtered (Docker's profile makes it ENOSYS so
          * that the flags stay visible to seccomp): clone, which stores the
-         * pidfd at its parent_tid argument. */
+         * pidfd at its parent_tid argument.  A v2 cgroup is then joined
+         * by the daemon (sb->in_cgroup). */
         pid = syscall(SYS_clone, flags | SIGCHLD, NULL, &pidfd, NULL, NULL);
+        sb->in_cgroup = cfg->n_cgroup_procs > 0;
     }
     if (pid < 0) {
         int err = errno;

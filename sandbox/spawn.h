@@ -46,6 +46,12 @@ struct mini_spawn_cfg {
     unsigned namespaces;                /* MINI_FEAT_*_NS to create (from the assessment) */
     bool cgroup_memory;                 /* memory is limited by a cgroup: no RLIMIT_AS */
     bool cgroup_pids;                   /* pids are limited by a cgroup: no RLIMIT_NPROC */
+    /* The command's cgroup, joined by the sandbox from its first step:
+     * v2 through clone3's CLONE_INTO_CGROUP (the group's directory fd),
+     * v1 by the child writing itself into each hierarchy's cgroup.procs. */
+    int cgroup_fd;                      /* v2 group directory, else -1 */
+    const int *cgroup_procs;            /* v1 cgroup.procs fds, opened for writing */
+    size_t n_cgroup_procs;
     /* The degraded path (no user namespaces): no namespaces at all; the
      * sandbox is confined by this Landlock plan, its seccomp supplement,
      * the profile's filter, no_new_privs and rlimits, and killed as a
@@ -71,6 +77,7 @@ struct mini_sandbox {
     int in;                  /* write end of the command's stdin pipe, -1 once closed */
     enum mini_sandbox_state state;
     bool group_kill;         /* degraded path: init leads a process group that holds the command */
+    bool in_cgroup;          /* joins cfg's cgroup itself (else the daemon must attach it) */
 };
 
 /* What launch sends: all strings are copied into one message. */
