@@ -26,6 +26,25 @@
 
 /* ------------------------------------------------------------ the child */
 
+/* The namespaces the clone itself creates: the user namespace, which owns
+ * everything after it, and the pid namespace, so that the child is its
+ * pid 1.  The others the child unshares itself (unshare_flags). */
+static const unsigned long CLONE_NS = CLONE_NEWUSER | CLONE_NEWPID;
+
+static unsigned long unshare_flags(unsigned namespaces)
+{
+    static const struct { unsigned feat; unsigned long flag; } map[] = {
+        { MINI_FEAT_NET_NS, CLONE_NEWNET }, { MINI_FEAT_IPC_NS, CLONE_NEWIPC },
+        { MINI_FEAT_UTS_NS, CLONE_NEWUTS }, { MINI_FEAT_CGROUP_NS, CLONE_NEWCGROUP },
+    };
+    unsigned long f = 0;
+    for (size_t i = 0; i < MINI_ARRAY_SIZE(map); i++)
+        if (namespaces & map[i].feat)
+            f |= map[i].flag;
+    /* The root filesystem is not optional. */
+    return f | CLONE_NEWNS;
+}
+
 static __attribute__((noreturn)) void child_fail(const struct mini_err *e)
 {
     struct mini_ctl_msg m = { .type = MINI_CTL_ERROR, .err = e->sys_errno };
@@ -169,13 +188,15 @@ static __attribute__((noreturn)) void init_main(const struct mini_spawn_cfg *cfg
         _exit(125);
     }
     check_joined(cg_err);
-    /* The network namespace is the costliest to create (most of a
-     * millisecond of CPU on a small machine): created here, in the
-     * sandbox's own process and in parallel with the daemon writing the id
-     * maps, rather than inside the daemon's clone, where it would hold up
-     * every other client.  Owned by the sandbox's user namespace either way. */
-    if ((cfg->namespaces & MINI_FEAT_NET_NS) && unshare(CLONE_NEWNET) < 0) {
-        mini_err_sys(&e, MINI_E_SPAWN_FAILED, errno, "creating the network namespace");
+    /* The namespaces beyond user and pid are created here, in the
+     * sandbox's own process and while the daemon writes the id maps, not
+     * inside the daemon's clone, where they would hold up every other
+     * client (the network namespace alone costs most of a millisecond of
+     * CPU on a small machine).  They are owned by the sandbox's user
+     * namespace either way, and the cgroup namespace is now rooted at the
+     * command's own cgroup. */
+    if (unshare((int)unshare_flags(cfg->namespaces)) < 0) {
+        mini_err_sys(&e, MINI_E_SPAWN_FAILED, errno, "creating the namespaces");
         child_fail(&e);
     }
     int ws_mount = -1;
@@ -394,22 +415,6 @@ static int send_go(int ctl, int fd)
     return n == sizeof go ? 0 : -1;
 }
 
-static unsigned long clone_flags(unsigned namespaces)
-{
-    static const struct { unsigned feat; unsigned long flag; } map[] = {
-        { MINI_FEAT_USER_NS, CLONE_NEWUSER }, { MINI_FEAT_PID_NS, CLONE_NEWPID },
-        { MINI_FEAT_MOUNT_NS, CLONE_NEWNS },
-        { MINI_FEAT_IPC_NS, CLONE_NEWIPC },   { MINI_FEAT_UTS_NS, CLONE_NEWUTS },
-        { MINI_FEAT_CGROUP_NS, CLONE_NEWCGROUP },
-    };
-    unsigned long f = 0;
-    for (size_t i = 0; i < MINI_ARRAY_SIZE(map); i++)
-        if (namespaces & map[i].feat)
-            f |= map[i].flag;
-    /* The root filesystem, pid 1 and its own user namespace are not optional. */
-    return f | CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID;
-}
-
 int mini_sandbox_prepare(const struct mini_spawn_cfg *cfg, struct mini_sandbox *sb, struct mini_err *e)
 {
     int outp[2] = { -1, -1 }, inp[2] = { -1, -1 }, ctl[2] = { -1, -1 };
@@ -425,7 +430,7 @@ int mini_sandbox_prepare(const struct mini_spawn_cfg *cfg, struct mini_sandbox *
     mini_set_nonblock(outp[0], 1);
 
     int pidfd = -1;
-    unsigned long flags = (cfg->landlock ? 0 : clone_flags(cfg->namespaces)) | CLONE_PIDFD;
+    unsigned long flags = (cfg->landlock ? 0 : CLONE_NS) | CLONE_PIDFD;
     struct clone_args ca = {
         .flags = flags,
         .pidfd = (uint64_t)(uintptr_t)&pidfd,
