@@ -209,6 +209,10 @@ expect_denied "write /proc/sys (core_pattern, same value)" \
 expect_denied "write /sys or create a cgroup" \
     "touch /sys/mini-test-$TAG 2>/dev/null || { for d in /sys/fs/cgroup /sys/fs/cgroup/*/; do mkdir \"\$d/mini-test-$TAG\" 2>/dev/null && exit 0; done; exit 1; }"
 expect_probe "pid 1's memory does not hold the daemon's secrets" memscan 1 "sk-test-secret"
+# The cgroup namespace is rooted at the command's own cgroup: the command
+# learns nothing of the daemon's or the host's cgroup tree from it.
+expect_eq "cgroup namespace: /proc/self/cgroup names no path above the command's" "" \
+    sbx -- "grep -v ':/\$' /proc/self/cgroup || true"
 
 # ---- cwd validation -----------------------------------------------------
 ln -sfn ../../.. "$WS/up-link"
