@@ -245,6 +245,9 @@ int main(int argc, char **argv)
         report(MINI_FD_CTL, MINI_CTL_ERROR, EINVAL, 0, "malformed launch message");
         return 125;
     }
+    /* From here on the command may run: a daemon that loses this sandbox
+     * after this message must not run the command again elsewhere. */
+    report(MINI_FD_CTL, MINI_CTL_ACCEPTED, 0, 0, "accepted");
     int ep[2];
     if (pipe2(ep, O_CLOEXEC) < 0) {
         report(MINI_FD_CTL, MINI_CTL_ERROR, errno, 0, "pipe");

@@ -22,6 +22,8 @@ enum mini_ctl_type {
     MINI_CTL_ERROR,          /* setup failed: stage + errno + text */
     MINI_CTL_EXEC_FAILED,    /* the command could not be executed (126/127 rules) */
     MINI_CTL_STATUS,         /* the command ended: wait status and usage */
+    MINI_CTL_ACCEPTED,       /* the launch was read; the command is about to be forked.  A
+                              * sandbox that dies before saying so never ran the command. */
 };
 
 struct mini_ctl_msg {

@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,6 +112,8 @@ struct exec {
     bool stream;
     bool out_paused;
     bool out_eof, reaped, have_status;
+    bool accepted;                  /* init has read the launch (MINI_CTL_ACCEPTED) */
+    bool retried;                   /* the first sandbox died before accepting: this is the second */
     bool finished;                  /* exit sent; kept only until init is reaped */
     int status;                     /* wait status of the command */
     int init_status;                /* wait status of init, once reaped */
@@ -544,13 +547,29 @@ static void pool_fill(struct server *s, struct session *ss)
     }
 }
 
-/* A prepared sandbox for a command, ready ones first; NULL if none. */
-static struct pooled *pool_take(struct session *ss)
+/* Whether a prepared sandbox has died (killed from outside) without its
+ * events having been handled yet: its control socket hung up or its pidfd
+ * is readable. */
+static bool pool_dead(const struct pooled *p)
+{
+    struct pollfd f[2] = { { .fd = p->sb.ctl, .events = POLLRDHUP }, { .fd = p->sb.pidfd, .events = POLLIN } };
+    if (poll(f, 2, 0) <= 0)
+        return false;
+    return (f[0].revents & (POLLRDHUP | POLLHUP | POLLERR)) || (f[1].revents & POLLIN);
+}
+
+/* A live prepared sandbox for a command, ready ones first; NULL if none.
+ * Dead ones found on the way are discarded. */
+static struct pooled *pool_take(struct server *s, struct session *ss)
 {
     struct pooled *best = NULL;
-    for (struct pooled *p = ss->pool; p; p = p->next)
-        if (!best || (p->ready && !best->ready))
+    for (struct pooled *p = ss->pool, *next; p; p = next) {
+        next = p->next;
+        if (pool_dead(p))
+            pool_discard(s, p);
+        else if (!best || (p->ready && !best->ready))
             best = p;
+    }
     if (best)
         pool_unlink(ss, best);
     return best;
@@ -558,6 +577,7 @@ static struct pooled *pool_take(struct session *ss)
 
 static void pool_event(struct server *s, struct pooled *p, bool exited)
 {
+    bool failed = true;
     if (!exited) {
         struct mini_ctl_msg m;
         int r = mini_sandbox_read_ctl(&p->sb, &m);
@@ -569,9 +589,20 @@ static void pool_event(struct server *s, struct pooled *p, bool exited)
         }
         if (r == 1 && m.type == MINI_CTL_ERROR)
             log_warn("session %s: a prepared sandbox failed: %s", p->ss->id, m.text);
+        else
+            failed = !p->ready;
+    } else {
+        failed = !p->ready;
     }
-    p->ss->pool_failed = true;
+    /* Preparing failed: the session's commands spawn on demand from now
+     * on, which reports why.  A ready sandbox that died was killed from
+     * outside (a user, the OOM killer): replace it. */
+    struct session *ss = p->ss;
+    if (failed)
+        ss->pool_failed = true;
     pool_discard(s, p);
+    if (!failed)
+        pool_fill(s, ss);
 }
 
 static void do_open(struct server *s, struct client *c, const struct mini_req *req)
@@ -862,11 +893,45 @@ done:
      * when its pidfd says so, off the client's path. */
 }
 
+/* The sandbox died before it accepted the command (it was killed from
+ * outside while prepared: a user's kill, the OOM killer): the command never
+ * ran, so it gets one fresh sandbox, prepared now.  false when that does
+ * not apply or the new sandbox cannot be had (x->err says why). */
+static bool exec_retry(struct server *s, struct exec *x)
+{
+    if (x->accepted || x->retried || x->have_status || x->err.code != MINI_OK || x->limit != MINI_LIMIT_NONE ||
+        !x->client)
+        return false;
+    x->retried = true;
+    log_info("exec %lld: its sandbox died before starting the command; retrying in a new one", (long long)x->id);
+    ep_del(s, x->sb.ctl);
+    ep_del(s, x->sb.out);
+    ep_del(s, x->sb.pidfd);
+    ep_del(s, x->sb.in);
+    sandbox_release(&x->sb, &x->cg, &x->tmpdir);
+    x->out_eof = x->reaped = x->out_paused = false;
+    x->stdin_off = 0;
+    if (sandbox_new(s, x->session, &x->sb, &x->cg, &x->tmpdir, &x->err) < 0) {
+        x->out_eof = x->reaped = true;   /* nothing left to wait for */
+        return false;
+    }
+    if (ep_add(s, x->sb.ctl, EPOLLIN, &x->ev_ctl) < 0 || ep_add(s, x->sb.out, EPOLLIN, &x->ev_out) < 0 ||
+        ep_add(s, x->sb.pidfd, EPOLLIN, &x->ev_pid) < 0) {
+        mini_err_sys(&x->err, MINI_E_SPAWN_FAILED, errno, "watching the sandbox");
+        ep_del(s, x->sb.ctl);
+        ep_del(s, x->sb.out);
+        sandbox_release(&x->sb, &x->cg, &x->tmpdir);
+        x->out_eof = x->reaped = true;
+        return false;
+    }
+    return true;
+}
+
 /* Done when the output has ended and init has either reported the
  * command's status (having killed and reaped everything else) or died. */
 static void exec_maybe_finish(struct server *s, struct exec *x)
 {
-    if (!x->finished && x->out_eof && (x->reaped || x->have_status))
+    if (!x->finished && x->out_eof && (x->reaped || x->have_status) && !exec_retry(s, x))
         exec_finish(s, x);
 }
 
@@ -929,6 +994,10 @@ static void exec_launch(struct server *s, struct exec *x)
 {
     struct mini_launch l = { .argv = x->argv, .envp = x->envp, .cwd = x->cwd, .has_stdin = x->stdin_data != NULL };
     if (mini_sandbox_launch(&x->sb, &l, &x->err) < 0) {
+        /* EPIPE: init was gone before it could read the command, which so
+         * never ran; exec_retry takes it from here once init is reaped. */
+        if (x->err.sys_errno == EPIPE)
+            mini_err_clear(&x->err);
         exec_kill(x, MINI_LIMIT_NONE);
         return;
     }
@@ -964,6 +1033,9 @@ static void exec_drain_ctl(struct server *s, struct exec *x)
                 x->err.sys_errno = m.err;
             }
             exec_kill(x, MINI_LIMIT_NONE);
+            break;
+        case MINI_CTL_ACCEPTED:
+            x->accepted = true;
             break;
         case MINI_CTL_EXEC_FAILED:
             free(x->note);
@@ -1184,7 +1256,7 @@ static void do_exec(struct server *s, struct client *c, const struct mini_req *r
     x->start_ns = now_ns();
     mini_err_clear(&x->err);
     mini_outbuf_init(&x->out, ss->profile->limits.output_bytes);
-    struct pooled *p = pool_take(ss);
+    struct pooled *p = pool_take(s, ss);
     bool ready = false;
     if (p) {
         x->sb = p->sb;
@@ -1239,6 +1311,9 @@ static void do_exec(struct server *s, struct client *c, const struct mini_req *r
     ss->running++;
     if (ready)
         exec_launch(s, x);
+    /* Replace what this command took, now that its launch is out: a
+     * second command while this one runs should find a sandbox prepared. */
+    pool_fill(s, ss);
     return;
 fail:
     send_error(s, c, req->id, &e);
