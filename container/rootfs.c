@@ -179,7 +179,8 @@ static int overlay_bind(struct build *b, const struct mini_bind *m, int target)
 {
     /* upper and work directories are named after the path, '/' -> '_',
      * inside the session's overlay directory (reached through its fd: the
-     * sandbox's ids may not be able to walk the daemon's state path). */
+     * sandbox's ids may not be able to walk the daemon's state path); the
+     * upper ones are the session's, the work ones this sandbox's. */
     char name[1024], upper[4096], work[4096], opts[12288], p[32];
     snprintf(name, sizeof name, "%s", m->path);
     for (char *c = name; *c; c++)
@@ -187,7 +188,7 @@ static int overlay_bind(struct build *b, const struct mini_bind *m, int target)
             *c = '_';
     int od = b->s->overlay_fd;
     snprintf(upper, sizeof upper, "/proc/self/fd/%d/upper/%s", od, name);
-    snprintf(work, sizeof work, "/proc/self/fd/%d/work/%s", od, name);
+    snprintf(work, sizeof work, "/proc/self/fd/%d/%s/%s", od, b->s->overlay_work, name);
     if ((mkdir(upper, 0755) < 0 && errno != EEXIST) || (mkdir(work, 0700) < 0 && errno != EEXIST))
         return fail(b, errno, "creating overlay directories for", m->path);
     if (snprintf(opts, sizeof opts, "lowerdir=%s,upperdir=%s,workdir=%s,userxattr", m->path, upper, work) >=

@@ -177,7 +177,8 @@ static int confine(const struct mini_spawn_cfg *cfg, struct mini_err *e)
 
 static __attribute__((noreturn)) void exec_init(const struct mini_spawn_cfg *cfg, struct mini_err *e);
 
-static __attribute__((noreturn)) void init_main(const struct mini_spawn_cfg *cfg, int ctl, int out, int in)
+static __attribute__((noreturn)) void init_main(const struct mini_spawn_cfg *cfg, const char *overlay_work, int ctl,
+                                                int out, int in)
 {
     struct mini_err e;
     mini_err_clear(&e);
@@ -255,6 +256,7 @@ static __attribute__((noreturn)) void init_main(const struct mini_spawn_cfg *cfg
         .profile = p,
         .root_fd = root_fd,
         .overlay_fd = overlay_fd,
+        .overlay_work = overlay_work,
         .workspace = cfg->workspace,
         .workspace_fd = ws_mount >= 0 ? ws_mount : ws_fd,
         .workspace_detached = ws_mount >= 0,
@@ -425,6 +427,22 @@ int mini_sandbox_prepare(const struct mini_spawn_cfg *cfg, struct mini_sandbox *
         mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "creating pipes");
         goto fail;
     }
+    /* Its own overlayfs work directory (see mini_rootfs_spec). */
+    char work_rel[48] = "";
+    if (cfg->overlay_dir) {
+        static unsigned long serial;
+        snprintf(work_rel, sizeof work_rel, "work/%lu", ++serial);
+        if (asprintf(&sb->overlay_work, "%s/%s", cfg->overlay_dir, work_rel) < 0) {
+            sb->overlay_work = NULL;
+            mini_err_set(e, MINI_E_NOMEM, "out of memory");
+            goto fail;
+        }
+        if (mkdir(sb->overlay_work, 0700) < 0 ||
+            (geteuid() == 0 && chown(sb->overlay_work, cfg->host_uid, cfg->host_gid) < 0)) {
+            mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "creating %s", sb->overlay_work);
+            goto fail;
+        }
+    }
     /* A larger pipe means fewer wake-ups for a chatty command. */
     fcntl(outp[0], F_SETPIPE_SZ, 1 << 20);
     mini_set_nonblock(outp[0], 1);
@@ -463,7 +481,7 @@ int mini_sandbox_prepare(const struct mini_spawn_cfg *cfg, struct mini_sandbox *
     if (pid == 0) {
         if (cfg->landlock)
             degraded_main(cfg, ctl[1], outp[1], inp[0]);
-        init_main(cfg, ctl[1], outp[1], inp[0]);
+        init_main(cfg, work_rel, ctl[1], outp[1], inp[0]);
     }
 
     sb->pid = (pid_t)pid;
@@ -611,4 +629,11 @@ void mini_sandbox_destroy(struct mini_sandbox *sb)
     mini_close(sb->in);
     sb->pidfd = sb->ctl = sb->out = sb->in = -1;
     sb->state = MINI_SB_DONE;
+    if (sb->overlay_work) {
+        /* Its overlay went with its mount namespace. */
+        struct mini_err e;
+        mini_rm_rf(sb->overlay_work, &e);
+        free(sb->overlay_work);
+        sb->overlay_work = NULL;
+    }
 }

@@ -78,6 +78,7 @@ struct mini_sandbox {
     enum mini_sandbox_state state;
     bool group_kill;         /* degraded path: init leads a process group that holds the command */
     bool in_cgroup;          /* joins cfg's cgroup itself (else the daemon must attach it) */
+    char *overlay_work;      /* this sandbox's overlayfs work directories (removed by destroy), or NULL */
 };
 
 /* What launch sends: all strings are copied into one message. */
