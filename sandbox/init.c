@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -50,6 +51,12 @@ static int read_full(int fd, void *p, size_t n)
         n -= (size_t)r;
     }
     return 0;
+}
+
+/* close_range(2) by number: musl has no wrapper for it. */
+static int close_fds(unsigned lo, unsigned hi)
+{
+    return (int)syscall(SYS_close_range, lo, hi, 0);
 }
 
 static void report(int fd, uint32_t type, int err, int status, const char *text)
@@ -149,7 +156,7 @@ static __attribute__((noreturn)) void command(char **argv, char **envp, const ch
     }
     /* errfd (close-on-exec) is the only descriptor above 2 left. */
     int ep = fcntl(errfd, F_DUPFD_CLOEXEC, 3);
-    if (ep < 0 || (ep > 3 && close_range(3, (unsigned)ep - 1, 0) < 0) || close_range((unsigned)ep + 1, ~0u, 0) < 0) {
+    if (ep < 0 || (ep > 3 && close_fds(3, (unsigned)ep - 1) < 0) || close_fds((unsigned)ep + 1, ~0u) < 0) {
         stage = "closing file descriptors";
         goto fail;
     }
