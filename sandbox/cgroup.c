@@ -783,7 +783,8 @@ void mini_cgroup_destroy(struct mini_cgroup *c)
         *c = (struct mini_cgroup)MINI_CGROUP_INIT;
         return;
     }
-    mini_cgroup_kill(c);
+    /* Usually empty by now (the sandbox's pid 1 has been reaped, and with
+     * it its pid namespace): try rmdir first, kill only what resists. */
     bool gone[MINI_CG_HIER_MAX] = { false };
     int64_t deadline = now_ms() + DESTROY_BUDGET_MS;
     for (unsigned round = 0;; round++) {
