@@ -9,9 +9,4 @@ mini_c_test(test_landlock SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_landlock.c
 set_tests_properties(test_cgroup test_landlock PROPERTIES SKIP_RETURN_CODE 77)
 
 # Limits end to end through the daemon, as root (cgroups) and rootless (rlimits).
-mini_sh_test(security_limits SCRIPT ${CMAKE_CURRENT_LIST_DIR}/limits.sh LABELS security TIMEOUT 600)
-mini_sh_test(security_limits_rootless SCRIPT ${CMAKE_CURRENT_LIST_DIR}/limits.sh
-             LABELS security rootless TIMEOUT 600)
-set_property(TEST security_limits_rootless APPEND PROPERTY ENVIRONMENT MINI_TEST_ROOTLESS=1)
-set_tests_properties(security_limits security_limits_rootless PROPERTIES
-  SKIP_RETURN_CODE 77 RESOURCE_LOCK mini_sandbox_e2e)
+mini_e2e_test(security_limits SCRIPT ${CMAKE_CURRENT_LIST_DIR}/limits.sh LABELS security TIMEOUT 600)

@@ -11,22 +11,10 @@ add_executable(mini-test-probe ${CMAKE_CURRENT_LIST_DIR}/probe.c)
 target_compile_options(mini-test-probe PRIVATE -fno-sanitize=all)
 target_link_options(mini-test-probe PRIVATE -fno-sanitize=all)
 
-mini_sh_test(security_attacks SCRIPT ${CMAKE_CURRENT_LIST_DIR}/attacks.sh
-             LABELS security TIMEOUT 600)
-mini_sh_test(security_attacks_rootless SCRIPT ${CMAKE_CURRENT_LIST_DIR}/attacks.sh
-             LABELS security rootless TIMEOUT 600)
-set_property(TEST security_attacks_rootless APPEND PROPERTY ENVIRONMENT MINI_TEST_ROOTLESS=1)
-set_tests_properties(security_attacks security_attacks_rootless PROPERTIES
-  SKIP_RETURN_CODE 77 RESOURCE_LOCK mini_sandbox_e2e)
+mini_e2e_test(security_attacks SCRIPT ${CMAKE_CURRENT_LIST_DIR}/attacks.sh LABELS security TIMEOUT 600)
 
 # The degraded path: the daemon under a Docker-style filter that blocks
 # user namespaces (mini-test-nouserns), as root and rootless.
 add_executable(mini-test-nouserns ${CMAKE_CURRENT_LIST_DIR}/nouserns.c)
 target_link_libraries(mini-test-nouserns PRIVATE PkgConfig::SECCOMP)
-mini_sh_test(security_degraded SCRIPT ${CMAKE_CURRENT_LIST_DIR}/degraded.sh
-             LABELS security TIMEOUT 300)
-mini_sh_test(security_degraded_rootless SCRIPT ${CMAKE_CURRENT_LIST_DIR}/degraded.sh
-             LABELS security rootless TIMEOUT 300)
-set_property(TEST security_degraded_rootless APPEND PROPERTY ENVIRONMENT MINI_TEST_ROOTLESS=1)
-set_tests_properties(security_degraded security_degraded_rootless PROPERTIES
-  SKIP_RETURN_CODE 77 RESOURCE_LOCK mini_sandbox_e2e)
+mini_e2e_test(security_degraded SCRIPT ${CMAKE_CURRENT_LIST_DIR}/degraded.sh LABELS security)
