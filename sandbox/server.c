@@ -1311,9 +1311,13 @@ static void do_exec(struct server *s, struct client *c, const struct mini_req *r
     ss->running++;
     if (ready)
         exec_launch(s, x);
-    /* Replace what this command took, now that its launch is out: a
-     * second command while this one runs should find a sandbox prepared. */
-    pool_fill(s, ss);
+    /* Commands side by side: replace what this one took now that its
+     * launch is out, so that the next one finds a sandbox prepared.  A
+     * command on its own leaves that to its exit (after the reply): a
+     * replacement prepared meanwhile would compete with it for the CPU
+     * and hold up the daemon's handling of its exit. */
+    if (ss->running > 1)
+        pool_fill(s, ss);
     return;
 fail:
     send_error(s, c, req->id, &e);
