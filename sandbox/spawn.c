@@ -29,7 +29,7 @@
 /* The namespaces the clone itself creates: the user namespace, which owns
  * everything after it, and the pid namespace, so that the child is its
  * pid 1.  The others the child unshares itself (unshare_flags). */
-static const unsigned long CLONE_NS = CLONE_NEWUSER | CLONE_NEWPID;
+static const unsigned long SANDBOX_CLONE_FLAGS = CLONE_NEWUSER | CLONE_NEWPID;
 
 static unsigned long unshare_flags(unsigned namespaces)
 {
@@ -448,7 +448,7 @@ int mini_sandbox_prepare(const struct mini_spawn_cfg *cfg, struct mini_sandbox *
     mini_set_nonblock(outp[0], 1);
 
     int pidfd = -1;
-    unsigned long flags = (cfg->landlock ? 0 : CLONE_NS) | CLONE_PIDFD;
+    unsigned long flags = (cfg->landlock ? 0 : SANDBOX_CLONE_FLAGS) | CLONE_PIDFD;
     struct clone_args ca = {
         .flags = flags,
         .pidfd = (uint64_t)(uintptr_t)&pidfd,
