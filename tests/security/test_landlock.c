@@ -16,7 +16,7 @@
  *     writable but the workspace, TCP works, AF_UNIX sockets do not.
  * Also the plan itself (rules, carving, notes).  argv[1]: profiles/.
  * Skips (77) without Landlock. */
-#include "check.h"
+#include "childcheck.h"
 #include "landlock.h"
 #include "mini/profile.h"
 
@@ -36,41 +36,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-struct record {
-    char name[64];
-    int ok;
-    long ret;
-    int err;
-};
-
-static int report_fd = -1;
 static const char *pdir;
 static char base[64];
 static int abi;
 static int listen_port;
-
-static void report(const char *name, int ok, long ret, int err)
-{
-    struct record r = { .ok = ok, .ret = ret, .err = err };
-    snprintf(r.name, sizeof r.name, "%s", name);
-    if (write(report_fd, &r, sizeof r) != (ssize_t)sizeof r)
-        _exit(99);
-}
-
-#define FAILS(name, want, call) do { \
-    errno = 0; \
-    long _r = (long)(call); \
-    int _e = errno; \
-    report(name, _r == -1 && _e == (want), _r, _e); \
-} while (0)
-
-#define WORKS(name, call) do { \
-    errno = 0; \
-    long _r = (long)(call); \
-    int _e = errno; \
-    report(name, _r >= 0, _r, _e); \
-    if (_r > 2 && strncmp(name, "fd:", 3) == 0) close((int)_r); \
-} while (0)
 
 static char *path(const char *rel)
 {
@@ -130,11 +99,11 @@ static void child_standard(void)
     int tcp = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);   /* made before: only Landlock can stop connect */
     struct mini_err e;
     if (mini_landlock_apply(p, path("ws"), path("tmp"), &e) < 0) {
-        report("apply", 0, -1, e.sys_errno);
+        child_report("apply", 0, -1, e.sys_errno);
         fprintf(stderr, "apply: %s\n", e.msg);
         _exit(0);
     }
-    report("apply", 1, 0, 0);
+    child_report("apply", 1, 0, 0);
     WORKS("write workspace", write_file(path("ws/new.txt"), "hi"));
     WORKS("mkdir workspace", mkdir(path("ws/sub"), 0755));
     WORKS("rename in workspace", rename(path("ws/new.txt"), path("ws/sub/moved.txt")));
@@ -146,9 +115,9 @@ static void child_standard(void)
     FAILS("write /etc", EACCES, write_file("/etc/mini-landlock-test", "x"));
     FAILS("read outside file", EACCES, open(path("outside/secret.txt"), O_RDONLY | O_CLOEXEC));
     FAILS("list outside dir", EACCES, open(path("outside"), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    WORKS("fd:read /usr/bin/env", open("/usr/bin/env", O_RDONLY | O_CLOEXEC));
-    report("exec /usr/bin/true", run_true() == 0, 0, 0);
-    WORKS("fd:read /etc/passwd", open("/etc/passwd", O_RDONLY | O_CLOEXEC));
+    WORKS_FD("fd:read /usr/bin/env", open("/usr/bin/env", O_RDONLY | O_CLOEXEC));
+    child_report("exec /usr/bin/true", run_true() == 0, 0, 0);
+    WORKS_FD("fd:read /etc/passwd", open("/etc/passwd", O_RDONLY | O_CLOEXEC));
     if (access("/etc/shadow", F_OK) == 0)
         FAILS("read /etc/shadow (hidden)", EACCES, open("/etc/shadow", O_RDONLY | O_CLOEXEC));
     FAILS("list /etc (carved)", EACCES, open("/etc", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -156,12 +125,12 @@ static void child_standard(void)
     if (home && strcmp(home, "/") != 0 && access(home, F_OK) == 0 && strncmp(home, "/usr", 4) != 0)
         FAILS("list $HOME", EACCES, open(home, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     FAILS("list /", EACCES, open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    WORKS("fd:read /proc/self/status", open("/proc/self/status", O_RDONLY | O_CLOEXEC));
+    WORKS_FD("fd:read /proc/self/status", open("/proc/self/status", O_RDONLY | O_CLOEXEC));
     char env[64];
     snprintf(env, sizeof env, "/proc/%d/environ", (int)getppid());
     FAILS("read parent's environ", EACCES, open(env, O_RDONLY | O_CLOEXEC));
-    WORKS("fd:write /dev/null O_TRUNC", open("/dev/null", O_WRONLY | O_TRUNC | O_CLOEXEC));
-    WORKS("fd:read /dev/urandom", open("/dev/urandom", O_RDONLY | O_CLOEXEC));
+    WORKS_FD("fd:write /dev/null O_TRUNC", open("/dev/null", O_WRONLY | O_TRUNC | O_CLOEXEC));
+    WORKS_FD("fd:read /dev/urandom", open("/dev/urandom", O_RDONLY | O_CLOEXEC));
     FAILS("socket AF_INET", EAFNOSUPPORT, socket(AF_INET, SOCK_DGRAM, 0));
     FAILS("socket AF_INET6", EAFNOSUPPORT, socket(AF_INET6, SOCK_STREAM, 0));
     FAILS("socket AF_UNIX", EACCES, socket(AF_UNIX, SOCK_STREAM, 0));
@@ -192,34 +161,34 @@ static void child_root_bind(void)
     struct mini_profile *p = j ? mini_profile_from_json(j, "rootbind.json", &e) : NULL;
     cJSON_Delete(j);
     if (!p) {
-        report("profile", 0, -1, 0);
+        child_report("profile", 0, -1, 0);
         fprintf(stderr, "profile: %s\n", e.msg);
         _exit(0);
     }
     int tcp = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (mini_landlock_apply(p, path("ws"), path("tmp"), &e) < 0) {
-        report("apply", 0, -1, e.sys_errno);
+        child_report("apply", 0, -1, e.sys_errno);
         fprintf(stderr, "apply: %s\n", e.msg);
         _exit(0);
     }
-    report("apply", 1, 0, 0);
+    child_report("apply", 1, 0, 0);
     FAILS("read hidden file", EACCES, open(path("hidden/secret.txt"), O_RDONLY | O_CLOEXEC));
     FAILS("list hidden dir", EACCES, open(path("hidden"), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    WORKS("fd:read sibling file", open(path("outside/secret.txt"), O_RDONLY | O_CLOEXEC));
-    WORKS("fd:list sibling dir", open(path("outside"), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    WORKS_FD("fd:read sibling file", open(path("outside/secret.txt"), O_RDONLY | O_CLOEXEC));
+    WORKS_FD("fd:list sibling dir", open(path("outside"), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     FAILS("list the parent of hidden", EACCES, open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     FAILS("write sibling file", EACCES, open(path("outside/secret.txt"), O_WRONLY | O_CLOEXEC));
     WORKS("write workspace", write_file(path("ws/root.txt"), "x"));
-    WORKS("fd:read /usr/bin/env", open("/usr/bin/env", O_RDONLY | O_CLOEXEC));
-    report("exec /usr/bin/true", run_true() == 0, 0, 0);
+    WORKS_FD("fd:read /usr/bin/env", open("/usr/bin/env", O_RDONLY | O_CLOEXEC));
+    child_report("exec /usr/bin/true", run_true() == 0, 0, 0);
     if (access("/etc/shadow", F_OK) == 0)
         FAILS("read /etc/shadow (hidden)", EACCES, open("/etc/shadow", O_RDONLY | O_CLOEXEC));
-    WORKS("fd:read /etc/passwd", open("/etc/passwd", O_RDONLY | O_CLOEXEC));
+    WORKS_FD("fd:read /etc/passwd", open("/etc/passwd", O_RDONLY | O_CLOEXEC));
     FAILS("list /var/tmp (tmpfs path)", EACCES, open("/var/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     WORKS("connect 127.0.0.1 (net host)", tcp_connect(tcp));
     FAILS("socket AF_UNIX", EACCES, socket(AF_UNIX, SOCK_STREAM, 0));
     int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    report("socket AF_INET (net host)", s >= 0, s, errno);
+    child_report("socket AF_INET (net host)", s >= 0, s, errno);
     _exit(0);
 }
 
@@ -229,37 +198,25 @@ static void drop_caps(void)
 {
     cap_t none = cap_init();
     if (!none || cap_set_proc(none) < 0) {
-        report("dropping capabilities", 0, -1, errno);
+        child_report("dropping capabilities", 0, -1, errno);
         _exit(0);
     }
     cap_free(none);
 }
 
+static void (*child_fn)(void);
+
+static void drop_caps_then_fn(void)
+{
+    drop_caps();
+    child_fn();
+}
+
 static void run_child(void (*fn)(void), const char *label)
 {
-    int p[2];
-    if (pipe(p) < 0) {
-        perror("pipe");
-        exit(1);
-    }
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(p[0]);
-        report_fd = p[1];
-        drop_caps();
-        fn();
-        _exit(0);
-    }
-    close(p[1]);
-    struct record r;
     int n = 0;
-    while (read(p[0], &r, sizeof r) == (ssize_t)sizeof r) {
-        n++;
-        CHECK_MSG(r.ok, "%s: %s: returned %ld, errno %s", label, r.name, r.ret, strerror(r.err));
-    }
-    close(p[0]);
-    int st;
-    waitpid(pid, &st, 0);
+    child_fn = fn;
+    int st = child_run(drop_caps_then_fn, label, &n);
     CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: child status 0x%x", label, st);
     CHECK_MSG(n >= 10, "%s: only %d results", label, n);
     printf("%s: %d checks in the child\n", label, n);

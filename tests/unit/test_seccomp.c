@@ -2,7 +2,7 @@
  * each in a forked child and check what the child's syscalls return there.
  * The child sends one record per check through a pipe; the parent CHECKs
  * them.  argv[1]: the source tree's profiles/ directory. */
-#include "check.h"
+#include "childcheck.h"
 #include "mini/cleanup.h"
 #include "mini/profile.h"
 #include "seccomp_prog.h"
@@ -32,48 +32,7 @@
 #define AF_VSOCK 40
 #endif
 
-struct record {
-    char name[64];
-    int ok;
-    long ret;
-    int err;
-};
-
-static int report_fd = -1;
 static const char *dir;
-
-static void report(const char *name, int ok, long ret, int err)
-{
-    struct record r = { .ok = ok, .ret = ret, .err = err };
-    snprintf(r.name, sizeof r.name, "%s", name);
-    if (write(report_fd, &r, sizeof r) != (ssize_t)sizeof r)
-        _exit(99);
-}
-
-/* `call` must fail with `want`. */
-#define FAILS(name, want, call) do { \
-    errno = 0; \
-    long _r = (long)(call); \
-    int _e = errno; \
-    report(name, _r == -1 && _e == (want), _r, _e); \
-} while (0)
-
-/* `call` must succeed (a descriptor is closed again). */
-#define WORKS(name, call) do { \
-    errno = 0; \
-    long _r = (long)(call); \
-    int _e = errno; \
-    report(name, _r >= 0, _r, _e); \
-} while (0)
-
-#define WORKS_FD(name, call) do { \
-    errno = 0; \
-    long _r = (long)(call); \
-    int _e = errno; \
-    report(name, _r >= 0, _r, _e); \
-    if (_r >= 0) \
-        close((int)_r); \
-} while (0)
 
 /* A clone-like call that succeeded returns 0 in the new process: end it. */
 static long child_guard(long r)
@@ -93,40 +52,27 @@ static long clone3_newuser(void)
     return child_guard(syscall(SYS_clone3, args, 88));
 }
 
+/* The program the next child loads before its body runs. */
+static const struct mini_bpf *child_prog;
+static void (*child_body)(void);
+
+static void load_then_body(void)
+{
+    int r = mini_seccomp_load(child_prog);
+    child_report("mini_seccomp_load", r == 0, r, -r);
+    if (r == 0)
+        child_body();
+}
+
 /* Fork, load prog in the child, run body there; collect the records.
  * Returns the child's wait status. */
 static int run(const struct mini_bpf *prog, void (*body)(void), const char *label)
 {
-    int p[2];
-    if (pipe(p) < 0)
-        abort();
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0)
-        abort();
-    if (pid == 0) {
-        close(p[0]);
-        report_fd = p[1];
-        int r = mini_seccomp_load(prog);
-        report("mini_seccomp_load", r == 0, r, -r);
-        if (r == 0)
-            body();
-        _exit(0);
-    }
-    close(p[1]);
-    struct record rec;
-    int n = 0;
-    while (read(p[0], &rec, sizeof rec) == (ssize_t)sizeof rec) {
-        n++;
-        CHECK_MSG(rec.ok, "%s: %s: returned %ld, errno %d (%s)", label, rec.name, rec.ret, rec.err, strerror(rec.err));
-    }
-    close(p[0]);
-    int status;
-    if (waitpid(pid, &status, 0) != pid)
-        abort();
-    CHECK_MSG(n > 0, "%s: no results from the child", label);
-    return status;
+    child_prog = prog;
+    child_body = body;
+    return child_run(load_then_body, label, NULL);
 }
+
 
 /* The compiled program's decision for one call, by a classic BPF
  * interpreter: checks the program itself, exactly, where the kernel's own
@@ -334,14 +280,14 @@ static void allowlist_body(void)
 static void getppid_body(void)
 {
     getppid();
-    report("still alive after getppid", 0, 0, 0);
+    child_report("still alive after getppid", 0, 0, 0);
 }
 
 #if defined(__x86_64__)
 static void x32_body(void)
 {
     syscall(0x40000000L | SYS_getpid);
-    report("still alive after an x32 syscall", 0, 0, 0);
+    child_report("still alive after an x32 syscall", 0, 0, 0);
 }
 #endif
 
