@@ -717,13 +717,14 @@ static struct node *parse_condexpr(struct tpl *t)
     return e1;
 }
 
-static struct node *parse_or(struct tpl *t)
+/* operand (WORD operand)*: `or` and `and`, left-associative. */
+static struct node *parse_logical(struct tpl *t, const char *word, int kind, struct node *(*operand)(struct tpl *))
 {
     int line = cur(t)->line;
-    struct node *l = parse_and(t);
-    while (l && tok_is(cur(t), "or")) {
+    struct node *l = operand(t);
+    while (l && tok_is(cur(t), word)) {
         next(t);
-        struct node *r = parse_and(t), *n = r ? new_node(t, N_OR, line) : NULL;
+        struct node *r = operand(t), *n = r ? new_node(t, kind, line) : NULL;
         if (!n)
             return NULL;
         n->a = l;
@@ -734,21 +735,14 @@ static struct node *parse_or(struct tpl *t)
     return l;
 }
 
+static struct node *parse_or(struct tpl *t)
+{
+    return parse_logical(t, "or", N_OR, parse_and);
+}
+
 static struct node *parse_and(struct tpl *t)
 {
-    int line = cur(t)->line;
-    struct node *l = parse_not(t);
-    while (l && tok_is(cur(t), "and")) {
-        next(t);
-        struct node *r = parse_not(t), *n = r ? new_node(t, N_AND, line) : NULL;
-        if (!n)
-            return NULL;
-        n->a = l;
-        n->b = r;
-        l = n;
-        line = cur(t)->line;
-    }
-    return l;
+    return parse_logical(t, "and", N_AND, parse_not);
 }
 
 static struct node *parse_not(struct tpl *t)
