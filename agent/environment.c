@@ -1,4 +1,5 @@
 #include "environment.h"
+#include "config.h"
 #include "mini/client.h"
 #include "mini/cleanup.h"
 #include "mini/io.h"
@@ -54,8 +55,8 @@ static int sandbox_open(struct mini_environment *env, struct mini_err *e)
         return -1;
     env->connected = true;
     env->client.cancel = &env->interrupted;
-    char ws[PATH_MAX];
-    if (!realpath(env->workspace, ws))
+    _cleanup_free_ char *ws = mini_client_abspath(env->workspace);
+    if (!ws)
         return mini_err_sys(e, MINI_E_WORKSPACE_INVALID, errno, "workspace %s", env->workspace);
     struct mini_req req = { .op = MINI_OP_OPEN };
     req.u.open.workspace = ws;
@@ -70,6 +71,16 @@ static int sandbox_open(struct mini_environment *env, struct mini_err *e)
     } else {
         req.u.open.profile = env->profile;
     }
+    /* mini's own configuration directory (its .env holds the API keys) is
+     * hidden from every command, wherever this mini's environment put it;
+     * the daemon adds the ones it knows of itself. */
+    struct mini_err ge;
+    _cleanup_free_ char *gdir = mini_config_global_dir_new(false, &ge);
+    cJSON *ov = gdir && gdir[0] == '/' ? cJSON_CreateObject() : NULL;
+    cJSON *hide = ov ? cJSON_AddArrayToObject(cJSON_AddObjectToObject(ov, "filesystem"), "hide") : NULL;
+    if (hide)
+        cJSON_AddItemToArray(hide, cJSON_CreateString(gdir));
+    req.u.open.overrides = ov;
     /* environment.env, then forward_env: names whose values mini passes
      * from its own environment. */
     const cJSON *vars = cJSON_GetObjectItemCaseSensitive(env->cfg, "env");
@@ -84,6 +95,7 @@ static int sandbox_open(struct mini_environment *env, struct mini_err *e)
     if (r == 0)
         r = mini_client_call(&env->client, &req, &rep, e);
     cJSON_Delete(pdata);
+    cJSON_Delete(ov);
     mini_env_free(&req.u.open.env);
     if (r < 0)
         return mini_err_prefix(e, "opening a sandbox session (profile %s)", env->profile);

@@ -233,7 +233,9 @@ static int add_hide(struct build *b, const char *path)
 {
     _cleanup_close_ int fd = open_in_root(b, path, 0);
     if (fd < 0)
-        return errno == ENOENT ? 0 : fail(b, errno, "looking up hidden path", path);
+        /* Absent, or out of the sandbox's reach already (beneath a
+         * directory it may not search): nothing to cover. */
+        return errno == ENOENT || errno == EACCES ? 0 : fail(b, errno, "looking up hidden path", path);
     struct stat st;
     if (fstat(fd, &st) < 0)
         return fail(b, errno, "stat", path);

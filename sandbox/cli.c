@@ -142,8 +142,8 @@ static int cmd_run(int argc, char **argv)
         fprintf(stderr, "mini-sandbox: run: no command given (mini-sandbox run [OPTION]... -- COMMAND...)\n");
         return EXIT_SANDBOX;
     }
-    char ws[PATH_MAX];
-    if (!realpath(workspace, ws)) {
+    _cleanup_free_ char *ws = mini_client_abspath(workspace);
+    if (!ws) {
         fprintf(stderr, "mini-sandbox: workspace %s: %s\n", workspace, strerror(errno));
         return EXIT_SANDBOX;
     }

@@ -55,6 +55,17 @@ char *mini_default_socket(struct mini_err *e)
     return path;
 }
 
+char *mini_client_abspath(const char *path)
+{
+    if (path[0] == '/')
+        return strdup(path);
+    _cleanup_free_ char *cwd = getcwd(NULL, 0);
+    char *out;
+    if (!cwd || asprintf(&out, "%s/%s", strcmp(cwd, "/") ? cwd : "", path) < 0)
+        return NULL;
+    return out;
+}
+
 char *mini_sandboxd_path(void)
 {
     const char *env = getenv("MINI_SANDBOXD");

@@ -838,6 +838,13 @@ static int parse_require(const struct ctx *c, const cJSON *arr, struct mini_prof
 
 /* ------------------------------------------------------------ profile */
 
+int mini_profile_add_hide(struct mini_profile *p, const char *path)
+{
+    if (strv_has(p->hide, p->n_hide, path))
+        return 0;
+    return push_str(&p->hide, &p->n_hide, path);
+}
+
 void mini_profile_free(struct mini_profile *p)
 {
     if (!p)

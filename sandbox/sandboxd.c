@@ -140,6 +140,18 @@ int main(int argc, char **argv)
         sockdir = dirname_of(socket_path);
         if (!sockdir || make_private_dir(sockdir, &e) < 0)
             goto fail;
+        /* From here on the socket is named by its real path, so that what
+         * it is compared with (a workspace) is too. */
+        char *real = realpath(sockdir, NULL), *canon = NULL, *base = strrchr(socket_path, '/');
+        if (!real || asprintf(&canon, "%s/%s", strcmp(real, "/") ? real : "", base ? base + 1 : socket_path) < 0) {
+            mini_err_sys(&e, MINI_E_IO, errno, "resolving %s", sockdir);
+            free(real);
+            goto fail;
+        }
+        free(sockdir);
+        free(socket_path);
+        sockdir = real;
+        socket_path = canon;
     } else if (!(sockdir = mini_runtime_dir(&e))) {
         goto fail;
     }
@@ -150,6 +162,13 @@ int main(int argc, char **argv)
     }
     if (make_private_dir(state_dir, &e) < 0)
         goto fail;
+    char *real_state = realpath(state_dir, NULL);
+    if (!real_state) {
+        mini_err_sys(&e, MINI_E_IO, errno, "resolving %s", state_dir);
+        goto fail;
+    }
+    free(state_dir);
+    state_dir = real_state;
     cfg.socket_path = socket_path;
     cfg.state_dir = state_dir;
     int ready = -1;

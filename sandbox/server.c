@@ -4,6 +4,7 @@
 #include "outbuf.h"
 #include "seccomp_prog.h"
 #include "spawn.h"
+#include "workspace.h"
 #include "mini/cleanup.h"
 #include "mini/log.h"
 #include "mini/profile.h"
@@ -15,11 +16,13 @@
 #include <linux/openat2.h>
 #include <math.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -65,9 +68,14 @@ struct session {
     const struct mini_bpf *bpf;     /* from the server's cache */
     char *workspace;
     int ws_fd;
-    uid_t host_uid;
+    uid_t host_uid;                 /* the host ids the sandbox's processes run as */
     gid_t host_gid;
+    uid_t owner_uid;                /* the host ids its files in the workspace get */
+    gid_t owner_gid;
+    int uid_slot;                   /* root daemon: its slot in the server's uid range, else -1 */
+    int idmap_userns;               /* a user namespace mapping owner -> host ids, or -1 */
     bool idmap;
+    struct mini_uid_range *uids;    /* where uid_slot goes back to */
     struct mini_env env;
     struct mini_assessment assess;  /* what this machine gives the profile */
     char *overlay_dir;              /* upper/work of the session's writable root, or NULL */
@@ -151,6 +159,8 @@ struct server {
     struct bpf_cache *bpf_cache;    /* one seccomp program per distinct policy */
     ino_t userns;
     FILE *audit;
+    struct mini_ws_guard guard;     /* what a workspace must not be or hold */
+    struct mini_uid_range uids;     /* root daemon: host ids for sessions */
 };
 
 static int64_t now_ns(void)
@@ -233,6 +243,9 @@ static void session_unref(struct session *ss)
     mini_profile_free(ss->profile);
     free(ss->workspace);
     mini_close(ss->ws_fd);
+    mini_close(ss->idmap_userns);
+    if (ss->uids)
+        mini_uid_range_put(ss->uids, ss->uid_slot);
     mini_env_free(&ss->env);
     free(ss);
 }
@@ -281,39 +294,11 @@ static const struct mini_bpf *seccomp_for(struct server *s, const struct mini_pr
     return &c->bpf;
 }
 
-/* Paths a workspace may not be or contain: the daemon's own. */
+/* Whether path is dir or beneath it. */
 static bool path_within(const char *path, const char *dir)
 {
     size_t n = strlen(dir);
     return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/' || n == 1);
-}
-
-static int check_workspace(struct server *s, const char *req, char **canon, struct mini_err *e)
-{
-    if (req[0] != '/')
-        return mini_err_set(e, MINI_E_WORKSPACE_INVALID, "workspace %s: must be an absolute path", req);
-    char *rp = realpath(req, NULL);
-    if (!rp)
-        return mini_err_sys(e, MINI_E_WORKSPACE_INVALID, errno, "workspace %s", req);
-    static const char *const forbidden[] = { "/proc", "/sys", "/dev" };
-    for (size_t i = 0; i < MINI_ARRAY_SIZE(forbidden); i++)
-        if (path_within(rp, forbidden[i]))
-            goto bad;
-    if (strcmp(rp, "/") == 0)
-        goto bad;
-    /* A sandbox that can reach the daemon's socket could ask for a looser
-     * profile: the workspace must not contain it or the state directory. */
-    if (s->cfg->socket_path && path_within(s->cfg->socket_path, rp))
-        goto bad;
-    if (path_within(s->cfg->state_dir, rp))
-        goto bad;
-    *canon = rp;
-    return 0;
-bad:
-    mini_err_set(e, MINI_E_WORKSPACE_INVALID,
-                 "workspace %s: not allowed (the root, /proc, /sys, /dev, or a directory holding the daemon's socket or state)", rp);
-    free(rp);
-    return -1;
 }
 
 /* The assessment (what the commands really get), plus this session's ids
@@ -328,6 +313,11 @@ static cJSON *isolation_json(const struct server *s, const struct session *ss)
     char map[64];
     snprintf(map, sizeof map, "0 %u 1", (unsigned)ss->host_uid);
     cJSON_AddStringToObject(o, "uid_map", map);
+    snprintf(map, sizeof map, "0 %u 1", (unsigned)ss->host_gid);
+    cJSON_AddStringToObject(o, "gid_map", map);
+    snprintf(map, sizeof map, "%u:%u", (unsigned)ss->owner_uid, (unsigned)ss->owner_gid);
+    cJSON_AddStringToObject(o, "files_owned_by", map);
+    cJSON_AddBoolToObject(o, "own_uid", ss->uid_slot >= 0);
     cJSON_AddBoolToObject(o, "idmapped_workspace", ss->idmap);
     cJSON_AddStringToObject(o, "workspace", ss->workspace);
     cJSON_AddBoolToObject(o, "workspace_writable", ss->profile->workspace_writable);
@@ -372,6 +362,7 @@ static void session_spawn_cfg(const struct server *s, const struct session *ss, 
         .host_uid = ss->host_uid,
         .host_gid = ss->host_gid,
         .idmap_workspace = ss->idmap,
+        .idmap_userns = ss->idmap_userns,
         .init_fd = s->init_fd,
         .overlay_dir = ss->overlay_dir,
         .namespaces = ss->assess.namespaces,
@@ -605,6 +596,89 @@ static void pool_event(struct server *s, struct pooled *p, bool exited)
         pool_fill(s, ss);
 }
 
+/* mini's configuration directories (their .env holds the API keys) are
+ * hidden in every profile: the daemon's own, and for a root daemon the
+ * workspace owner's. */
+static int session_hide_secrets(struct server *s, struct session *ss, struct mini_err *e)
+{
+    struct stat st;
+    if (geteuid() == 0 && fstat(ss->ws_fd, &st) == 0) {
+        struct passwd *pw = getpwuid(st.st_uid);
+        if (pw && mini_ws_guard_add_home(&s->guard, pw->pw_dir) < 0)
+            return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < s->guard.n_secrets; i++)
+        if (mini_profile_add_hide(ss->profile, s->guard.secrets[i]) < 0)
+            return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    return 0;
+}
+
+/* Whose ids the session's sandboxes run as, and whose its files get (see
+ * docs/isolation.md, "Whose ids a sandbox runs as"):
+ *   - rootless: the daemon's own, for both;
+ *   - root, workspace owned by root: refused (files the sandbox made
+ *     would be root's on the host; there is no safe mapping);
+ *   - root, owned by uid W: the processes run as a uid of the session's
+ *     own from the daemon's range, and see the workspace through an
+ *     idmapped mount in which W's files are theirs and what they create
+ *     is W's, with W's ordinary group (mini_ws_owner_group) -- never the
+ *     directory's group.  Per-uid kernel quotas are then the session's
+ *     own.  Where the workspace's filesystem cannot be idmapped, or on
+ *     the Landlock path (no user namespaces), they run as W itself. */
+static int session_ids(struct server *s, struct session *ss, struct mini_err *e)
+{
+    struct stat st;
+    if (fstat(ss->ws_fd, &st) < 0)
+        return mini_err_sys(e, MINI_E_WORKSPACE_INVALID, errno, "workspace %s", ss->workspace);
+    if (geteuid() != 0) {
+        ss->host_uid = ss->owner_uid = geteuid();
+        ss->host_gid = ss->owner_gid = getegid();
+        return 0;
+    }
+    if (st.st_uid == 0)
+        return mini_err_set(e, MINI_E_WORKSPACE_INVALID,
+                            "workspace %s is owned by root: files a sandbox writes there would be root's on the "
+                            "host, and a root daemon never runs a sandbox as root; remedy: give the directory to an "
+                            "unprivileged user (chown -R USER: %s; the sandbox then writes as that user), or run "
+                            "mini-sandboxd (and mini) as that user",
+                            ss->workspace, ss->workspace);
+    ss->owner_uid = ss->host_uid = st.st_uid;
+    ss->owner_gid = ss->host_gid = mini_ws_owner_group(st.st_uid);
+    if (ss->assess.path == MINI_PATH_LANDLOCK)
+        return 0;
+    int slot = mini_uid_range_take(&s->uids);
+    if (slot < 0)
+        return mini_err_set(e, MINI_E_BUSY, "every uid of the daemon's range (%u) is in use", s->uids.count);
+    ss->uid_slot = slot;
+    ss->uids = &s->uids;
+    uid_t uid = s->uids.uid_base + (uid_t)slot;
+    gid_t gid = s->uids.gid_base + (gid_t)slot;
+    if ((ss->idmap_userns = mini_idmap_userns(ss->owner_uid, uid, ss->owner_gid, gid, e)) < 0)
+        return -1;
+    /* Whether this filesystem can be idmapped at all: try it once here. */
+    int probe = open_tree(ss->ws_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+    struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)ss->idmap_userns };
+    int r = probe < 0 ? -1 : mount_setattr(probe, "", AT_EMPTY_PATH, &attr, sizeof attr);
+    int err = errno;
+    mini_close(probe);
+    if (r < 0 && (err == EINVAL || err == EOPNOTSUPP || err == ENOSYS)) {
+        log_warn("workspace %s: its filesystem cannot be idmapped (%s): the sandbox runs as its owner, uid %u",
+                 ss->workspace, strerror(err), (unsigned)ss->owner_uid);
+        mini_close(ss->idmap_userns);
+        ss->idmap_userns = -1;
+        mini_uid_range_put(&s->uids, slot);
+        ss->uid_slot = -1;
+        ss->uids = NULL;
+        return 0;
+    }
+    if (r < 0)
+        return mini_err_sys(e, MINI_E_SPAWN_FAILED, err, "idmapping the workspace %s", ss->workspace);
+    ss->host_uid = uid;
+    ss->host_gid = gid;
+    ss->idmap = true;
+    return 0;
+}
+
 static void do_open(struct server *s, struct client *c, const struct mini_req *req)
 {
     const struct mini_req_open *o = &req->u.open;
@@ -616,6 +690,8 @@ static void do_open(struct server *s, struct client *c, const struct mini_req *r
         goto fail;
     }
     ss->ws_fd = -1;
+    ss->idmap_userns = -1;
+    ss->uid_slot = -1;
     ss->refs = 1;
     if (o->profile_data)
         ss->profile = mini_profile_from_json(o->profile_data, "profile_data", &e);
@@ -633,34 +709,9 @@ static void do_open(struct server *s, struct client *c, const struct mini_req *r
 
     if (!(ss->bpf = seccomp_for(s, ss->profile, &e)))
         goto fail;
-    if (check_workspace(s, o->workspace, &ss->workspace, &e) < 0)
+    if (mini_ws_open(o->workspace, &ss->workspace, &ss->ws_fd, &e) < 0 || session_hide_secrets(s, ss, &e) < 0 ||
+        mini_ws_check(&s->guard, ss->profile, ss->workspace, ss->ws_fd, &e) < 0 || session_ids(s, ss, &e) < 0)
         goto fail;
-    ss->ws_fd = open(ss->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    struct stat st;
-    if (ss->ws_fd < 0 || fstat(ss->ws_fd, &st) < 0) {
-        mini_err_sys(&e, MINI_E_WORKSPACE_INVALID, errno, "workspace %s", ss->workspace);
-        goto fail;
-    }
-    if (geteuid() != 0) {
-        ss->host_uid = geteuid();
-        ss->host_gid = getegid();
-    } else if (st.st_uid != 0) {
-        /* Root daemon: the sandbox runs as the workspace's owner. */
-        ss->host_uid = st.st_uid;
-        ss->host_gid = st.st_gid;
-    } else if (ss->assess.path == MINI_PATH_LANDLOCK) {
-        mini_err_set(&e, MINI_E_ISOLATION_UNAVAILABLE,
-                     "workspace %s is owned by root, and without user namespaces the sandbox cannot see it "
-                     "through an idmapped mount; remedy: chown it to an unprivileged user, or run mini-sandboxd "
-                     "as that user", ss->workspace);
-        goto fail;
-    } else {
-        /* Root-owned workspace: the sandbox runs as nobody, and sees the
-         * workspace through an idmapped mount in which root's files are its own. */
-        ss->host_uid = 65534;
-        ss->host_gid = 65534;
-        ss->idmap = true;
-    }
     snprintf(ss->id, sizeof ss->id, "s%llu", (unsigned long long)++s->next_session);
     if (ss->profile->overlay_root && (ss->assess.features & MINI_FEAT_OVERLAY) &&
         session_overlay(s, ss, &e) < 0)
@@ -1744,6 +1795,8 @@ static void server_free(struct server *s)
         client_close(s, s->clients);
     bury(s);
     mini_cgroups_fini(&s->cgroups);
+    mini_ws_guard_free(&s->guard);
+    mini_uid_range_free(&s->uids);
     while (s->bpf_cache) {
         struct bpf_cache *c = s->bpf_cache;
         s->bpf_cache = c->next;
@@ -1794,6 +1847,14 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
         mini_err_sys(e, MINI_E_IO, errno, "creating %s", s.root_dir);
         goto out;
     }
+    char *sockdir = cfg->socket_path ? strdup(cfg->socket_path) : NULL;
+    char *slash = sockdir ? strrchr(sockdir, '/') : NULL;
+    if (slash)
+        slash[slash == sockdir] = '\0';
+    int gr = mini_ws_guard_init(&s.guard, slash ? sockdir : NULL, cfg->state_dir, e);
+    free(sockdir);
+    if (gr < 0 || (geteuid() == 0 && mini_uid_range_init(&s.uids, e) < 0))
+        goto out;
     if (cfg->audit_log && !(s.audit = fopen(cfg->audit_log, "ae"))) {
         mini_err_sys(e, MINI_E_IO, errno, "opening the audit log %s", cfg->audit_log);
         goto out;

@@ -373,19 +373,15 @@ static int write_file(pid_t pid, const char *name, const char *data, struct mini
     return 0;
 }
 
-/* An idmapped clone of the workspace in which its owner appears as the
- * sandbox's uid 0 (only a root daemon can make one). */
-static int idmapped_workspace(const struct mini_spawn_cfg *cfg, pid_t pid, struct mini_err *e)
+/* An idmapped clone of the workspace in which its owner's files are the
+ * sandbox's (its uid 0, host_uid on the host) and what the sandbox creates
+ * is the owner's on disk (only a root daemon can make one). */
+static int idmapped_workspace(const struct mini_spawn_cfg *cfg, struct mini_err *e)
 {
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/ns/user", (int)pid);
-    _cleanup_close_ int userns = open(path, O_RDONLY | O_CLOEXEC);
-    if (userns < 0)
-        return mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "opening %s", path);
     int fd = open_tree(cfg->workspace_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
     if (fd < 0)
         return mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "cloning the workspace mount");
-    struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)userns };
+    struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)cfg->idmap_userns };
     if (mount_setattr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0) {
         int saved = errno;
         close(fd);
@@ -512,7 +508,7 @@ int mini_sandbox_prepare(const struct mini_spawn_cfg *cfg, struct mini_sandbox *
     if (write_file(sb->pid, "gid_map", map, e) < 0)
         goto fail;
     int wsfd = -1;
-    if (cfg->idmap_workspace && (wsfd = idmapped_workspace(cfg, sb->pid, e)) < 0)
+    if (cfg->idmap_workspace && (wsfd = idmapped_workspace(cfg, e)) < 0)
         goto fail;
     int r = send_go(sb->ctl, wsfd);
     mini_close(wsfd);

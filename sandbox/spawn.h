@@ -41,7 +41,8 @@ struct mini_spawn_cfg {
     const char *overlay_dir;            /* per-session upper/work dirs when profile->overlay_root; else NULL */
     uid_t host_uid;                     /* host ids that uid/gid 0 inside map to */
     gid_t host_gid;
-    bool idmap_workspace;               /* root daemon: idmapped bind so the workspace owner is 0 inside */
+    bool idmap_workspace;               /* root daemon: the workspace through an idmapped mount */
+    int idmap_userns;                   /* its mapping: the owner's ids -> host_uid/host_gid */
     int init_fd;                        /* mini-sandbox-init, from mini_sandbox_open_init() */
     unsigned namespaces;                /* MINI_FEAT_*_NS to create (from the assessment) */
     bool cgroup_memory;                 /* memory is limited by a cgroup: no RLIMIT_AS */

@@ -30,6 +30,11 @@ char *mini_default_socket(struct mini_err *e);
 /* The mini-sandboxd program: $MINI_SANDBOXD, else beside this program,
  * else "mini-sandboxd" (PATH). */
 char *mini_sandboxd_path(void);
+/* path made absolute against the working directory, with "." and ".."
+ * left for the daemon to judge and no symlink resolved: the daemon refuses
+ * workspaces reached through symlinks, so a client must not resolve them
+ * on its behalf.  malloc'd, or NULL. */
+char *mini_client_abspath(const char *path);
 
 /* Connect to `socket_path` (NULL: the default).  When nothing listens
  * there and `allow_private` is set, start a private daemon serving only

@@ -124,6 +124,8 @@ int mini_profile_apply_overrides(struct mini_profile *p, const cJSON *overrides,
 cJSON *mini_profile_to_json(const struct mini_profile *p);
 struct mini_profile *mini_profile_dup(const struct mini_profile *p);
 void mini_profile_free(struct mini_profile *p);
+/* Hide one more absolute path (skipped when already hidden).  -1: no memory. */
+int mini_profile_add_hide(struct mini_profile *p, const char *path);
 
 /* Directory of built-in profiles: $MINI_PROFILE_DIR if set (and not
  * empty); else <executable's dir>/../share/mini/profiles if it exists; else

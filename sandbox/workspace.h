@@ -1,0 +1,88 @@
+/* Which directory a session may use as its workspace, and as which host
+ * ids a sandbox writes there.  The rules are in docs/isolation.md
+ * ("Workspaces" and "Whose ids a sandbox runs as"); in short:
+ *
+ *   - A workspace path is resolved without following any symlink
+ *     (openat2 RESOLVE_NO_SYMLINKS): a link that an earlier command planted
+ *     in a workspace can never redirect a later session.  The directory is
+ *     then held by an fd for the session's life.
+ *   - It may not be a system directory, nor contain (compared by device and
+ *     inode, so no alias or relative spelling gets past) the daemon's
+ *     socket directory, its state directory, a path the profile hides, or
+ *     mini's own configuration directory; nor be a home directory.
+ *   - A root daemon never lets a sandbox create files owned by root or by
+ *     a group it did not choose: root-owned workspaces are refused, and the
+ *     sandbox runs as a host uid of its own (see mini_uid_range). */
+#ifndef MINI_SANDBOX_WORKSPACE_H
+#define MINI_SANDBOX_WORKSPACE_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+#include "mini/err.h"
+#include "mini/profile.h"
+
+/* Directories a workspace must not contain: the daemon's socket directory
+ * and state directory, opened once at start (O_PATH).  And what the daemon
+ * knows of mini's secrets: its own and its users' home directories, and
+ * mini's global configuration directories (its .env holds API keys). */
+struct mini_ws_guard {
+    int fds[4];
+    const char *what[4];
+    size_t n_fds;
+    char **homes;
+    size_t n_homes;
+    char **secrets;
+    size_t n_secrets;
+};
+
+/* Fill g for this daemon: socket_dir may be NULL (a private daemon). */
+int mini_ws_guard_init(struct mini_ws_guard *g, const char *socket_dir, const char *state_dir, struct mini_err *e);
+void mini_ws_guard_free(struct mini_ws_guard *g);
+
+/* Add a home directory and the mini configuration directory beneath it
+ * (a workspace owner's, for a root daemon).  Duplicates are skipped. */
+int mini_ws_guard_add_home(struct mini_ws_guard *g, const char *home);
+
+/* Resolve a requested workspace: absolute, without ".." and without any
+ * symlink on the way.  On success *canon is the normalised path (malloc)
+ * and *fd an O_PATH directory fd of it. */
+int mini_ws_open(const char *req, char **canon, int *fd, struct mini_err *e);
+
+/* Whether the opened workspace may be used with this profile (whose hidden
+ * paths it must not contain).  MINI_E_WORKSPACE_INVALID with the reason. */
+int mini_ws_check(const struct mini_ws_guard *g, const struct mini_profile *p, const char *canon, int fd,
+                  struct mini_err *e);
+
+/* Whether dir (an fd) is at or above the directory `inner` (an fd):
+ * walks up from inner through "..", comparing device and inode. */
+bool mini_dir_contains(int dir, int inner);
+
+/* The host uids and gids a root daemon gives its sessions: a block nobody
+ * else uses.  The line "mini-sandboxd:BASE:COUNT" of /etc/subuid and
+ * /etc/subgid when present, else MINI_UID_RANGE_BASE and _COUNT. */
+#define MINI_UID_RANGE_BASE 2146435072u   /* 0x7ff00000 */
+#define MINI_UID_RANGE_COUNT 65536u
+struct mini_uid_range {
+    uid_t uid_base;
+    gid_t gid_base;
+    unsigned count;
+    unsigned next;
+    unsigned char *used;    /* one bit per slot */
+};
+int mini_uid_range_init(struct mini_uid_range *r, struct mini_err *e);
+void mini_uid_range_free(struct mini_uid_range *r);
+/* A free slot, or -1 when every one is taken. */
+int mini_uid_range_take(struct mini_uid_range *r);
+void mini_uid_range_put(struct mini_uid_range *r, int slot);
+
+/* The on-disk group a root daemon's sandbox creates files with in a
+ * workspace owned by uid: that user's primary group when it is an
+ * ordinary one ("users", 100, or 1000 and above), else nogroup (65534):
+ * never root's, never a system group, never the directory's own. */
+gid_t mini_ws_owner_group(uid_t uid);
+
+/* A user namespace whose only mapping is uid `from` -> `to` and gid
+ * `gfrom` -> `gto`, for an idmapped mount (root only).  An fd, or -1. */
+int mini_idmap_userns(uid_t from, uid_t to, gid_t gfrom, gid_t gto, struct mini_err *e);
+
+#endif
