@@ -11,6 +11,7 @@
 #include "mini/proto.h"
 #include "mini/utf8.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -347,6 +348,35 @@ static int session_overlay(struct server *s, struct session *ss, struct mini_err
             return mini_err_sys(e, MINI_E_IO, errno, "creating %s", path);
     }
     return 0;
+}
+
+/* Overlays left in <state>/sessions by a daemon that is gone (killed,
+ * crashed): its pid is no process now, or is this daemon's own, which was
+ * free when it started.  Removed at start, so that a later daemon with the
+ * same pid cannot trip over them and they do not stay on the disk. */
+static void sweep_sessions(const struct server *s)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/sessions", s->cfg->state_dir);
+    DIR *d = opendir(path);
+    if (!d)
+        return;
+    for (struct dirent *de; (de = readdir(d));) {
+        char *end;
+        long pid = strtol(de->d_name, &end, 10);
+        if (end == de->d_name || *end != '-' || pid <= 0)
+            continue;
+        if (pid != getpid() && (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+            continue;
+        char dir[4096 + 256];
+        struct mini_err e;
+        snprintf(dir, sizeof dir, "%s/%s", path, de->d_name);
+        if (mini_rm_rf(dir, &e) < 0)
+            log_warn("removing a dead daemon's overlay: %s", e.msg);
+        else
+            log_info("removed a dead daemon's overlay %s", dir);
+    }
+    closedir(d);
 }
 
 /* ------------------------------------------------------ prepared pool */
@@ -1855,6 +1885,7 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
     free(sockdir);
     if (gr < 0 || (geteuid() == 0 && mini_uid_range_init(&s.uids, e) < 0))
         goto out;
+    sweep_sessions(&s);
     if (cfg->audit_log && !(s.audit = fopen(cfg->audit_log, "ae"))) {
         mini_err_sys(e, MINI_E_IO, errno, "opening the audit log %s", cfg->audit_log);
         goto out;
