@@ -370,6 +370,24 @@ static int load_supplement(const struct mini_landlock_plan *pl)
     return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
 }
 
+int mini_landlock_scope_abstract(struct mini_err *e)
+{
+    if (mini_landlock_abi() < 6)
+        return 1;
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+        return mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "setting no_new_privs");
+    struct ll_ruleset_attr attr = { .scoped = MINI_LL_SCOPE_ABSTRACT_UNIX_SOCKET };
+    int rfd = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
+    if (rfd < 0)
+        return mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "Landlock: creating the abstract socket scope");
+    long ret = syscall(SYS_landlock_restrict_self, rfd, 0);
+    int err = errno;
+    close(rfd);
+    if (ret < 0)
+        return mini_err_sys(e, MINI_E_SPAWN_FAILED, err, "Landlock: scoping abstract sockets");
+    return 0;
+}
+
 int mini_landlock_enforce(const struct mini_landlock_plan *pl, struct mini_err *e)
 {
     if (pl->abi < 1)

@@ -111,6 +111,14 @@ struct mini_landlock_plan {
 /* The kernel's Landlock ABI version, 0 when unavailable (errno set). */
 int mini_landlock_abi(void);
 
+/* The namespace path with the host's network: abstract Unix sockets live
+ * in the network namespace, so without a namespace of its own the command
+ * could reach the host's (an X11 display, a D-Bus bus, a service's
+ * control socket).  Landlock ABI 6+ scopes them: only sockets created
+ * inside the sandbox can be reached.  Sets no_new_privs.  0 when applied,
+ * 1 when Landlock is too old or absent (nothing applied), -1 on error. */
+int mini_landlock_scope_abstract(struct mini_err *e);
+
 /* Build the plan for profile p (see above).  workspace: the session's
  * canonical workspace; tmpdir: the command's fresh directory (may be
  * NULL).  -1 with e: isolation_unavailable without Landlock, spawn_failed

@@ -169,6 +169,9 @@ static int confine(const struct mini_spawn_cfg *cfg, struct mini_err *e)
     /* The degraded path: Landlock and its supplement, under the profile's filter. */
     if (cfg->landlock && mini_landlock_enforce(cfg->landlock, e) < 0)
         return -1;
+    /* The host's network namespace: its abstract sockets too, unless scoped. */
+    if (!cfg->landlock && !(cfg->namespaces & MINI_FEAT_NET_NS) && mini_landlock_scope_abstract(e) < 0)
+        return -1;
     int r = mini_seccomp_load(cfg->seccomp);
     if (r < 0)
         return mini_err_sys(e, MINI_E_SPAWN_FAILED, -r, "loading the seccomp filter");
