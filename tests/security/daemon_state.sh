@@ -1,0 +1,64 @@
+#!/bin/bash
+# Attack tests for what the daemon keeps and shares (issue P7):
+# - permissive shares the host's network namespace: the host's abstract
+#   Unix sockets must not be reachable (Landlock scope, ABI 6+);
+# - overlays left by a dead daemon are removed when a daemon starts, so
+#   that they neither stay on the disk nor trip a daemon with the same pid.
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+mini_test_init "$@"
+TAG=$RUN_TAG
+if is_root; then
+    # A root daemon refuses root-owned workspaces.
+    chown 65534:65534 "$WS"
+fi
+
+# ---- a dead daemon's overlay, planted before the daemon starts ---------
+sh -c 'exit 0' &
+dead=$!
+wait "$dead" || true
+stale=$T/state/sessions/$dead-s1
+mkdir -p "$stale/upper/usr/local/lib" "$stale/work/1"
+echo leftover >"$stale/upper/usr/local/lib/file"
+
+start_daemon
+
+if [[ -e $stale ]]; then
+    fail "a dead daemon's overlay is removed at start" "$stale is still there"
+else
+    pass "a dead daemon's overlay is removed at start"
+fi
+
+# ---- abstract sockets under permissive ----------------------------------
+have python3 || skip_all "python3 is needed for the socket checks"
+python3 - "$TAG" >"$T/abs.ready" 2>"$T/abs.err" <<'PY' &
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind("\0mini-abs-" + sys.argv[1])
+s.listen(8)
+print("ready", flush=True)
+time.sleep(120)
+PY
+BG_PIDS+=("$!")
+wait_until 10 test -s "$T/abs.ready" || fail "abstract listener" "$(cat "$T/abs.err")"
+
+SBX_PROFILE=permissive
+abi=$(python3 - <<'PY'
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+# landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)
+print(libc.syscall(444, None, 0, 1))
+PY
+)
+connect_host="python3 -c 'import socket; s=socket.socket(socket.AF_UNIX); s.connect(\"\\0mini-abs-$TAG\")'"
+if (( abi >= 6 )); then
+    expect_denied "permissive: the host's abstract sockets are out of reach" "$connect_host"
+else
+    skip "permissive: abstract sockets are scoped only with Landlock ABI 6+ (this kernel: $abi)"
+fi
+expect_allowed "permissive: abstract sockets made inside still work" \
+    "python3 -c 'import socket; a=socket.socket(socket.AF_UNIX); a.bind(\"\\0inner-$TAG\"); a.listen(1); b=socket.socket(socket.AF_UNIX); b.connect(\"\\0inner-$TAG\")'"
+SBX_PROFILE=strict
+expect_denied "strict: the host's abstract sockets are out of reach" "$connect_host"
+
+stop_daemon || true
+finish
