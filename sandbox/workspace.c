@@ -210,6 +210,12 @@ static const char *const system_trees[] = {
 int mini_ws_check(const struct mini_ws_guard *g, const struct mini_profile *p, const char *canon, int fd,
                   struct mini_err *e)
 {
+    for (size_t i = 0; i < g->n_homes; i++)
+        if (strcmp(canon, g->homes[i]) == 0 || same_dir(fd, g->homes[i]))
+            return mini_err_set(e, MINI_E_WORKSPACE_INVALID,
+                                "workspace %s: not allowed: it is a home directory, which holds credentials "
+                                "(~/.ssh, mini's .env with API keys); use a project directory",
+                                canon);
     for (size_t i = 0; i < MINI_ARRAY_SIZE(system_exact); i++)
         if (strcmp(canon, system_exact[i]) == 0)
             goto system;
@@ -222,12 +228,6 @@ int mini_ws_check(const struct mini_ws_guard *g, const struct mini_profile *p, c
         if (mini_dir_contains(fd, g->fds[i]))
             return mini_err_set(e, MINI_E_WORKSPACE_INVALID, "workspace %s: not allowed: it holds the daemon's %s",
                                 canon, g->what[i]);
-    for (size_t i = 0; i < g->n_homes; i++)
-        if (strcmp(canon, g->homes[i]) == 0 || same_dir(fd, g->homes[i]))
-            return mini_err_set(e, MINI_E_WORKSPACE_INVALID,
-                                "workspace %s: not allowed: it is a home directory, which holds credentials "
-                                "(~/.ssh, mini's .env with API keys); use a project directory",
-                                canon);
     for (size_t i = 0; i < g->n_secrets; i++)
         if (holds(canon, fd, g->secrets[i]))
             return mini_err_set(e, MINI_E_WORKSPACE_INVALID,
