@@ -15,6 +15,8 @@
 #   MINI_TEST_ROOTLESS=1   when run as root, re-run the whole script as an
 #                          unprivileged user (MINI_TEST_UID, default 65534);
 #                          exit 77 (skip) when that cannot be done.
+#   MINI_TEST_WS_UID, MINI_TEST_WS_GID  as root, the owner of $WS and of
+#                          every workspace made with mkws (default 65534)
 #   MINI_TEST_CMD_TIMEOUT  host-side bound on one client call (default 60 s)
 #   MINI_TEST_KEEP=1       keep the temp dir (printed) for debugging
 #   MINI_TEST_VERBOSE=1    show output of passing checks too
