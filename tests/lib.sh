@@ -15,6 +15,8 @@
 #   MINI_TEST_ROOTLESS=1   when run as root, re-run the whole script as an
 #                          unprivileged user (MINI_TEST_UID, default 65534);
 #                          exit 77 (skip) when that cannot be done.
+#   MINI_TEST_WS_UID, MINI_TEST_WS_GID  as root, the owner of $WS and of
+#                          every workspace made with mkws (default 65534)
 #   MINI_TEST_CMD_TIMEOUT  host-side bound on one client call (default 60 s)
 #   MINI_TEST_KEEP=1       keep the temp dir (printed) for debugging
 #   MINI_TEST_VERBOSE=1    show output of passing checks too
@@ -135,13 +137,37 @@ mini_test_init() {
     T=$(cd "$T" && pwd -P)
     WS=$T/ws
     SOCK=$T/sock
-    mkdir -p "$WS"
+    # As root the workspace belongs to an unprivileged user (mkws), who
+    # must be able to reach it: the temp dir is traversable (not listable),
+    # and the daemon's socket moves to a private directory of its own.
+    if is_root; then
+        chmod 0711 "$T"
+        mkdir -m 0700 "$T/run"
+        SOCK=$T/run/sock
+    fi
+    mkws "$WS"
     mkdir -m 0700 "$T/state"
     export MINI_TEST_RUN_ID="$RUN_TAG-$$"
     trap mini_cleanup EXIT
     trap 'exit 130' INT
     trap 'exit 143' TERM
     log "# $(basename "$0") as uid $(id -u) ($(id -un 2>/dev/null || echo '?')), temp dir $T"
+}
+
+# mkws DIR...: make DIR a workspace the sandbox accepts.  As root, the
+# sandbox refuses root-owned workspaces (a root-owned file in one would be
+# the sandbox's to change): DIR goes to an unprivileged owner,
+# MINI_TEST_WS_UID:MINI_TEST_WS_GID (default nobody, 65534:65534), and the
+# directories above it that we made (the temp dir) become traversable by
+# it.  Rootless, DIR is simply created.
+mkws() {
+    local d
+    for d in "$@"; do
+        mkdir -p "$d"
+        if is_root; then
+            chown "${MINI_TEST_WS_UID:-65534}:${MINI_TEST_WS_GID:-65534}" "$d"
+        fi
+    done
 }
 
 # Remember a host path to delete at exit (markers, and files an attack

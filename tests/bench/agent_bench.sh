@@ -24,7 +24,7 @@ agent_init
 RUNS=${BENCH_RUNS:-10}
 STEPS=${BENCH_STEPS:-100}
 WS=$T/ws
-mkdir -p "$WS"
+mkws "$WS"
 
 # ---- start-up time to the first model request ---------------------------
 # One run: bash records $EPOCHREALTIME, then execs (env -i execs mini: the

@@ -34,7 +34,7 @@ SCEN=0
 scenario() {
     SCEN=$((SCEN + 1))
     WS=$T/ws.$SCEN
-    mkdir -p "$WS"
+    mkws "$WS"
     TRAJ=$T/traj.$SCEN.json
     log "# -- $*"
 }
