@@ -10,6 +10,10 @@
  *   - clone / unshare with a CLONE_NEW* flag: EPERM, and clone3: ENOSYS
  *     (deny_namespace_clone; its flags sit in memory the filter cannot see,
  *     and ENOSYS makes glibc fall back to clone);
+ *   - chmod, fchmod, fchmodat, creat, open, openat, mknod, mknodat with
+ *     S_ISUID or S_ISGID in the mode: EPERM, in every profile (a sandbox
+ *     never leaves a setuid or setgid file on the host); openat2 and
+ *     fchmodat2 (modes out of the filter's sight): ENOSYS;
  *   - socket / socketpair with a family outside `socket_families`:
  *     EAFNOSUPPORT, as ranges (see family_rules; any high bit set in the
  *     64-bit register counts as out of range).  AF_VSOCK and AF_ALG are
@@ -37,6 +41,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -63,9 +68,9 @@ struct comp {
     uint32_t deny;                /* ERRNO(errno_value) */
     int *denied, *allowed;        /* resolved `deny` and `allow` */
     size_t n_denied, n_allowed;
-    int handled[16];              /* syscalls given argument rules (at most 9:
+    int handled[32];              /* syscalls given argument rules (at most 19:
                                    * io_uring_*, ioctl, clone, clone3, unshare,
-                                   * socket, socketpair) */
+                                   * socket, socketpair, the setid group) */
     size_t n_handled;
     struct mini_err *e;
 };
@@ -207,6 +212,48 @@ static int ns_rules(struct comp *c)
     return rule(c, SCMP_ACT_ERRNO(ENOSYS), nr, 0, NULL);
 }
 
+/* No setuid or setgid bit, ever: a sandbox's files are host files.  The
+ * mode argument of each call that sets one: EPERM when it has S_ISUID or
+ * S_ISGID (masked, so high garbage in the register does not matter),
+ * ALLOW otherwise.  openat2 carries its mode in memory the filter cannot
+ * read, and fchmodat2 may be unknown to this libseccomp: ENOSYS, on
+ * which libc falls back to openat / fchmodat. */
+static int setid_rules(struct comp *c)
+{
+    static const struct { const char *name; unsigned arg; } calls[] = {
+        { "chmod", 1 }, { "fchmod", 1 }, { "fchmodat", 2 }, { "creat", 1 },
+        { "open", 2 },  { "openat", 3 }, { "mknod", 1 },    { "mknodat", 2 },
+    };
+    static const uint64_t bits[] = { S_ISUID, S_ISGID, S_ISUID | S_ISGID };
+    for (size_t i = 0; i < MINI_ARRAY_SIZE(calls); i++) {
+        int nr = seccomp_syscall_resolve_name(calls[i].name);
+        if (nr < 0 || !allowed(c, nr))
+            continue;   /* not on this architecture (open, creat, chmod, mknod on arm64) */
+        for (size_t b = 0; b < MINI_ARRAY_SIZE(bits); b++) {
+            struct scmp_arg_cmp cmp = SCMP_CMP(calls[i].arg, SCMP_CMP_MASKED_EQ, S_ISUID | S_ISGID, bits[b]);
+            if (rule(c, SCMP_ACT_ERRNO(EPERM), nr, 1, &cmp) < 0)
+                return -1;
+        }
+        handled(c, nr);
+        struct scmp_arg_cmp none = SCMP_CMP(calls[i].arg, SCMP_CMP_MASKED_EQ, S_ISUID | S_ISGID, 0);
+        if (rule(c, SCMP_ACT_ALLOW, nr, 1, &none) < 0)
+            return -1;
+    }
+    int nrs[2] = { seccomp_syscall_resolve_name("openat2"), seccomp_syscall_resolve_name("fchmodat2") };
+#if defined(__x86_64__) || defined(__aarch64__)
+    if (nrs[1] < 0)
+        nrs[1] = 452;   /* fchmodat2, Linux 6.6 */
+#endif
+    for (size_t i = 0; i < 2; i++) {
+        if (nrs[i] < 0 || !allowed(c, nrs[i]))
+            continue;
+        handled(c, nrs[i]);
+        if (rule(c, SCMP_ACT_ERRNO(ENOSYS), nrs[i], 0, NULL) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 static bool family_ok(const struct mini_seccomp_policy *pol, int af, bool pair)
 {
     if (af == AF_VSOCK || af == AF_ALG || (pair && af != AF_UNIX))
@@ -308,6 +355,8 @@ static int build(struct comp *c, const struct mini_seccomp_policy *pol)
     if (pol->deny_tty_injection && tty_rules(c) < 0)
         return -1;
     if (pol->deny_namespace_clone && ns_rules(c) < 0)
+        return -1;
+    if (setid_rules(c) < 0)
         return -1;
     if (family_rules(c, pol, SCMP_SYS(socket), false) < 0 || family_rules(c, pol, SCMP_SYS(socketpair), true) < 0)
         return -1;

@@ -133,6 +133,33 @@ static void check_families(const struct mini_bpf *p, const char *label, int nr, 
     }
 }
 
+/* No setuid/setgid mode through any call that sets a mode (every
+ * profile): the compiled program, decided by the interpreter above. */
+static void check_setid(const struct mini_bpf *p, const char *label)
+{
+    static const struct { long nr; unsigned arg; const char *name; } calls[] = {
+        { SYS_chmod, 1, "chmod" }, { SYS_fchmod, 1, "fchmod" }, { SYS_fchmodat, 2, "fchmodat" },
+        { SYS_creat, 1, "creat" }, { SYS_open, 2, "open" },     { SYS_openat, 3, "openat" },
+        { SYS_mknod, 1, "mknod" }, { SYS_mknodat, 2, "mknodat" },
+    };
+    static const struct { uint64_t mode; bool denied; } modes[] = {
+        { 0755, false }, { 0644, false }, { 01777, false }, { 04755, true }, { 02755, true }, { 06755, true },
+        { 04000, true }, { 0xffffffff00000000ull | 0755, false }, { 0xffffffff00000000ull | 04755, true },
+    };
+    for (size_t i = 0; i < MINI_ARRAY_SIZE(calls); i++)
+        for (size_t m = 0; m < MINI_ARRAY_SIZE(modes); m++) {
+            uint64_t args[6] = { 0 };
+            args[calls[i].arg] = modes[m].mode;
+            uint32_t r = decide(p, (int)calls[i].nr, args);
+            uint32_t want = modes[m].denied ? (SECCOMP_RET_ERRNO | EPERM) : SECCOMP_RET_ALLOW;
+            CHECK_MSG(r == want, "%s: %s mode %#llo: got %#x", label, calls[i].name,
+                      (unsigned long long)modes[m].mode, r);
+        }
+    uint64_t none[6] = { 0 };
+    CHECK_MSG(decide(p, SYS_openat2, none) == (SECCOMP_RET_ERRNO | ENOSYS), "%s: openat2 not ENOSYS", label);
+    CHECK_MSG(decide(p, 452, none) == (SECCOMP_RET_ERRNO | ENOSYS), "%s: fchmodat2 not ENOSYS", label);
+}
+
 static void compile_or_die(const struct mini_seccomp_policy *pol, struct mini_bpf *out)
 {
     struct mini_err e;
@@ -312,6 +339,8 @@ int main(int argc, char **argv)
     static const int inet[] = { AF_UNIX, AF_INET, AF_INET6 }, unix_only[] = { AF_UNIX };
     check_families(&prog, "strict socket", SYS_socket, inet, MINI_ARRAY_SIZE(inet));
     check_families(&prog, "strict socketpair", SYS_socketpair, unix_only, 1);
+    check_setid(&prog, "strict");
+    printf("strict: %u instructions\n", (unsigned)prog.len);
     {
         uint64_t none[6] = { 0 };
         CHECK(decide(&prog, SYS_getpid, none) == SECCOMP_RET_ALLOW);
@@ -353,6 +382,7 @@ int main(int argc, char **argv)
         return 1;
     }
     compile_or_die(&perm->seccomp, &prog);
+    check_setid(&prog, "permissive");
     status = run(&prog, permissive_body, "permissive");
     CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x", status);
     mini_bpf_free(&prog);
@@ -367,6 +397,11 @@ int main(int argc, char **argv)
         " \"write\", \"close\", \"exit_group\", \"exit\", \"ioctl\", \"socket\", \"unshare\", \"clone\", \"clone3\","
         " \"wait4\", \"chdir\", \"sigaltstack\"], \"deny\": [\"chdir\"], \"socket_families\": [\"unix\"]}}");
     compile_or_die(&al->seccomp, &prog);
+    {
+        /* chmod is not on the allow list: ENOSYS whatever the mode. */
+        uint64_t a[6] = { 0, 04755 };
+        CHECK(decide(&prog, SYS_chmod, a) == (SECCOMP_RET_ERRNO | ENOSYS));
+    }
     status = run(&prog, allowlist_body, "allow list");
     CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x", status);
     mini_bpf_free(&prog);
