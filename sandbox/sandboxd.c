@@ -138,11 +138,14 @@ int main(int argc, char **argv)
         goto fail;
     if (socket_path) {
         sockdir = dirname_of(socket_path);
-        if (!sockdir || make_private_dir(sockdir, &e) < 0)
+        if (sockdir && mkdir(sockdir, 0700) < 0 && errno != EEXIST) {
+            mini_err_sys(&e, MINI_E_IO, errno, "creating %s", sockdir);
             goto fail;
+        }
         /* From here on the socket is named by its real path, so that what
-         * it is compared with (a workspace) is too. */
-        char *real = realpath(sockdir, NULL), *canon = NULL, *base = strrchr(socket_path, '/');
+         * it is compared with (a workspace) is too; that directory must be
+         * the daemon's own and private. */
+        char *real = sockdir ? realpath(sockdir, NULL) : NULL, *canon = NULL, *base = strrchr(socket_path, '/');
         if (!real || asprintf(&canon, "%s/%s", strcmp(real, "/") ? real : "", base ? base + 1 : socket_path) < 0) {
             mini_err_sys(&e, MINI_E_IO, errno, "resolving %s", sockdir);
             free(real);
@@ -152,6 +155,8 @@ int main(int argc, char **argv)
         free(socket_path);
         sockdir = real;
         socket_path = canon;
+        if (make_private_dir(sockdir, &e) < 0)
+            goto fail;
     } else if (!(sockdir = mini_runtime_dir(&e))) {
         goto fail;
     }

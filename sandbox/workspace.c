@@ -103,6 +103,40 @@ static int open_nofollow_walk(const char *canon)
     return fd;
 }
 
+/* System directories: never a workspace themselves, and nothing beneath
+ * the second list either (what the host runs from, its configuration,
+ * kernel interfaces, service sockets, other containers' data). */
+static const char *const system_exact[] = {
+    "/", "/home", "/tmp", "/var", "/var/tmp", "/var/lib", "/usr", "/usr/local", "/usr/src",
+    "/opt", "/srv", "/mnt", "/media", "/root", "/snap",
+};
+static const char *const system_trees[] = {
+    "/proc", "/sys", "/dev", "/run", "/var/run", "/etc", "/boot", "/bin", "/sbin",
+    "/lib", "/lib32", "/lib64", "/libx32", "/usr/bin", "/usr/sbin", "/usr/lib", "/usr/lib32",
+    "/usr/lib64", "/usr/libx32", "/usr/libexec", "/usr/include", "/usr/share", "/var/log",
+    "/var/spool", "/var/mail", "/var/cache", "/var/backups", "/var/lib/docker", "/var/lib/containerd",
+    "/var/lib/containers", "/var/lib/dpkg", "/var/lib/apt", "/var/lib/systemd",
+};
+
+static bool system_dir(const char *canon)
+{
+    for (size_t i = 0; i < MINI_ARRAY_SIZE(system_exact); i++)
+        if (strcmp(canon, system_exact[i]) == 0)
+            return true;
+    for (size_t i = 0; i < MINI_ARRAY_SIZE(system_trees); i++)
+        if (path_within(canon, system_trees[i]))
+            return true;
+    return false;
+}
+
+static int system_err(const char *canon, struct mini_err *e)
+{
+    return mini_err_set(e, MINI_E_WORKSPACE_INVALID,
+                        "workspace %s: not allowed: a system directory (the root, /home, /tmp, /etc, /usr, /run, "
+                        "/proc, /sys, /dev, ... or inside one of them)",
+                        canon);
+}
+
 int mini_ws_open(const char *req, char **canon, int *fd, struct mini_err *e)
 {
     if (req[0] != '/')
@@ -122,7 +156,9 @@ int mini_ws_open(const char *req, char **canon, int *fd, struct mini_err *e)
         f = open_nofollow_walk(c);
     if (f < 0) {
         int err = errno;
-        if (err == ELOOP) {
+        if (err == ELOOP && system_dir(c)) {
+            system_err(c, e);   /* /proc/self: refused as /proc, not as a link */
+        } else if (err == ELOOP) {
             char link[4096];
             first_symlink(c, link, sizeof link);
             _cleanup_free_ char *real = realpath(c, NULL);
@@ -192,21 +228,6 @@ static bool same_dir(int fd, const char *path)
     return fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-/* System directories: never a workspace themselves, and nothing beneath
- * the second list either (what the host runs from, its configuration,
- * kernel interfaces, service sockets, other containers' data). */
-static const char *const system_exact[] = {
-    "/", "/home", "/tmp", "/var", "/var/tmp", "/var/lib", "/usr", "/usr/local", "/usr/src",
-    "/opt", "/srv", "/mnt", "/media", "/root", "/snap",
-};
-static const char *const system_trees[] = {
-    "/proc", "/sys", "/dev", "/run", "/var/run", "/etc", "/boot", "/bin", "/sbin",
-    "/lib", "/lib32", "/lib64", "/libx32", "/usr/bin", "/usr/sbin", "/usr/lib", "/usr/lib32",
-    "/usr/lib64", "/usr/libx32", "/usr/libexec", "/usr/include", "/usr/share", "/var/log",
-    "/var/spool", "/var/mail", "/var/cache", "/var/backups", "/var/lib/docker", "/var/lib/containerd",
-    "/var/lib/containers", "/var/lib/dpkg", "/var/lib/apt", "/var/lib/systemd",
-};
-
 int mini_ws_check(const struct mini_ws_guard *g, const struct mini_profile *p, const char *canon, int fd,
                   struct mini_err *e)
 {
@@ -216,12 +237,8 @@ int mini_ws_check(const struct mini_ws_guard *g, const struct mini_profile *p, c
                                 "workspace %s: not allowed: it is a home directory, which holds credentials "
                                 "(~/.ssh, mini's .env with API keys); use a project directory",
                                 canon);
-    for (size_t i = 0; i < MINI_ARRAY_SIZE(system_exact); i++)
-        if (strcmp(canon, system_exact[i]) == 0)
-            goto system;
-    for (size_t i = 0; i < MINI_ARRAY_SIZE(system_trees); i++)
-        if (path_within(canon, system_trees[i]))
-            goto system;
+    if (system_dir(canon))
+        goto system;
     /* A sandbox that can reach the daemon's socket could replace it, and
      * its state directory holds every session's overlay. */
     for (size_t i = 0; i < g->n_fds; i++)
@@ -241,10 +258,7 @@ int mini_ws_check(const struct mini_ws_guard *g, const struct mini_profile *p, c
                                 "workspace %s: not allowed: it holds %s, which the profile hides", canon, p->hide[i]);
     return 0;
 system:
-    return mini_err_set(e, MINI_E_WORKSPACE_INVALID,
-                        "workspace %s: not allowed: a system directory (the root, /home, /tmp, /etc, /usr, /run, "
-                        "/proc, /sys, /dev, ... or inside one of them)",
-                        canon);
+    return system_err(canon, e);
 }
 
 /* --------------------------------------------------------------- guard */

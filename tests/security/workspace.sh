@@ -581,8 +581,12 @@ else
     if [[ -n $XPID ]]; then
         canary_case "HOME/.config/mini-swe-agent" "$SH/.config/mini-swe-agent" "sk-canary-$TAG-home" \
             permissive standard strict
-        expect_eq "[6] control: a workspace beside the daemon's home works" "beside" \
-            msr "$XSOCK" "$SB/other" -- 'echo beside'
+        # (The test's home sits under /run/lock, a system directory, so
+        # the control workspace is one of the test's own.)
+        mkdir -p "$T/beside-home"
+        is_root && chown "$(stat -c %u:%g "$WS")" "$T/beside-home"
+        expect_eq "[6] control: a workspace that is not a home directory works" "beside" \
+            msr "$XSOCK" "$T/beside-home" -- 'echo beside'
         expect_refused_msg "[6] --workspace the daemon's home directory is refused" "home directory" \
             msr "$XSOCK" "$SH" -- 'echo SHOULD-NOT-RUN'
         expect_refused "[6] --workspace HOME/.config (holds mini's config directory) is refused" \
