@@ -39,6 +39,24 @@
  * commands stop being read (they block on their pipe) until it catches up. */
 #define WQ_PAUSE (4u << 20)
 #define WQ_RESUME (1u << 20)
+/* Past WQ_PAUSE a client's requests are not read either (the kernel's
+ * socket buffer then holds its writer back); past WQ_MAX it is dropped:
+ * only replies already owed (one exit per running command) can get there. */
+#define WQ_MAX (64u << 20)
+
+/* Bounds on what clients may make the daemon hold (docs/protocol.md,
+ * "Limits"): over one, `open` and `exec` get `busy` and the connection
+ * stays usable; a connection over MAX_CLIENTS gets `busy` and is closed.
+ * Sized for a batch user on a small machine: 128 commands at once is far
+ * past what 2 cores run usefully, while each holds only pipes, a pidfd
+ * and a timer in the daemon. */
+#define MAX_CLIENTS 256
+#define MAX_SESSIONS 256
+#define MAX_SESSIONS_PER_CLIENT 16
+#define MAX_RUNNING 128
+#define MAX_RUNNING_PER_CLIENT 64
+#define MINI_STR_(x) #x
+#define MINI_STR(x) MINI_STR_(x)
 #define READ_CHUNK (256u * 1024u)
 
 enum ev_kind { EV_LISTEN, EV_SIGNAL, EV_CLIENT, EV_CTL, EV_OUT, EV_PID, EV_TIMER, EV_STDIN, EV_POOL_CTL, EV_POOL_PID };
@@ -103,7 +121,10 @@ struct client {
     size_t wq_off;
     bool want_out;
     bool closing;                   /* stop reading; close once wq is flushed */
+    bool read_paused;               /* too many unsent replies: requests wait */
     struct session *sessions;
+    int n_sessions;
+    int running;                    /* its commands in flight */
     pid_t pid;
 };
 
@@ -151,6 +172,9 @@ struct server {
     uint64_t next_session;
     int64_t execs_total, start_ns;
     size_t n_clients;
+    int n_sessions, running;
+    bool accept_paused;             /* out of fds: the listener waits for a client to go */
+    struct ev ev_listen;
     bool stopping;
     char *root_dir;
     int init_fd;                    /* mini-sandbox-init */
@@ -714,6 +738,13 @@ static void do_open(struct server *s, struct client *c, const struct mini_req *r
     const struct mini_req_open *o = &req->u.open;
     struct mini_err e;
     mini_err_clear(&e);
+    if (c->n_sessions >= MAX_SESSIONS_PER_CLIENT || s->n_sessions >= MAX_SESSIONS) {
+        mini_err_set(&e, MINI_E_BUSY, "%s", c->n_sessions >= MAX_SESSIONS_PER_CLIENT
+                     ? "this connection has " MINI_STR(MAX_SESSIONS_PER_CLIENT) " sessions open, the most it may; close one"
+                     : "the daemon has " MINI_STR(MAX_SESSIONS) " sessions open, the most it serves; try again later");
+        send_error(s, c, req->id, &e);
+        return;
+    }
     struct session *ss = calloc(1, sizeof *ss);
     if (!ss) {
         mini_err_set(&e, MINI_E_NOMEM, "out of memory");
@@ -753,6 +784,8 @@ static void do_open(struct server *s, struct client *c, const struct mini_req *r
         }
     ss->next = c->sessions;
     c->sessions = ss;
+    c->n_sessions++;
+    s->n_sessions++;
 
     struct mini_rep rep = { .op = MINI_OP_OPENED, .id = req->id };
     /* The summary, then what is missing and what stands in for it. */
@@ -957,6 +990,9 @@ static void exec_finish(struct server *s, struct exec *x)
 done:
     log_debug("exec %lld finished in %lld ms", (long long)x->id, (long long)ms);
     x->session->running--;
+    s->running--;
+    if (x->client)
+        x->client->running--;
     /* The replacement is prepared now that the reply is out: on the next
      * command's path, not on this one's. */
     pool_fill(s, x->session);
@@ -1306,6 +1342,13 @@ static void do_exec(struct server *s, struct client *c, const struct mini_req *r
         send_error(s, c, req->id, &e);
         return;
     }
+    if (c->running >= MAX_RUNNING_PER_CLIENT || s->running >= MAX_RUNNING) {
+        mini_err_set(&e, MINI_E_BUSY, "%s", c->running >= MAX_RUNNING_PER_CLIENT
+                     ? "this connection has " MINI_STR(MAX_RUNNING_PER_CLIENT) " commands running, the most it may"
+                     : "the daemon runs " MINI_STR(MAX_RUNNING) " commands, the most it may; try again later");
+        send_error(s, c, req->id, &e);
+        return;
+    }
     const char *cwd = r->cwd ? r->cwd : ss->workspace;
     if (check_cwd(ss, cwd, &e) < 0) {
         send_error(s, c, req->id, &e);
@@ -1390,6 +1433,8 @@ static void do_exec(struct server *s, struct client *c, const struct mini_req *r
     s->execs = x;
     s->execs_total++;
     ss->running++;
+    c->running++;
+    s->running++;
     if (ready)
         exec_launch(s, x);
     /* Commands side by side: replace what this one took now that its
@@ -1429,6 +1474,8 @@ static void session_close(struct server *s, struct client *c, struct session *ss
         if (x->session == ss)
             exec_kill(x, why);
     ss->closed = true;
+    c->n_sessions--;
+    s->n_sessions--;
     while (ss->pool)
         pool_discard(s, ss->pool);
     session_unref(ss);
@@ -1465,6 +1512,13 @@ static void do_hello(struct server *s, struct client *c, const struct mini_req *
     cJSON_AddStringToObject(f, "limits_by",
                             s->cgroups.mode == MINI_CG_NONE ? "rlimits" : mini_cg_mode_name(s->cgroups.mode));
     cJSON_AddBoolToObject(f, "prepared_sandboxes", true);
+    cJSON *lim = cJSON_AddObjectToObject(f, "limits");
+    cJSON_AddNumberToObject(lim, "connections", MAX_CLIENTS);
+    cJSON_AddNumberToObject(lim, "sessions", MAX_SESSIONS);
+    cJSON_AddNumberToObject(lim, "sessions_per_connection", MAX_SESSIONS_PER_CLIENT);
+    cJSON_AddNumberToObject(lim, "running", MAX_RUNNING);
+    cJSON_AddNumberToObject(lim, "running_per_connection", MAX_RUNNING_PER_CLIENT);
+    cJSON_AddNumberToObject(lim, "unread_reply_bytes", WQ_MAX);
     cJSON *machine = mini_caps_to_json(&s->caps);
     if (machine)
         cJSON_AddItemToObject(f, "machine", machine);
@@ -1512,6 +1566,10 @@ static void client_close(struct server *s, struct client *c)
             break;
         }
     s->n_clients--;
+    if (s->accept_paused && s->lfd >= 0) {
+        s->accept_paused = false;
+        ep_mod(s, s->lfd, EPOLLIN, &s->ev_listen);
+    }
     mini_close(c->fd);
     c->fd = -1;
     c->dead = true;
@@ -1559,10 +1617,23 @@ static void client_flush(struct server *s, struct client *c)
         off = 0;
     }
     c->wq_off = off;
+    if (wq_pending(c) > WQ_MAX && !c->closing) {
+        /* Never read, and past anything one client may hold: dropped. */
+        log_warn("client pid %d: %zu bytes of replies unread; closing the connection", (int)c->pid, wq_pending(c));
+        c->closing = true;
+        c->wq_off = c->wq.len;   /* what it will never read */
+        ep_mod(s, c->fd, EPOLLOUT | EPOLLRDHUP, &c->ev);
+        c->want_out = true;
+        return;
+    }
     bool want = wq_pending(c) > 0;
-    if (want != c->want_out) {
+    /* Backpressure: a client that does not read its replies gets no
+     * more requests read either. */
+    bool pause = wq_pending(c) > WQ_PAUSE || (c->read_paused && wq_pending(c) > WQ_RESUME);
+    if (want != c->want_out || pause != c->read_paused) {
         c->want_out = want;
-        ep_mod(s, c->fd, (c->closing ? 0 : EPOLLIN) | (want ? EPOLLOUT : 0) | EPOLLRDHUP, &c->ev);
+        c->read_paused = pause;
+        ep_mod(s, c->fd, (c->closing || pause ? 0 : EPOLLIN) | (want ? EPOLLOUT : 0) | EPOLLRDHUP, &c->ev);
     }
     if (wq_pending(c) < WQ_RESUME)
         client_resume_outputs(s, c);
@@ -1599,6 +1670,12 @@ static void client_readable(struct server *s, struct client *c)
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return;
         struct mini_err e;
+        if (n == 0 && c->rd.in.len > c->rd.consumed) {
+            /* The peer shut its side mid-frame: say so, it may still read. */
+            mini_err_set(&e, MINI_E_BAD_REQUEST, "the stream ended inside a frame (%zu bytes of it received)",
+                         c->rd.in.len - c->rd.consumed);
+            goto bad;
+        }
         if (n <= 0) {
             client_close(s, c);
             return;
@@ -1636,6 +1713,11 @@ static bool peer_allowed(struct server *s, int fd, pid_t *pid)
         log_warn("refusing a client with uid %u", (unsigned)cr.uid);
         return false;
     }
+    /* Host root, as DESIGN.md promises.  A rootless daemon may not look at
+     * root's /proc/PID/ns; and no sandbox appears as uid 0 here, since
+     * sandboxes map to unprivileged host ids only. */
+    if (cr.uid == 0 && geteuid() != 0)
+        return true;
     /* A process in another user namespace (a sandbox, say) is refused
      * even when its uid maps to ours. */
     char path[64];
@@ -1675,8 +1757,15 @@ static void accept_clients(struct server *s)
     for (;;) {
         int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0) {
-            if (errno != EAGAIN && errno != EINTR)
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                /* Out of fds: waiting clients stay in the backlog until one
+                 * of ours goes (client_close resumes), instead of a busy loop. */
+                log_warn("accept: %s: not accepting until a client closes", strerror(errno));
+                ep_mod(s, s->lfd, 0, &s->ev_listen);
+                s->accept_paused = true;
+            } else if (errno != EAGAIN && errno != EINTR) {
                 log_warn("accept: %s", strerror(errno));
+            }
             return;
         }
         pid_t pid;
@@ -1684,7 +1773,20 @@ static void accept_clients(struct server *s)
             close(fd);
             continue;
         }
-        client_add(s, fd);
+        if (s->n_clients >= MAX_CLIENTS) {
+            struct mini_err e;
+            struct mini_buf b = MINI_BUF_INIT;
+            mini_err_set(&e, MINI_E_BUSY, "the daemon serves " MINI_STR(MAX_CLIENTS) " connections, the most it may");
+            cJSON *j = mini_error_json(-1, &e);
+            if (j && mini_frame_encode_json(&b, j, &e) == 0)
+                (void)!send(fd, b.data, b.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+            cJSON_Delete(j);
+            mini_buf_free(&b);
+            close(fd);
+            continue;
+        }
+        if (client_add(s, fd) == 0)
+            s->clients->pid = pid;
     }
 }
 
@@ -1788,8 +1890,10 @@ static void handle(struct server *s, struct ev *ev, uint32_t events)
                 break;
             }
         }
-        if (!c->closing && (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
+        if (!c->closing && !c->read_paused && (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
             client_readable(s, c);
+        else if (!c->closing && (events & (EPOLLHUP | EPOLLERR)))
+            client_close(s, c);
         break;
     }
     case EV_CTL:
@@ -1847,8 +1951,9 @@ static void server_free(struct server *s)
 
 int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
 {
-    struct server s = { .cfg = cfg, .ep = -1, .lfd = -1, .sfd = -1, .init_fd = -1, .start_ns = now_ns() };
-    struct ev ev_listen = { EV_LISTEN, NULL }, ev_sig = { EV_SIGNAL, NULL };
+    struct server s = { .cfg = cfg, .ep = -1, .lfd = -1, .sfd = -1, .init_fd = -1, .start_ns = now_ns(),
+                        .ev_listen = { EV_LISTEN, NULL } };
+    struct ev ev_sig = { EV_SIGNAL, NULL };
     int rc = -1;
     struct stat st;
     if (stat("/proc/self/ns/user", &st) < 0) {
@@ -1909,7 +2014,7 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
             goto out;
         }
     } else {
-        if (listen_on(&s, cfg->socket_path, e) < 0 || ep_add(&s, s.lfd, EPOLLIN, &ev_listen) < 0)
+        if (listen_on(&s, cfg->socket_path, e) < 0 || ep_add(&s, s.lfd, EPOLLIN, &s.ev_listen) < 0)
             goto out;
         log_info("listening on %s", cfg->socket_path);
         if (cfg->ready_fd > 0) {

@@ -120,6 +120,7 @@ fi
 # ---- workspace and cwd -------------------------------------------------
 expect_eq "default cwd is the workspace" "$WS" sbx -- pwd
 mkdir -p "$WS/sub/dir"
+is_root && chown -R "$(stat -c %u:%g "$WS")" "$WS/sub"
 expect_eq "--cwd a directory inside the workspace" "$WS/sub/dir" sbx --cwd "$WS/sub/dir" -- pwd
 in_dir() { (cd "$1" && shift && "$@"); }
 run in_dir "$WS/sub" bounded "$MINI_BIN/mini-sandbox" run --socket "$SOCK" --profile strict -- pwd

@@ -34,7 +34,9 @@ ui_init() {
     # Commands run in the sandbox when it works here, else on the host
     # (MINI_UI_TEST_ENV=local forces the host).
     if [[ ${MINI_UI_TEST_ENV:-} != local ]] && (cd "$WS" && timeout 30 "$MINI_BIN/mini-sandbox" run --workspace "$WS" -- true) >/dev/null 2>&1 </dev/null; then
-        MINI_ENV_ARGS=()
+        # The workspace given explicitly: mini's own working directory (the
+        # build tree) may be root's, which a root daemon refuses.
+        MINI_ENV_ARGS=(--workspace "$WS")
         UI_ENV=sandbox
     else
         MINI_ENV_ARGS=(--sandbox off)
