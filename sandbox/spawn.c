@@ -29,6 +29,9 @@
 /* The namespaces the clone itself creates: the user namespace, which owns
  * everything after it, and the pid namespace, so that the child is its
  * pid 1.  The others the child unshares itself (unshare_flags). */
+#define MINI_QUOTA_INOTIFY_INSTANCES "16"
+#define MINI_QUOTA_INOTIFY_WATCHES "16384"
+
 static const unsigned long SANDBOX_CLONE_FLAGS = CLONE_NEWUSER | CLONE_NEWPID;
 
 static unsigned long unshare_flags(unsigned namespaces)
@@ -178,6 +181,29 @@ static int confine(const struct mini_spawn_cfg *cfg, struct mini_err *e)
     return 0;
 }
 
+/* Per-user kernel counters that the kernel also keeps per user namespace
+ * (kernel/ucount.c: a charge must fit every level's limit): lowered in
+ * the sandbox's own namespace, while it still holds CAP_SYS_RESOURCE
+ * there, so that one sandbox cannot use up its host uid's share (with a
+ * rootless daemon, the user's own).  /proc/sys/user resolves to the
+ * opener's namespace.  Best effort: an old kernel may lack a file. */
+static void cap_userns_quotas(void)
+{
+    static const char *const quota[][2] = {
+        { "/proc/sys/user/max_inotify_instances", MINI_QUOTA_INOTIFY_INSTANCES },
+        { "/proc/sys/user/max_inotify_watches", MINI_QUOTA_INOTIFY_WATCHES },
+        { "/proc/sys/user/max_fanotify_groups", "0" },
+        { "/proc/sys/user/max_fanotify_marks", "0" },
+    };
+    for (size_t i = 0; i < MINI_ARRAY_SIZE(quota); i++) {
+        int fd = open(quota[i][0], O_WRONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            (void)!write(fd, quota[i][1], strlen(quota[i][1]));
+            close(fd);
+        }
+    }
+}
+
 static __attribute__((noreturn)) void exec_init(const struct mini_spawn_cfg *cfg, struct mini_err *e);
 
 static __attribute__((noreturn)) void init_main(const struct mini_spawn_cfg *cfg, const char *overlay_work, int ctl,
@@ -241,6 +267,7 @@ static __attribute__((noreturn)) void init_main(const struct mini_spawn_cfg *cfg
         mini_err_sys(&e, MINI_E_SPAWN_FAILED, errno, "switching to the sandbox's ids");
         child_fail(&e);
     }
+    cap_userns_quotas();
     /* Die with the daemon.  Set only now: a change of credentials clears
      * it.  The daemon may have died before: then ctl has hung up. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);

@@ -60,5 +60,29 @@ expect_allowed "permissive: abstract sockets made inside still work" \
 SBX_PROFILE=strict
 expect_denied "strict: the host's abstract sockets are out of reach" "$connect_host"
 
+# ---- per-user kernel quotas: inotify ------------------------------------
+# A sandbox grabs every inotify instance it can and holds them; meanwhile a
+# host process of the test's own uid (the sandbox's own uid when rootless)
+# must still get one.
+grab='import ctypes, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+n = 0
+while n < 100000 and libc.inotify_init1(0) >= 0:
+    n += 1
+print("held", n, flush=True)
+time.sleep(float(sys.argv[1]))'
+SBX_PROFILE=strict
+sbx -- python3 -c "$grab" 6 >"$T/grab.out" 2>&1 &
+grab_pid=$!
+BG_PIDS+=("$grab_pid")
+wait_until 15 grep -q held "$T/grab.out" || true
+host_ok=$(python3 -c 'import ctypes; print(ctypes.CDLL(None).inotify_init1(0) >= 0)')
+wait "$grab_pid" || true
+held=$(awk '/held/ {print $2}' "$T/grab.out")
+if [[ -n $held && $held -le 16 ]]; then pass "a sandbox holds at most 16 inotify instances (held $held)"
+else fail "a sandbox holds at most 16 inotify instances" "held ${held:-?}: $(head -c 300 "$T/grab.out")"; fi
+if [[ $host_ok == True ]]; then pass "the host uid still gets an inotify instance while a sandbox holds its share"
+else fail "the host uid still gets an inotify instance while a sandbox holds its share" "inotify_init1 failed on the host"; fi
+
 stop_daemon || true
 finish
