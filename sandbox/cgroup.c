@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <sys/file.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -244,9 +245,24 @@ static bool remove_tree(const char *dir, bool do_kill, int depth)
     return rmdir(dir) == 0 || errno == ENOENT;
 }
 
-/* Groups of daemons that are gone: mini-sandboxd-<pid> where <pid> does
- * not exist.  Only empty groups are removed: a live daemon in another
- * pid namespace sharing this hierarchy must not lose its sandboxes. */
+/* Whether the daemon that made a parent group is alive: it holds an
+ * exclusive flock on the directory for its whole life, so the lock is
+ * free exactly when it is gone (killed, crashed) -- whatever pid
+ * namespace either daemon is in, and whether or not the group is empty
+ * (a live daemon's group is empty between commands).  A daemon before
+ * these locks counts as alive while its pid exists here. */
+static bool parent_owned(const char *dir, int pid)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return errno != ENOENT;
+    bool owned = flock(fd, LOCK_EX | LOCK_NB) < 0;
+    close(fd);
+    return owned || (pid > 0 && (kill(pid, 0) == 0 || errno != ESRCH));
+}
+
+/* Groups of daemons that are gone: mini-sandboxd-<pid> whose lock is
+ * free.  Only empty groups are removed (remove_tree does not kill). */
 static void sweep_stale(const char *base)
 {
     DIR *d = opendir(base);
@@ -258,10 +274,8 @@ static void sweep_stale(const char *base)
         if (de->d_type != DT_DIR || sscanf(de->d_name, PARENT_PREFIX "%d%n", &pid, &end) != 1 ||
             de->d_name[end] != '\0' || pid <= 0 || pid == getpid())
             continue;
-        if (kill(pid, 0) == 0 || errno != ESRCH)
-            continue;
         char p[MINI_CG_PATH_MAX];
-        if (path_join(p, sizeof p, base, de->d_name) == 0)
+        if (path_join(p, sizeof p, base, de->d_name) == 0 && !parent_owned(p, pid))
             remove_tree(p, false, 0);
     }
     closedir(d);
@@ -269,18 +283,28 @@ static void sweep_stale(const char *base)
 
 /* ---------------------------------------------------------------- init */
 
-static int make_parent(const char *base, char *out, size_t size, struct mini_err *e)
+static int make_parent(const char *base, struct mini_cg_hier *h, struct mini_err *e)
 {
     char name[64];
     snprintf(name, sizeof name, PARENT_PREFIX "%d", (int)getpid());
-    if (path_join(out, size, base, name) < 0)
+    if (path_join(h->parent, sizeof h->parent, base, name) < 0)
         return mini_err_sys(e, MINI_E_IO, errno, "cgroup path under %s", base);
     sweep_stale(base);
-    if (mkdir(out, 0755) < 0) {
-        /* Left by an earlier daemon with our pid (pid reuse after a crash). */
-        if (errno != EEXIST || !remove_tree(out, false, 0) || mkdir(out, 0755) < 0)
-            return mini_err_sys(e, MINI_E_IO, errno, "creating cgroup %s", out);
+    if (mkdir(h->parent, 0755) < 0) {
+        /* Left by an earlier daemon with our pid (pid reuse after a crash);
+         * never one that lives, in another pid namespace. */
+        if (errno != EEXIST || parent_owned(h->parent, 0) || !remove_tree(h->parent, false, 0) ||
+            mkdir(h->parent, 0755) < 0)
+            return mini_err_sys(e, MINI_E_IO, errno ? errno : EEXIST, "creating cgroup %s", h->parent);
     }
+    h->lock_fd = open(h->parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (h->lock_fd < 0 || flock(h->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+        int err = errno;
+        if (h->lock_fd >= 0)
+            close(h->lock_fd);
+        return mini_err_sys(e, MINI_E_IO, err, "locking cgroup %s", h->parent);
+    }
+    h->locked = true;
     return 0;
 }
 
@@ -316,7 +340,7 @@ static int init_v2(struct mini_cgroups *cg, const struct mini_caps *caps, bool n
                             caps->v2_mounted ? "the daemon's cgroup is not writable" : "not mounted");
     setf(cg->v2_base, sizeof cg->v2_base, "%s", caps->v2_dir);
     struct mini_cg_hier *h = &cg->hier[0];
-    if (make_parent(cg->v2_base, h->parent, sizeof h->parent, e) < 0)
+    if (make_parent(cg->v2_base, h, e) < 0)
         return -1;
     cg->n_hier = 1;
     char buf[64];
@@ -385,7 +409,7 @@ static int init_v1(struct mini_cgroups *cg, const struct mini_caps *caps, unsign
                 hier_of[i] = hier_of[j];
         if (hier_of[i] < 0) {
             size_t k = cg->n_hier;
-            if (make_parent(v->dir, cg->hier[k].parent, sizeof cg->hier[k].parent, e) < 0)
+            if (make_parent(v->dir, &cg->hier[k], e) < 0)
                 return -1;
             cg->n_hier++;
             hier_of[i] = (int)k;
@@ -488,6 +512,11 @@ static void teardown(struct mini_cgroups *cg)
         while (rmdir(parent) < 0 && errno == EBUSY && !cg->v2_leaf[0] && now_ms() < deadline)
             sleep_ms(5);
     }
+    for (size_t k = 0; k < cg->n_hier; k++)
+        if (cg->hier[k].locked) {
+            close(cg->hier[k].lock_fd);
+            cg->hier[k].locked = false;
+        }
     for (size_t i = 0; i < cg->n_pending; i++)
         free(cg->pending[i]);
     free(cg->pending);

@@ -43,6 +43,8 @@
 struct mini_cg_hier {
     char parent[MINI_CG_PATH_MAX];   /* .../mini-sandboxd-<pid> */
     unsigned ctrls;                  /* (1u << MINI_CGC_*) handled in this hierarchy */
+    int lock_fd;                     /* parent held with flock(LOCK_EX) while the daemon lives; valid when locked */
+    bool locked;
 };
 
 struct mini_cgroups {

@@ -84,5 +84,29 @@ else fail "a sandbox holds at most 16 inotify instances" "held ${held:-?}: $(hea
 if [[ $host_ok == True ]]; then pass "the host uid still gets an inotify instance while a sandbox holds its share"
 else fail "the host uid still gets an inotify instance while a sandbox holds its share" "inotify_init1 failed on the host"; fi
 
+# ---- a second daemon must not sweep a live daemon's cgroups ----------------
+# Daemon B starts in a pid namespace of its own, where daemon A's pid does
+# not exist, while A's parent group is empty between commands.
+a_groups() { find /sys/fs/cgroup/memory -maxdepth 8 -type d -name "mini-sandboxd-$DAEMON_PID" 2>/dev/null | head -n 1; }
+if is_root && [[ -n $(a_groups) ]] && have unshare; then
+    SBX_PROFILE=strict
+    expect_eq "daemon A runs a command before B starts" "a1" sbx -- echo a1
+    b=$(mktemp -d /tmp/mini-second.XXXXXX)
+    cleanup_path "$b"
+    mkdir -m 0700 "$b/run" "$b/state"
+    unshare --pid --fork "$MINI_BIN/mini-sandboxd" --socket "$b/run/sock" --state-dir "$b/state" --foreground \
+        >"$T/second.log" 2>&1 </dev/null &
+    bpid=$!
+    BG_PIDS+=("$bpid")
+    wait_until 10 test -S "$b/run/sock" || true
+    if [[ -n $(a_groups) ]]; then pass "daemon A's cgroup survives a second daemon's start-up sweep"
+    else fail "daemon A's cgroup survives a second daemon's start-up sweep" "gone; B's log: $(cat "$T/second.log")"; fi
+    expect_eq "daemon A still runs commands after B started" "a2" sbx -- echo a2
+    kill "$bpid" 2>/dev/null || true
+    wait_pid "$bpid" 10 || true
+else
+    skip "a second daemon's sweep" "needs root and cgroup v1 memory groups"
+fi
+
 stop_daemon || true
 finish
