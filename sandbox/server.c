@@ -562,6 +562,11 @@ static void pool_discard(struct server *s, struct pooled *p)
  * costs the clone and the id maps. */
 static void pool_fill(struct server *s, struct session *ss)
 {
+    /* A session overlay is mounted by each sandbox on the same upper
+     * directory; overlayfs does not allow two mounts of one upper at once
+     * ("upperdir is in-use"), so such a session keeps none prepared. */
+    if (ss->overlay_dir)
+        return;
     int want = ss->running + 1 < POOL_SESSION_MAX ? ss->running + 1 : POOL_SESSION_MAX;
     while (!ss->closed && !ss->pool_failed && ss->pool_n < want && s->pooled_total < POOL_TOTAL_MAX) {
         struct pooled *p = calloc(1, sizeof *p);
@@ -1346,6 +1351,12 @@ static void do_exec(struct server *s, struct client *c, const struct mini_req *r
         mini_err_set(&e, MINI_E_BUSY, "%s", c->running >= MAX_RUNNING_PER_CLIENT
                      ? "this connection has " MINI_STR(MAX_RUNNING_PER_CLIENT) " commands running, the most it may"
                      : "the daemon runs " MINI_STR(MAX_RUNNING) " commands, the most it may; try again later");
+        send_error(s, c, req->id, &e);
+        return;
+    }
+    if (ss->overlay_dir && ss->running > 0) {
+        mini_err_set(&e, MINI_E_BUSY, "session %s has a writable overlay (profile %s), which one command at a "
+                     "time may mount; wait for the running one, or open another session", ss->id, ss->profile->name);
         send_error(s, c, req->id, &e);
         return;
     }
