@@ -244,6 +244,12 @@ static int add_hide(struct build *b, const char *path)
     char p[32];
     if (mount("/dev/null", fdpath(p, fd), NULL, MS_BIND, NULL) < 0)
         return fail(b, errno, "hiding", path);
+    /* A bind ignores flags: the cover gets nosuid, nodev (so the device
+     * node cannot even be opened: reads and writes fail), noexec and ro
+     * through mount_setattr. */
+    _cleanup_close_ int top = open_in_root(b, path, 0);
+    if (top < 0 || setattr(top, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC | MOUNT_ATTR_RDONLY, 0) < 0)
+        return fail(b, errno, "restricting the cover of", path);
     return 0;
 }
 

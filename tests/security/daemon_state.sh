@@ -60,6 +60,17 @@ expect_allowed "permissive: abstract sockets made inside still work" \
 SBX_PROFILE=strict
 expect_denied "strict: the host's abstract sockets are out of reach" "$connect_host"
 
+# ---- covers of hidden files -------------------------------------------
+SBX_PROFILE=strict
+run sbx -- 'grep " /etc/shadow " /proc/self/mountinfo'
+if [[ $RC == 0 ]] && [[ $OUT == *nosuid* && $OUT == *nodev* && $OUT == *noexec* && $OUT == *" ro,"* ]]; then
+    pass "the cover of a hidden file is ro,nosuid,nodev,noexec"
+else
+    fail "the cover of a hidden file is ro,nosuid,nodev,noexec" "$OUT $ERR"
+fi
+expect_denied "a hidden file cannot be written" 'echo x > /etc/shadow'
+expect_denied "a hidden file gives nothing to read" 'test -n "$(cat /etc/shadow)"'
+
 # ---- per-user kernel quotas: inotify ------------------------------------
 # A sandbox grabs every inotify instance it can and holds them; meanwhile a
 # host process of the test's own uid (the sandbox's own uid when rootless)
