@@ -3,7 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
+#include <dirent.h>
+#include <stdbool.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,32 +119,193 @@ int mini_write_file_atomic(const char *path, const void *p, size_t n, int mode, 
     return 0;
 }
 
-static int open_up(const char *path, const struct stat *st, int type, struct FTW *f)
+/* mini_rm_rf walks by fd, never by path: the trees it removes were
+ * written by sandboxed processes, and another process of their uid may
+ * still be swapping directories for symlinks while a root daemon removes
+ * them.  It holds one directory fd at a time (any depth, bounded fds),
+ * goes back up through ".." and checks that it is the directory it came
+ * from (device and inode), and stops if not. */
+struct rm_level {
+    dev_t dev;
+    ino_t ino;
+    char *name;             /* in its parent */
+};
+
+/* A directory of ours whose mode keeps us out: chmod it through its own
+ * fd (never by path), when it is a directory owned by us. */
+static int rm_unlock(int dirfd, const char *name)
 {
-    (void)st;
-    (void)f;
-    /* Pre-order: make the directory listable before nftw reads it
-     * (overlayfs leaves work/work at mode 0). */
-    if (type == FTW_D || type == FTW_DNR)
-        chmod(path, 0700);
-    return 0;
+    int fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    char p[64];
+    int r = -1;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid()) {
+        snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+        r = chmod(p, 0700);
+    }
+    if (fd >= 0)
+        close(fd);
+    if (r < 0)
+        errno = EACCES;
+    return r;
 }
 
-static int rm_one(const char *path, const struct stat *st, int type, struct FTW *f)
+static int rm_open_dir(int dirfd, const char *name)
 {
-    (void)st;
-    (void)f;
-    if (type == FTW_DP ? rmdir(path) < 0 : unlink(path) < 0)
-        return errno == ENOENT ? 0 : -1;
-    return 0;
+    int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno == EACCES && rm_unlock(dirfd, name) == 0)
+        fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    return fd;
+}
+
+/* Unlink everything in dir but directories; *sub gets the first
+ * directory's name (malloc), NULL when none is left.  0 or -1. */
+static int rm_files(int dir, char **sub)
+{
+    *sub = NULL;
+    int dfd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+    if (!d) {
+        if (dfd >= 0)
+            close(dfd);
+        return -1;
+    }
+    int rc = 0;
+    bool unlocked = false;
+    for (struct dirent *de; (de = readdir(d));) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        struct stat st;
+        if (fstatat(dir, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;   /* gone meanwhile */
+        if (S_ISDIR(st.st_mode)) {
+            if (!*sub && !(*sub = strdup(de->d_name)))
+                rc = -1;
+            continue;
+        }
+        if (unlinkat(dir, de->d_name, 0) < 0 && errno == EACCES && !unlocked) {
+            /* Our own directory without write permission. */
+            char p[64];
+            snprintf(p, sizeof p, "/proc/self/fd/%d", dir);
+            struct stat ds;
+            unlocked = true;
+            if (fstat(dir, &ds) == 0 && ds.st_uid == geteuid() && chmod(p, 0700) == 0)
+                unlinkat(dir, de->d_name, 0);
+        }
+    }
+    closedir(d);
+    return rc;
 }
 
 int mini_rm_rf(const char *path, struct mini_err *e)
 {
-    nftw(path, open_up, 32, FTW_PHYS | FTW_MOUNT);
-    if (nftw(path, rm_one, 32, FTW_PHYS | FTW_MOUNT | FTW_DEPTH) < 0 && errno != ENOENT)
+    int cur = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (cur < 0 && errno == EACCES) {
+        _cleanup_free_ char *dir = strdup(path);
+        char *slash = dir ? strrchr(dir, '/') : NULL;
+        if (slash && slash != dir) {
+            *slash = '\0';
+            int pfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+            if (pfd >= 0) {
+                cur = rm_open_dir(pfd, slash + 1);
+                close(pfd);
+            }
+        }
+    }
+    if (cur < 0) {
+        if (errno == ENOENT)
+            return 0;
+        if (errno == ENOTDIR || errno == ELOOP)   /* a file or a symlink: itself only */
+            return unlink(path) == 0 || errno == ENOENT ? 0 : mini_err_sys(e, MINI_E_IO, errno, "removing %s", path);
         return mini_err_sys(e, MINI_E_IO, errno, "removing %s", path);
-    return 0;
+    }
+    struct stat top;
+    struct rm_level *stk = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0;
+    if (fstat(cur, &top) < 0) {
+        rc = mini_err_sys(e, MINI_E_IO, errno, "removing %s", path);
+        goto out;
+    }
+    for (;;) {
+        char *sub;
+        if (rm_files(cur, &sub) < 0) {
+            rc = mini_err_sys(e, MINI_E_IO, errno, "removing %s: reading a directory", path);
+            goto out;
+        }
+        if (sub) {
+            int child = rm_open_dir(cur, sub);
+            struct stat st;
+            if (child < 0 && (errno == ENOTDIR || errno == ELOOP)) {
+                unlinkat(cur, sub, 0);   /* swapped for a non-directory meanwhile */
+                free(sub);
+                continue;
+            }
+            if (child < 0 || fstat(child, &st) < 0 || st.st_dev != top.st_dev) {
+                int err = child < 0 ? errno : EXDEV;   /* EXDEV: another filesystem is mounted there */
+                rc = mini_err_sys(e, MINI_E_IO, err, "removing %s: entering %s", path, sub);
+                if (child >= 0)
+                    close(child);
+                free(sub);
+                goto out;
+            }
+            if (n == cap) {
+                struct rm_level *ns = realloc(stk, (cap = cap ? cap * 2 : 64) * sizeof *ns);
+                if (!ns) {
+                    close(child);
+                    free(sub);
+                    rc = mini_err_set(e, MINI_E_NOMEM, "out of memory");
+                    goto out;
+                }
+                stk = ns;
+            }
+            /* The parent's identity, to check the way back up. */
+            struct stat ps;
+            fstat(cur, &ps);
+            stk[n++] = (struct rm_level){ .dev = ps.st_dev, .ino = ps.st_ino, .name = sub };
+            close(cur);
+            cur = child;
+            continue;
+        }
+        if (n == 0)
+            break;   /* the top is empty */
+        int parent = openat(cur, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        struct stat ps;
+        if (parent < 0 || fstat(parent, &ps) < 0 || ps.st_dev != stk[n - 1].dev || ps.st_ino != stk[n - 1].ino) {
+            if (parent >= 0)
+                close(parent);
+            rc = mini_err_set(e, MINI_E_IO, "removing %s: a directory was moved during the removal; stopped", path);
+            goto out;
+        }
+        close(cur);
+        cur = parent;
+        n--;
+        int r = unlinkat(cur, stk[n].name, AT_REMOVEDIR);
+        if (r < 0 && errno == EACCES) {
+            char p[64];
+            snprintf(p, sizeof p, "/proc/self/fd/%d", cur);
+            if (ps.st_uid == geteuid() && chmod(p, 0700) == 0)
+                r = unlinkat(cur, stk[n].name, AT_REMOVEDIR);
+        }
+        if (r < 0 && errno != ENOENT) {
+            /* It would be found again: stop rather than loop. */
+            rc = mini_err_sys(e, MINI_E_IO, errno, "removing %s: %s", path, stk[n].name);
+            free(stk[n].name);
+            goto out;
+        }
+        free(stk[n].name);
+    }
+    close(cur);
+    cur = -1;
+    if (rmdir(path) < 0 && errno != ENOENT)
+        rc = mini_err_sys(e, MINI_E_IO, errno, "removing %s", path);
+out:
+    if (cur >= 0)
+        close(cur);
+    for (size_t i = 0; i < n; i++)
+        free(stk[i].name);
+    free(stk);
+    return rc;
 }
 
 void mini_close(int fd)

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static int fails_deep(struct mini_err *e)
@@ -23,8 +24,103 @@ static int fails_middle(struct mini_err *e)
     return 0;
 }
 
+
+/* ---- mini_rm_rf: by fd, any depth, never out of the tree ---- */
+
+static int mkfile_at(int dir, const char *name)
+{
+    int fd = openat(dir, name, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -1;
+    close(fd);
+    return 0;
+}
+
+static void test_rm_rf(void)
+{
+    char base[] = "/tmp/mini-rmrf.XXXXXX";
+    CHECK(mkdtemp(base) != NULL);
+    char tree[256], victim[256], p[512];
+    snprintf(tree, sizeof tree, "%s/tree", base);
+    snprintf(victim, sizeof victim, "%s/victim", base);
+    struct mini_err e;
+
+    /* An ordinary tree, a symlink to an outside directory, a mode-000 dir. */
+    CHECK(mkdir(victim, 0755) == 0);
+    snprintf(p, sizeof p, "%s/keep", victim);
+    CHECK(mkfile_at(AT_FDCWD, p) == 0);
+    CHECK(mkdir(tree, 0755) == 0);
+    snprintf(p, sizeof p, "%s/a", tree);
+    CHECK(mkdir(p, 0755) == 0);
+    snprintf(p, sizeof p, "%s/a/f", tree);
+    CHECK(mkfile_at(AT_FDCWD, p) == 0);
+    snprintf(p, sizeof p, "%s/a/link", tree);
+    CHECK(symlink(victim, p) == 0);
+    snprintf(p, sizeof p, "%s/locked", tree);
+    CHECK(mkdir(p, 0755) == 0);
+    snprintf(p, sizeof p, "%s/locked/inside", tree);
+    CHECK(mkfile_at(AT_FDCWD, p) == 0);
+    snprintf(p, sizeof p, "%s/locked", tree);
+    CHECK(chmod(p, 0) == 0);
+    CHECK(mini_rm_rf(tree, &e) == 0);
+    CHECK(access(tree, F_OK) < 0 && errno == ENOENT);
+    snprintf(p, sizeof p, "%s/keep", victim);
+    CHECK(access(p, F_OK) == 0);
+
+    /* Deeper than PATH_MAX: 3000 levels of "dd". */
+    CHECK(mkdir(tree, 0755) == 0);
+    int fd = open(tree, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    for (int i = 0; fd >= 0 && i < 3000; i++) {
+        CHECK(mkdirat(fd, "dd", 0755) == 0);
+        int next = openat(fd, "dd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (i % 500 == 0)
+            mkfile_at(next, "f");
+        close(fd);
+        fd = next;
+    }
+    if (fd >= 0)
+        close(fd);
+    CHECK(mini_rm_rf(tree, &e) == 0);
+    CHECK(access(tree, F_OK) < 0 && errno == ENOENT);
+
+    /* A race: a child keeps swapping a subdirectory for a symlink to the
+     * victim while the tree is removed; the victim must survive. */
+    for (int round = 0; round < 200; round++) {
+        CHECK(mkdir(tree, 0755) == 0);
+        char sub[300], moved[300];
+        snprintf(sub, sizeof sub, "%s/sub", tree);
+        snprintf(moved, sizeof moved, "%s/moved", base);
+        CHECK(mkdir(sub, 0755) == 0);
+        for (int i = 0; i < 20; i++) {
+            snprintf(p, sizeof p, "%s/f%d", sub, i);
+            mkfile_at(AT_FDCWD, p);
+        }
+        pid_t pid = fork();
+        if (pid == 0) {
+            for (int i = 0; i < 200; i++) {
+                if (rename(sub, moved) == 0) {
+                    symlink(victim, sub);
+                    unlink(sub);
+                    rename(moved, sub);
+                }
+            }
+            _exit(0);
+        }
+        mini_rm_rf(tree, &e);   /* may stop with an error: never may it leave the tree */
+        waitpid(pid, NULL, 0);
+        snprintf(p, sizeof p, "%s/keep", victim);
+        CHECK(access(p, F_OK) == 0);
+        CHECK(mini_rm_rf(moved, &e) == 0);
+        CHECK(mini_rm_rf(tree, &e) == 0);
+    }
+    CHECK(mini_rm_rf(base, &e) == 0);
+    CHECK(access(base, F_OK) < 0);
+    /* A symlink as the top: the link goes, its target stays. */
+}
+
 int main(void)
 {
+    test_rm_rf();
     struct mini_err e;
     mini_err_clear(&e);
     CHECK(e.code == MINI_OK && e.msg[0] == '\0');
