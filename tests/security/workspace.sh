@@ -11,7 +11,8 @@
 #     own (not 0, not W, >= 2146435072, one per session); inside they are
 #     0 and see W's files as 0's; what they create is W's on the host, in
 #     group GW (W's primary group when 100 or >= 1000, else 65534), never
-#     the workspace directory's group (0, 42)
+#     the workspace directory's group (0, 42); root's 0600 files, 0700
+#     directories and 0600 sockets in W's workspace stay out of reach
 #  3. no setuid/setgid file can be made (EPERM), root and rootless
 #  4. a workspace path with a symlink in it is refused, also one the
 #     sandbox planted itself
@@ -310,6 +311,57 @@ if is_root; then
         wsr "$A" -- "echo \$(stat -c %u '$A' '$A/hostfile')"
 
     ownership_case "workspace $NOBODY:0 mode 0775" "$A" "$NOBODY" "$NOBODY"
+
+    # Root's own files and sockets in the owner's workspace (the red team
+    # reached a 0600 root socket through the old mapping): out of reach,
+    # and untouched on the host.
+    R=$A/rootstuff
+    mkdir -m 0755 "$R"
+    printf 'root-secret-%s\n' "$TAG" >"$R/secret"
+    chmod 0600 "$R/secret"
+    mkdir -m 0700 "$R/private"
+    echo inner >"$R/private/inner"
+    if (( HAVE_PY )); then
+        python3 - "$R/sock" "$T/rootsock.log" <<'PY' >"$T/rootsock.ready" 2>&1 &
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o600); s.listen(4)
+print("ready", flush=True)
+s.settimeout(60)
+try:
+    c, _ = s.accept()
+    open(sys.argv[2], "a").write("CONNECTED\n")
+except OSError:
+    pass
+PY
+        BG_PIDS+=("$!")
+        wait_until 10 grep -q ready "$T/rootsock.ready" || true
+    fi
+    root_attacks=(
+        "cat '$R/secret'"
+        "echo x >>'$R/secret'"
+        "chmod 0644 '$R/secret'"
+        "ls '$R/private'"
+        "cat '$R/private/inner'"
+        "touch '$R/planted'"
+    )
+    (( HAVE_PY )) && root_attacks+=("python3 -c 'import socket,sys; socket.socket(socket.AF_UNIX).connect(sys.argv[1])' '$R/sock'")
+    for snippet in "${root_attacks[@]}"; do
+        run wsr "$A" -- "$(attack_cmd "$snippet")"
+        if [[ $RC == 0 ]] && contains "$OUT" ATTACK-FAILED && ! contains "$OUT" "root-secret-"; then
+            pass "[2] root's 0600/0700 files and socket in the workspace are out of reach: $snippet"
+        else
+            fail "[2] root's 0600/0700 files and socket in the workspace are out of reach: $snippet" \
+                "status $RC, output: ${OUT:0:200}"
+        fi
+    done
+    check "[2] host: root's file is unchanged (content, root:root 0600), nothing planted beside it" \
+        bash -c "[[ \$(cat '$R/secret') == root-secret-$TAG && \$(stat -c '%u:%g:%a' '$R/secret') == 0:0:600 && ! -e '$R/planted' ]]"
+    if (( HAVE_PY )); then
+        check "[2] host: root's 0600 socket never accepted a connection from the sandbox" test ! -e "$T/rootsock.log"
+    fi
+    rm -rf "$R"
+
     B=$T/ws-g42
     mkws_as "$B" "$NOBODY" 42 0775
     ownership_case "workspace $NOBODY:42 (shadow) mode 0775" "$B" "$NOBODY" "$NOBODY"
