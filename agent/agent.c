@@ -2,6 +2,7 @@
 #include "model.h"
 #include "template.h"
 #include "mini/cleanup.h"
+#include "mini/clock.h"
 #include "mini/io.h"
 
 #include <math.h>
@@ -11,13 +12,6 @@
 #include <time.h>
 
 #define TRAJECTORY_FORMAT "mini-swe-agent-1.1"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static double num(const cJSON *obj, const char *key, double def)
 {
@@ -182,7 +176,7 @@ enum step_result { STEP_GO_ON, STEP_DONE, STEP_ERROR };
 
 static bool time_exceeded(struct mini_agent *a)
 {
-    if (a->wall_time_limit > 0 && now_s() - a->start >= a->wall_time_limit) {
+    if (a->wall_time_limit > 0 && mini_mono_s() - a->start >= a->wall_time_limit) {
         /* Always final: asking would only spend more of the time that is up. */
         finish(a, "TimeExceeded", "", "Wall time limit exceeded.");
         return true;
@@ -397,7 +391,7 @@ int mini_agent_run(struct mini_agent *a, const char *task, struct mini_err *e)
 {
     cJSON_DeleteItemFromObjectCaseSensitive(a->template_vars, "task");
     cJSON_AddStringToObject(a->template_vars, "task", task);
-    a->start = now_s();
+    a->start = mini_mono_s();
     _cleanup_buf_ struct mini_buf sys = MINI_BUF_INIT, inst = MINI_BUF_INIT;
     int rc = 0;
     if (render(a, "system_template", &sys, e) < 0 || render(a, "instance_template", &inst, e) < 0) {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "mini/buf.h"
+#include "mini/path.h"
 #include "mini/cleanup.h"
 #include "mini/io.h"
 #include "mini/json.h"
@@ -67,32 +68,12 @@ static char *path_join(const char *a, const char *b)
     return mini_buf_steal(&out, NULL);
 }
 
-static char *self_exe(void)
-{
-    for (size_t cap = 256; cap <= (1u << 20); cap *= 2) {
-        char *b = malloc(cap);
-        if (!b)
-            return NULL;
-        ssize_t r = readlink("/proc/self/exe", b, cap);
-        if (r < 0) {
-            free(b);
-            return NULL;
-        }
-        if ((size_t)r < cap) {
-            b[r] = '\0';
-            return b;
-        }
-        free(b);
-    }
-    return NULL;
-}
-
 char *mini_config_builtin_dir(void)
 {
     const char *env = getenv("MINI_CONFIG_DIR");
     if (env && *env)
         return strdup(env);
-    _cleanup_free_ char *exe = self_exe();
+    _cleanup_free_ char *exe = mini_self_exe();
     if (exe) {
         char *slash = strrchr(exe, '/');
         if (slash) {

@@ -1,6 +1,7 @@
 /* Rendering of a run for the person watching it (display.h). */
 #include "display.h"
 #include "mini/buf.h"
+#include "mini/clock.h"
 
 #include <langinfo.h>
 #include <pthread.h>
@@ -37,12 +38,6 @@ struct mini_display {
     struct timespec spin_start;
 };
 
-static double elapsed(const struct timespec *since)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (double)(now.tv_sec - since->tv_sec) + (double)(now.tv_nsec - since->tv_nsec) / 1e9;
-}
 
 struct mini_display *mini_display_new(FILE *out, bool color, bool live)
 {
@@ -91,11 +86,6 @@ void mini_display_free(struct mini_display *d)
     pthread_cond_destroy(&d->cond);
     pthread_mutex_destroy(&d->lock);
     free(d);
-}
-
-bool mini_display_color(const struct mini_display *d)
-{
-    return d->color;
 }
 
 bool mini_display_utf8(const struct mini_display *d)
@@ -448,7 +438,7 @@ void mini_display_output(struct mini_display *d, const char *data, size_t len)
 void mini_display_command_end(struct mini_display *d, const cJSON *result)
 {
     mini_display_flush(d);
-    double secs = elapsed(&d->cmd_start);
+    double secs = mini_elapsed_s(&d->cmd_start);
     const cJSON *rc = cJSON_GetObjectItemCaseSensitive(result, "returncode");
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(result, "extra"),
                                                          "exception_type");
@@ -486,7 +476,7 @@ static void *spin(void *arg)
     for (unsigned i = 0; !d->stop; i++) {
         flockfile(d->out);
         fprintf(d->out, "\r%s%s %s %.0f s%s  %s(Ctrl-C interrupts)%s\033[K", mini_display_sgr(d, MINI_STYLE_KEY),
-                frames[i % nframes], d->label, elapsed(&d->spin_start), mini_display_reset(d),
+                frames[i % nframes], d->label, mini_elapsed_s(&d->spin_start), mini_display_reset(d),
                 mini_display_sgr(d, MINI_STYLE_DIM), mini_display_reset(d));
         fflush(d->out);
         funlockfile(d->out);

@@ -42,7 +42,6 @@ void mini_display_free(struct mini_display *d);
  * bytes are ignored. */
 void mini_display_add_secret(struct mini_display *d, const char *value);
 
-bool mini_display_color(const struct mini_display *d);
 bool mini_display_utf8(const struct mini_display *d);
 /* The escape sequence starting a style ("" without colours), and the one
  * ending it. */

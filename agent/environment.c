@@ -1,6 +1,7 @@
 #include "environment.h"
 #include "config.h"
 #include "mini/client.h"
+#include "mini/clock.h"
 #include "mini/cleanup.h"
 #include "mini/io.h"
 #include "mini/utf8.h"
@@ -180,13 +181,6 @@ static cJSON *plain_result(const char *output, size_t len, int returncode)
     return r;
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int local_execute(struct mini_environment *env, const char *command, const char *cwd, double timeout,
                          mini_env_output_fn fn, void *arg, cJSON **result, struct mini_err *e)
 {
@@ -221,12 +215,12 @@ static int local_execute(struct mini_environment *env, const char *command, cons
     }
     close(p[1]);
     struct mini_buf out = MINI_BUF_INIT;
-    int64_t deadline = now_ms() + (int64_t)(timeout * 1000);
+    int64_t deadline = mini_mono_ms() + (int64_t)(timeout * 1000);
     bool timed_out = false, interrupted = false;
     int64_t drain_until = 0;
     char buf[65536];
     for (;;) {
-        int64_t now = now_ms();
+        int64_t now = mini_mono_ms();
         if (!timed_out && !interrupted && (now >= deadline || env->interrupted)) {
             interrupted = env->interrupted;
             timed_out = !interrupted;

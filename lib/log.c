@@ -27,8 +27,6 @@ int mini_log_level_parse(const char *s)
     return -1;
 }
 
-enum mini_log_level mini_log_get_level(void) { return cur; }
-const char *mini_log_program(void) { return prog; }
 
 void mini_log(enum mini_log_level level, const char *fmt, ...)
 {

@@ -3,6 +3,7 @@
  * interleaved in one run so that the machine's state is shared. */
 #include "bench.h"
 #include "mini/client.h"
+#include "mini/clock.h"
 #include "mini/cleanup.h"
 #include "mini/io.h"
 
@@ -37,13 +38,6 @@ struct series {
     size_t n;
     double throughput;   /* runs per second at the given concurrency */
 };
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -95,21 +89,21 @@ static pid_t spawn(char **argv, unsigned long ns)
 
 static int run_local(char **argv, unsigned long ns, double *ms)
 {
-    double t0 = now_ms();
+    double t0 = ((double)mini_mono_ns() / 1e6);
     pid_t pid = spawn(argv, ns);
     if (pid < 0)
         return -1;
     int st;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
         ;
-    *ms = now_ms() - t0;
+    *ms = ((double)mini_mono_ns() / 1e6) - t0;
     return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
 /* C at a time until n have finished; returns runs per second. */
 static double throughput_local(char **argv, unsigned long ns, size_t n, int conc)
 {
-    double t0 = now_ms();
+    double t0 = ((double)mini_mono_ns() / 1e6);
     size_t started = 0, done = 0;
     int running = 0;
     while (done < n) {
@@ -127,7 +121,7 @@ static double throughput_local(char **argv, unsigned long ns, size_t n, int conc
             return NAN;
         }
     }
-    return (double)n / ((now_ms() - t0) / 1e3);
+    return (double)n / ((((double)mini_mono_ns() / 1e6) - t0) / 1e3);
 }
 
 /* --------------------------------------------------------- the sandbox */
@@ -182,16 +176,16 @@ static int recv_exit(struct conn *k, int64_t *id, struct mini_err *e)
 static int run_sandbox(struct conn *k, double *ms, struct mini_err *e)
 {
     int64_t id = k->next_id++, got;
-    double t0 = now_ms();
+    double t0 = ((double)mini_mono_ns() / 1e6);
     if (send_exec(k, id, e) < 0 || recv_exit(k, &got, e) < 0)
         return -1;
-    *ms = now_ms() - t0;
+    *ms = ((double)mini_mono_ns() / 1e6) - t0;
     return 0;
 }
 
 static double throughput_sandbox(struct conn *k, size_t n, int conc, struct mini_err *e)
 {
-    double t0 = now_ms();
+    double t0 = ((double)mini_mono_ns() / 1e6);
     size_t started = 0, done = 0;
     int running = 0;
     while (done < n) {
@@ -207,7 +201,7 @@ static double throughput_sandbox(struct conn *k, size_t n, int conc, struct mini
         running--;
         done++;
     }
-    return (double)n / ((now_ms() - t0) / 1e3);
+    return (double)n / ((((double)mini_mono_ns() / 1e6) - t0) / 1e3);
 }
 
 /* --------------------------------------------------------------- main */

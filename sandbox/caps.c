@@ -1,6 +1,7 @@
 /* Capability detection and per-profile assessment (see caps.h). */
 #include "caps.h"
 #include "mini/cleanup.h"
+#include "mini/path.h"
 #include "mini/io.h"
 
 #include <dirent.h>
@@ -984,13 +985,6 @@ static void add_item(struct mini_assessment *a, const char *feature, const char 
     va_end(ap);
 }
 
-static bool within(const char *path, const char *dir)
-{
-    size_t n = strlen(dir);
-    if (strcmp(dir, "/") == 0)
-        return path[0] == '/';
-    return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
-}
 
 /* The remedy for a missing feature (for `require` refusals). */
 static void feature_remedy(const struct mini_caps *c, unsigned bit, char *out, size_t size)
@@ -1110,7 +1104,7 @@ static void landlock_items(const struct mini_caps *c, const struct mini_profile 
     for (size_t b = 0; b < p->n_binds; b++)
         for (size_t h = 0; h < p->n_hide + p->n_tmpfs; h++) {
             const char *hp = h < p->n_hide ? p->hide[h] : p->tmpfs[h - p->n_hide].path;
-            if (strcmp(hp, p->binds[b].path) != 0 && within(hp, p->binds[b].path)) {
+            if (strcmp(hp, p->binds[b].path) != 0 && mini_path_within(hp, p->binds[b].path)) {
                 if (!word_in(dirs, p->binds[b].path, ","))
                     appendf(dirs, sizeof dirs, "%s%s", dirs[0] ? "," : "", p->binds[b].path);
                 break;

@@ -1,6 +1,7 @@
 /* Per-command cgroups (see cgroup.h). */
 #include "cgroup.h"
 #include "mini/cleanup.h"
+#include "mini/clock.h"
 #include "mini/io.h"
 
 #include <dirent.h>
@@ -32,13 +33,6 @@ static void setf(char *buf, size_t size, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, size, fmt, ap);
     va_end(ap);
-}
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void sleep_ms(unsigned ms)
@@ -234,9 +228,9 @@ static bool remove_tree(const char *dir, bool do_kill, int depth)
         closedir(d);
     }
     if (do_kill) {
-        int64_t deadline = now_ms() + 500;
+        int64_t deadline = mini_mono_ms() + 500;
         while (!remove_dir(dir)) {
-            if (errno != EBUSY || now_ms() > deadline)
+            if (errno != EBUSY || mini_mono_ms() > deadline)
                 return false;
             sleep_ms(2);
         }
@@ -482,8 +476,8 @@ void mini_cgroups_update_caps(const struct mini_cgroups *cg, struct mini_caps *c
  * return the daemon to its own cgroup. */
 static void teardown(struct mini_cgroups *cg)
 {
-    int64_t deadline = now_ms() + FINI_BUDGET_MS;
-    while (mini_cgroups_retry_pending(cg) && now_ms() < deadline)
+    int64_t deadline = mini_mono_ms() + FINI_BUDGET_MS;
+    while (mini_cgroups_retry_pending(cg) && mini_mono_ms() < deadline)
         sleep_ms(5);
     for (size_t k = 0; k < cg->n_hier; k++) {
         const char *parent = cg->hier[k].parent;
@@ -509,7 +503,7 @@ static void teardown(struct mini_cgroups *cg)
         if (!parent[0])
             continue;
         /* v2: the daemon's leaf is still inside when it could not move back */
-        while (rmdir(parent) < 0 && errno == EBUSY && !cg->v2_leaf[0] && now_ms() < deadline)
+        while (rmdir(parent) < 0 && errno == EBUSY && !cg->v2_leaf[0] && mini_mono_ms() < deadline)
             sleep_ms(5);
     }
     for (size_t k = 0; k < cg->n_hier; k++)
@@ -768,7 +762,7 @@ int mini_cgroup_kill(struct mini_cgroup *c)
 {
     if (!c->cg || c->n_dirs == 0)
         return 0;
-    int64_t deadline = now_ms() + KILL_BUDGET_MS;
+    int64_t deadline = mini_mono_ms() + KILL_BUDGET_MS;
     if (c->cg->mode == MINI_CG_V2 && c->cg->has_kill && cg_write(c->dirs[0], "cgroup.kill", "1") == 0) {
         /* cgroup.kill is synchronous in sending; the processes still need
          * to exit. */
@@ -776,7 +770,7 @@ int mini_cgroup_kill(struct mini_cgroup *c)
             int64_t pop = cg_read_key(c->dirs[0], "cgroup.events", "populated");
             if (pop <= 0)
                 return 0;
-            if (now_ms() > deadline)
+            if (mini_mono_ms() > deadline)
                 return (int)pop;
             sleep_ms(1);
         }
@@ -797,7 +791,7 @@ int mini_cgroup_kill(struct mini_cgroup *c)
         }
         if (frozen)
             set_frozen(c, false);
-        if (left == 0 || now_ms() > deadline)
+        if (left == 0 || mini_mono_ms() > deadline)
             return left;
         sleep_ms(round < 10 ? 1 : 5);
     }
@@ -815,7 +809,7 @@ void mini_cgroup_destroy(struct mini_cgroup *c)
     /* Usually empty by now (the sandbox's pid 1 has been reaped, and with
      * it its pid namespace): try rmdir first, kill only what resists. */
     bool gone[MINI_CG_HIER_MAX] = { false };
-    int64_t deadline = now_ms() + DESTROY_BUDGET_MS;
+    int64_t deadline = mini_mono_ms() + DESTROY_BUDGET_MS;
     for (unsigned round = 0;; round++) {
         size_t left = 0;
         for (size_t k = 0; k < c->n_dirs; k++) {
@@ -828,7 +822,7 @@ void mini_cgroup_destroy(struct mini_cgroup *c)
             else
                 left++;
         }
-        if (left == 0 || now_ms() > deadline)
+        if (left == 0 || mini_mono_ms() > deadline)
             break;
         mini_cgroup_kill(c);
         sleep_ms(round < 10 ? 1 : 10);

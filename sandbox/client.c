@@ -1,4 +1,5 @@
 #include "mini/client.h"
+#include "mini/path.h"
 #include "mini/cleanup.h"
 #include "mini/io.h"
 
@@ -71,21 +72,10 @@ char *mini_sandboxd_path(void)
     const char *env = getenv("MINI_SANDBOXD");
     if (env && *env)
         return strdup(env);
-    char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n > 0) {
-        self[n] = '\0';
-        char *slash = strrchr(self, '/');
-        if (slash) {
-            char *p;
-            *slash = '\0';
-            if (asprintf(&p, "%s/mini-sandboxd", self) >= 0) {
-                if (access(p, X_OK) == 0)
-                    return p;
-                free(p);
-            }
-        }
-    }
+    char *p = mini_exe_sibling("mini-sandboxd");
+    if (p && access(p, X_OK) == 0)
+        return p;
+    free(p);
     return strdup("mini-sandboxd");
 }
 

@@ -1,6 +1,7 @@
 /* Landlock confinement for the degraded path (see landlock.h). */
 #include "landlock.h"
 #include "mini/cleanup.h"
+#include "mini/path.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -106,14 +107,6 @@ int mini_landlock_plan_add(struct mini_landlock_plan *pl, const char *path, uint
     return 0;
 }
 
-/* path is dir or below it ("/" contains everything). */
-static bool within(const char *path, const char *dir)
-{
-    if (strcmp(dir, "/") == 0)
-        return path[0] == '/';
-    size_t n = strlen(dir);
-    return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
-}
 
 struct excl {
     char **v;
@@ -168,7 +161,7 @@ static bool excluded(const struct excl *x, const char *path)
 static bool excl_below(const struct excl *x, const char *dir)
 {
     for (size_t i = 0; i < x->n; i++)
-        if (strcmp(x->v[i], dir) != 0 && within(x->v[i], dir))
+        if (strcmp(x->v[i], dir) != 0 && mini_path_within(x->v[i], dir))
             return true;
     return false;
 }

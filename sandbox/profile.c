@@ -3,6 +3,7 @@
  * the value it has in profiles/strict.json (the built-in defaults below), so
  * a partial profile is never looser than strict by accident. */
 #include "mini/profile.h"
+#include "mini/path.h"
 #include "mini/cleanup.h"
 #include "mini/io.h"
 
@@ -1353,11 +1354,9 @@ static bool is_dir(const char *path)
 /* <prefix>/share/mini/profiles for an executable in <prefix>/<dir>/. */
 static void find_exe_profile_dir(void)
 {
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0)
+    _cleanup_free_ char *exe = mini_self_exe();
+    if (!exe)
         return;
-    exe[n] = '\0';
     for (int i = 0; i < 2; i++) {
         char *slash = strrchr(exe, '/');
         if (!slash)

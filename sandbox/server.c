@@ -6,6 +6,8 @@
 #include "spawn.h"
 #include "workspace.h"
 #include "mini/cleanup.h"
+#include "mini/path.h"
+#include "mini/clock.h"
 #include "mini/log.h"
 #include "mini/profile.h"
 #include "mini/proto.h"
@@ -188,13 +190,6 @@ struct server {
     struct mini_uid_range uids;     /* root daemon: host ids for sessions */
 };
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static int ep_add(struct server *s, int fd, uint32_t events, struct ev *ev)
 {
     struct epoll_event ee = { .events = events, .data.ptr = ev };
@@ -319,12 +314,6 @@ static const struct mini_bpf *seccomp_for(struct server *s, const struct mini_pr
     return &c->bpf;
 }
 
-/* Whether path is dir or beneath it. */
-static bool path_within(const char *path, const char *dir)
-{
-    size_t n = strlen(dir);
-    return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/' || n == 1);
-}
 
 /* The assessment (what the commands really get), plus this session's ids
  * and workspace. */
@@ -906,7 +895,7 @@ out:
 
 static void exec_finish(struct server *s, struct exec *x)
 {
-    int64_t ms = (now_ns() - x->start_ns) / 1000000;
+    int64_t ms = (mini_mono_ns() - x->start_ns) / 1000000;
     if (x->err.code != MINI_OK) {
         send_error(s, x->client, x->id, &x->err);
         audit(s, x, 125, ms);
@@ -1300,7 +1289,7 @@ static int check_cwd(const struct session *ss, const char *cwd, struct mini_err 
     for (const char *p = cwd; (p = strstr(p, "..")); p += 2)
         if ((p == cwd || p[-1] == '/') && (p[2] == '/' || p[2] == '\0'))
             return mini_err_set(e, MINI_E_CWD_INVALID, "cwd %s: must not contain \"..\"", cwd);
-    if (path_within(cwd, ss->workspace)) {
+    if (mini_path_within(cwd, ss->workspace)) {
         const char *rel = cwd + strlen(ss->workspace);
         while (*rel == '/')
             rel++;
@@ -1388,7 +1377,7 @@ static void do_exec(struct server *s, struct client *c, const struct mini_req *r
     ss->refs++;
     x->id = req->id;
     x->stream = r->stream;
-    x->start_ns = now_ns();
+    x->start_ns = mini_mono_ns();
     mini_err_clear(&x->err);
     mini_outbuf_init(&x->out, ss->profile->limits.output_bytes);
     struct pooled *p = pool_take(s, ss);
@@ -1551,7 +1540,7 @@ static void do_stats(struct server *s, struct client *c, const struct mini_req *
     rep.u.stats.running = running;
     rep.u.stats.execs_total = s->execs_total;
     rep.u.stats.clients = (int64_t)s->n_clients;
-    rep.u.stats.uptime_ms = (now_ns() - s->start_ns) / 1000000;
+    rep.u.stats.uptime_ms = (mini_mono_ns() - s->start_ns) / 1000000;
     send_rep(s, c, &rep);
 }
 
@@ -1962,7 +1951,7 @@ static void server_free(struct server *s)
 
 int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
 {
-    struct server s = { .cfg = cfg, .ep = -1, .lfd = -1, .sfd = -1, .init_fd = -1, .start_ns = now_ns(),
+    struct server s = { .cfg = cfg, .ep = -1, .lfd = -1, .sfd = -1, .init_fd = -1, .start_ns = mini_mono_ns(),
                         .ev_listen = { EV_LISTEN, NULL } };
     struct ev ev_sig = { EV_SIGNAL, NULL };
     int rc = -1;

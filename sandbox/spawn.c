@@ -1,6 +1,7 @@
 #include "spawn.h"
 #include "rootfs.h"
 #include "mini/cleanup.h"
+#include "mini/path.h"
 #include "mini/io.h"
 
 #include <errno.h>
@@ -376,17 +377,9 @@ static __attribute__((noreturn)) void degraded_main(const struct mini_spawn_cfg 
 int mini_sandbox_open_init(struct mini_err *e)
 {
     const char *env = getenv("MINI_SANDBOX_INIT");
-    char path[4096];
-    if (env && *env) {
-        snprintf(path, sizeof path, "%s", env);
-    } else {
-        ssize_t n = readlink("/proc/self/exe", path, sizeof path - 32);
-        if (n < 0)
-            return mini_err_sys(e, MINI_E_IO, errno, "/proc/self/exe");
-        path[n] = '\0';
-        char *slash = strrchr(path, '/');
-        strcpy(slash ? slash + 1 : path, "mini-sandbox-init");
-    }
+    _cleanup_free_ char *path = env && *env ? strdup(env) : mini_exe_sibling("mini-sandbox-init");
+    if (!path)
+        return mini_err_sys(e, MINI_E_IO, errno, "finding mini-sandbox-init beside /proc/self/exe");
     int fd = open(path, O_PATH | O_CLOEXEC);
     if (fd < 0)
         return mini_err_sys(e, MINI_E_IO, errno, "%s (the sandbox's init program)", path);

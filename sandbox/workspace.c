@@ -1,5 +1,6 @@
 #include "workspace.h"
 #include "mini/cleanup.h"
+#include "mini/path.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,13 +19,6 @@
 
 /* ------------------------------------------------------------ resolving */
 
-static bool path_within(const char *path, const char *dir)
-{
-    size_t n = strlen(dir);
-    if (n == 1 && dir[0] == '/')
-        return true;
-    return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
-}
 
 /* "/a//b/./c/" -> "/a/b/c"; NULL (errno EINVAL) on "..". */
 static char *normalise(const char *req)
@@ -124,7 +118,7 @@ static bool system_dir(const char *canon)
         if (strcmp(canon, system_exact[i]) == 0)
             return true;
     for (size_t i = 0; i < MINI_ARRAY_SIZE(system_trees); i++)
-        if (path_within(canon, system_trees[i]))
+        if (mini_path_within(canon, system_trees[i]))
             return true;
     return false;
 }
@@ -212,7 +206,7 @@ bool mini_dir_contains(int dir, int inner)
  * as well (it may be created later). */
 static bool holds(const char *canon, int ws, const char *path)
 {
-    if (path_within(path, canon))
+    if (mini_path_within(path, canon))
         return true;
     int fd = open(path, O_PATH | O_CLOEXEC);
     if (fd < 0)

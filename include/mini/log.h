@@ -7,8 +7,6 @@ enum mini_log_level { MINI_LOG_ERROR, MINI_LOG_WARN, MINI_LOG_INFO, MINI_LOG_DEB
 void mini_log_init(const char *program, enum mini_log_level level);
 /* Parses "error", "warn", "info", "debug"; -1 on anything else. */
 int mini_log_level_parse(const char *s);
-enum mini_log_level mini_log_get_level(void);
-const char *mini_log_program(void);
 void mini_log(enum mini_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

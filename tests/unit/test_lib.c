@@ -4,6 +4,8 @@
 #include "mini/cleanup.h"
 #include "mini/err.h"
 #include "mini/io.h"
+#include "mini/clock.h"
+#include "mini/path.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -118,9 +120,34 @@ static void test_rm_rf(void)
     /* A symlink as the top: the link goes, its target stays. */
 }
 
+/* ---- path containment, the program's own path, the clock ---- */
+static void test_path_clock(void)
+{
+    CHECK(mini_path_within("/a", "/"));
+    CHECK(mini_path_within("/", "/"));
+    CHECK(mini_path_within("/a/b", "/a"));
+    CHECK(mini_path_within("/a", "/a"));
+    CHECK(!mini_path_within("/ab", "/a"));
+    CHECK(!mini_path_within("/a", "/a/b"));
+    CHECK(!mini_path_within("a/b", "/"));
+    CHECK(!mini_path_within("a/b", "a"));
+    _cleanup_free_ char *self = mini_self_exe();
+    CHECK(self && self[0] == '/' && strstr(self, "test_lib"));
+    _cleanup_free_ char *sib = mini_exe_sibling("mini-sandboxd");
+    CHECK(sib && strncmp(sib, self, (size_t)(strrchr(self, '/') - self + 1)) == 0 &&
+          strcmp(strrchr(sib, '/'), "/mini-sandboxd") == 0);
+    int64_t a = mini_mono_ns();
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    usleep(2000);
+    CHECK(mini_mono_ns() - a >= 2000000 && mini_mono_ms() >= a / 1000000);
+    CHECK(mini_elapsed_s(&ts) >= 0.002 && mini_elapsed_s(&ts) < 60);
+}
+
 int main(void)
 {
     test_rm_rf();
+    test_path_clock();
     struct mini_err e;
     mini_err_clear(&e);
     CHECK(e.code == MINI_OK && e.msg[0] == '\0');

@@ -1,0 +1,21 @@
+/* Path helpers shared by the programs: lexical containment and where the
+ * running program lives. */
+#ifndef MINI_PATH_H
+#define MINI_PATH_H
+
+#include <stdbool.h>
+
+/* Whether the absolute path `path` is `dir` or lies beneath it, compared
+ * as text ("/" holds every absolute path; "/a" does not hold "/ab").
+ * Both must already be normalised: no "//", ".", ".." or trailing "/". */
+bool mini_path_within(const char *path, const char *dir);
+
+/* The running program's own path (readlink of /proc/self/exe, any
+ * length).  Malloc'ed; NULL with errno set when it cannot be read. */
+char *mini_self_exe(void);
+
+/* The path of `name` in the running program's directory, malloc'ed, or
+ * NULL with errno set.  It need not exist. */
+char *mini_exe_sibling(const char *name);
+
+#endif

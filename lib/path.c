@@ -1,0 +1,55 @@
+#include "mini/path.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+bool mini_path_within(const char *path, const char *dir)
+{
+    if (path[0] != '/' || dir[0] != '/')
+        return false;
+    if (dir[1] == '\0')
+        return true;
+    size_t n = strlen(dir);
+    return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+char *mini_self_exe(void)
+{
+    for (size_t cap = 256; cap <= (1u << 20); cap *= 2) {
+        char *b = malloc(cap);
+        if (!b)
+            return NULL;
+        ssize_t r = readlink("/proc/self/exe", b, cap);
+        if (r < 0) {
+            int err = errno;
+            free(b);
+            errno = err;
+            return NULL;
+        }
+        if ((size_t)r < cap) {
+            b[r] = '\0';
+            return b;
+        }
+        free(b);
+    }
+    errno = ENAMETOOLONG;
+    return NULL;
+}
+
+char *mini_exe_sibling(const char *name)
+{
+    char *self = mini_self_exe();
+    if (!self)
+        return NULL;
+    char *slash = strrchr(self, '/');
+    char *out = NULL;
+    if (!slash)
+        errno = ENOENT;
+    else if (asprintf(&out, "%.*s/%s", (int)(slash - self), self, name) < 0)
+        out = NULL;
+    free(self);
+    return out;
+}
