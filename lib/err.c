@@ -33,7 +33,7 @@ const char *mini_errc_name(enum mini_errc code)
 
 enum mini_errc mini_errc_from_name(const char *name)
 {
-    for (unsigned i = 0; i < MINI_ERRC_COUNT; i++)
+    for (unsigned i = 0; i < MINI_ERRC_WIRE_COUNT; i++)
         if (name && strcmp(names[i], name) == 0)
             return (enum mini_errc)i;
     return MINI_E_INTERNAL;

@@ -606,7 +606,7 @@ static cJSON *field_to_json(const struct field *f, const char *base)
     }
     case F_ERRC: {
         enum mini_errc c = *(const enum mini_errc *)p;
-        return cJSON_CreateString(mini_errc_name(c == MINI_OK ? MINI_E_INTERNAL : c));
+        return cJSON_CreateString(mini_errc_name(mini_errc_is_wire(c) ? c : MINI_E_INTERNAL));
     }
     }
     __builtin_unreachable();

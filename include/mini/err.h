@@ -8,7 +8,10 @@
 
 #include <stdarg.h>
 
-/* The codes double as the wire protocol's error codes (docs/protocol.md). */
+/* Error codes.  The first block, up to MINI_E_INTERNAL, is the wire
+ * protocol's (docs/protocol.md): the only codes an `error` reply may carry.
+ * The second block is the agent's own categories, used inside `mini` to
+ * choose an exit status; they never cross the wire. */
 enum mini_errc {
     MINI_OK = 0,
     MINI_E_BAD_REQUEST,        /* malformed frame or request */
@@ -23,11 +26,14 @@ enum mini_errc {
     MINI_E_LIMIT,              /* a request asked for more than its profile allows */
     MINI_E_IO,                 /* a system call on a file or socket failed */
     MINI_E_NOMEM,
-    MINI_E_CONFIG,             /* agent configuration */
+    MINI_E_INTERNAL,
+    MINI_ERRC_WIRE_COUNT,      /* codes below this one are the protocol's */
+
+    /* the agent's categories */
+    MINI_E_CONFIG = MINI_ERRC_WIRE_COUNT, /* agent configuration */
     MINI_E_TEMPLATE,
     MINI_E_MODEL,
     MINI_E_FORMAT,             /* the model's reply has no valid action (recoverable) */
-    MINI_E_INTERNAL,
     MINI_ERRC_COUNT
 };
 
@@ -41,8 +47,14 @@ struct mini_err {
 
 /* Stable lower-case name of a code ("bad_request", ...). */
 const char *mini_errc_name(enum mini_errc code);
-/* Inverse of mini_errc_name(); MINI_E_INTERNAL for an unknown name. */
+/* Inverse of mini_errc_name() for the wire's codes only; MINI_E_INTERNAL
+ * for an unknown name or an agent category. */
 enum mini_errc mini_errc_from_name(const char *name);
+/* Whether a code may appear in an `error` reply. */
+static inline int mini_errc_is_wire(enum mini_errc code)
+{
+    return code > MINI_OK && code < MINI_ERRC_WIRE_COUNT;
+}
 
 void mini_err_clear(struct mini_err *e);
 /* Set code and message; returns -1 so that `return mini_err_set(...)` reads well.

@@ -789,8 +789,18 @@ static void test_reply_round_trips(void)
     CHECK(out.u.stats.clients == 4 && out.u.stats.uptime_ms == MINI_ID_MAX);
     mini_rep_free(&out);
 
-    /* error: every code but ok */
-    for (int c = 1; c < MINI_ERRC_COUNT; c++) {
+    /* error: every wire code but ok; the agent's categories go out as
+     * "internal" and are refused when received. */
+    for (int c = MINI_E_CONFIG; c < MINI_ERRC_COUNT; c++) {
+        struct mini_rep er = { .op = MINI_OP_ERROR, .id = 9,
+                               .u.error = { .code = (enum mini_errc)c, .message = "m" } };
+        rep_round_trip(&er, &out);
+        CHECK(out.u.error.code == MINI_E_INTERNAL);
+        mini_rep_free(&out);
+    }
+    CHECK(mini_errc_from_name("config_invalid") == MINI_E_INTERNAL);
+    CHECK(mini_errc_from_name("format_error") == MINI_E_INTERNAL);
+    for (int c = 1; c < MINI_ERRC_WIRE_COUNT; c++) {
         struct mini_rep er = { .op = MINI_OP_ERROR, .id = 9,
                                .u.error = { .code = (enum mini_errc)c, .message = "what failed: why" } };
         rep_round_trip(&er, &out);
