@@ -91,32 +91,64 @@ int mini_read_file(const char *path, struct mini_buf *b, size_t max, struct mini
     return 0;
 }
 
+/* The temporary name beside `path` is fixed ("PATH.tmp"), so that what a
+ * killed writer left there is removed by the next write of the same path.
+ * The data goes into an unnamed O_TMPFILE file first and gets that name
+ * only once it is complete and synced, just before the rename: a writer
+ * killed mid-write leaves nothing behind.  Where O_TMPFILE or /proc is
+ * missing, the named file is written directly. */
+static int open_unnamed(const char *path, int mode)
+{
+    const char *slash = strrchr(path, '/');
+    _cleanup_free_ char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    if (!dir)
+        return -1;
+    return open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, (mode_t)mode);
+}
+
+static int give_name(int fd, const char *tmp)
+{
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    return linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW);
+}
+
 int mini_write_file_atomic(const char *path, const void *p, size_t n, int mode, struct mini_err *e)
 {
-    size_t len = strlen(path);
-    _cleanup_free_ char *tmp = malloc(len + 16);
-    if (!tmp)
+    _cleanup_free_ char *tmp = NULL;
+    if (asprintf(&tmp, "%s.tmp", path) < 0)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-    snprintf(tmp, len + 16, "%s.tmpXXXXXX", path);
-    _cleanup_close_ int fd = mkostemp(tmp, O_CLOEXEC);
+    if (unlink(tmp) < 0 && errno != ENOENT)
+        return mini_err_sys(e, MINI_E_IO, errno, "removing the stale %s", tmp);
+    bool named = false;
+    _cleanup_close_ int fd = open_unnamed(path, mode);
+    if (fd < 0) {
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        named = true;
+    }
     if (fd < 0)
         return mini_err_sys(e, MINI_E_IO, errno, "creating a temporary file beside %s", path);
-    if (mini_write_all(fd, p, n) < 0 || fchmod(fd, (mode_t)mode) < 0 || fsync(fd) < 0) {
-        int saved = errno;
-        unlink(tmp);
-        return mini_err_sys(e, MINI_E_IO, saved, "writing %s", tmp);
+    if (mini_write_all(fd, p, n) < 0 || fchmod(fd, (mode_t)mode) < 0 || fsync(fd) < 0)
+        goto fail;
+    if (!named) {
+        if (give_name(fd, tmp) < 0)
+            goto fail;
+        named = true;
     }
-    if (close(TAKE_FD(fd)) < 0) {
-        int saved = errno;
-        unlink(tmp);
-        return mini_err_sys(e, MINI_E_IO, saved, "writing %s", tmp);
-    }
+    if (close(TAKE_FD(fd)) < 0)
+        goto fail;
     if (rename(tmp, path) < 0) {
         int saved = errno;
         unlink(tmp);
         return mini_err_sys(e, MINI_E_IO, saved, "renaming %s to %s", tmp, path);
     }
     return 0;
+fail: {
+        int saved = errno;
+        if (named)
+            unlink(tmp);
+        return mini_err_sys(e, MINI_E_IO, saved, "writing %s", tmp);
+    }
 }
 
 /* mini_rm_rf walks by fd, never by path: the trees it removes were

@@ -21,8 +21,11 @@ ssize_t mini_read_full(int fd, void *p, size_t n);
 int mini_read_to_end(int fd, struct mini_buf *b, size_t max);
 /* Read a whole file (at most max bytes).  0 or -1 with e filled. */
 int mini_read_file(const char *path, struct mini_buf *b, size_t max, struct mini_err *e);
-/* Write a file atomically: temporary file in the same directory, fsync,
- * rename over `path`.  0 or -1 with e filled. */
+/* Write a file atomically: an unnamed temporary file in the same
+ * directory (O_TMPFILE), fsync, named "PATH.tmp", renamed over `path`.
+ * A writer killed on the way leaves at most "PATH.tmp", which the next
+ * write of `path` removes; one writer per path at a time.  0 or -1 with
+ * e filled. */
 int mini_write_file_atomic(const char *path, const void *p, size_t n, int mode, struct mini_err *e);
 /* close(2) that preserves errno and ignores fd < 0. */
 void mini_close(int fd);

@@ -765,10 +765,15 @@ print(len(t["messages"]))' 2>&1); then
     fi
     tmps=$(find "$T" -maxdepth 1 -name "crash.$i.json.tmp*" | wc -l)
     (( tmps <= 1 )) || bad+=("run $i: $tmps temporary files")
+    # The next run with the same -o removes what the killed one left.
+    mrun -y --exit-immediately -c mini_textbased --model-class deterministic -l 0 --sandbox off \
+        --workspace "$WS" -t task -o "$out" -c "model.outputs=$(json_strs "$(block "$SUBMIT")")"
+    tmps=$(find "$T" -maxdepth 1 -name "crash.$i.json.tmp*" | wc -l)
+    (( RC == 0 && tmps == 0 )) || bad+=("run $i: after the next run to the same file: status $RC, $tmps temporary files")
 done
 if [[ ${#bad[@]} == 0 ]]; then
-    pass "kill -9 x5 at random moments: valid trajectory each time, at most one temp file (messages saved: ${saved[*]})"
-else fail "kill -9 x5 at random moments: valid trajectory each time, at most one temp file" "${bad[@]}"; fi
+    pass "kill -9 x5 at random moments: valid trajectory each time, at most one temp file, none after the next run (messages saved: ${saved[*]})"
+else fail "kill -9 x5 at random moments: valid trajectory each time, at most one temp file, none after the next run" "${bad[@]}"; fi
 exec 2>&3 3>&-
 
 # ==== 9. retries through the whole program ===============================

@@ -7,7 +7,10 @@
 #include "mini/clock.h"
 #include "mini/path.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -120,6 +123,73 @@ static void test_rm_rf(void)
     /* A symlink as the top: the link goes, its target stays. */
 }
 
+/* ---- atomic writes killed at random moments ---- */
+
+/* Entries of dir other than "." and "..", joined by spaces. */
+static void list_dir(const char *dir, char *out, size_t size)
+{
+    out[0] = '\0';
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+            snprintf(out + strlen(out), size - strlen(out), "%s ", de->d_name);
+    }
+    closedir(d);
+}
+
+/* A child rewrites one file (1 MiB of one repeated letter, a new letter
+ * each time) as fast as it can; it is killed with SIGKILL after a random
+ * delay.  Then the file is whole (one letter throughout), the version
+ * written before the child started, or absent; and
+ * after one more write the directory holds the file and nothing else. */
+static void test_atomic_killed(void)
+{
+    char dir[] = "/tmp/mini-atomic.XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char path[256], seen[512];
+    snprintf(path, sizeof path, "%s/t.json", dir);
+    enum { SIZE = 1 << 20 };
+    char *data = malloc(SIZE);
+    CHECK(data != NULL);
+    srand((unsigned)getpid());
+    int whole = 0, rounds = 40;
+    for (int round = 0; round < rounds && data; round++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            struct mini_err ce;
+            for (char c = 'a';; c = c == 'z' ? 'a' : (char)(c + 1)) {
+                memset(data, c, SIZE);
+                mini_write_file_atomic(path, data, SIZE, 0644, &ce);
+            }
+        }
+        usleep((useconds_t)(1000 + rand() % 20000));
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        struct mini_buf b = MINI_BUF_INIT;
+        struct mini_err e;
+        if (mini_read_file(path, &b, 0, &e) == 0) {
+            /* the writer's last whole version, or the one before it */
+            bool prev = b.len == 2 && memcmp(b.data, "{}", 2) == 0;
+            bool ok = b.len == SIZE;
+            for (size_t i = 1; ok && i < b.len; i++)
+                ok = b.data[i] == b.data[0];
+            CHECK_MSG(ok || prev, "round %d: a torn file (%zu bytes)", round, b.len);
+            whole += ok;
+        }
+        mini_buf_free(&b);
+        CHECK(mini_write_file_atomic(path, "{}", 2, 0644, &e) == 0);
+        list_dir(dir, seen, sizeof seen);
+        CHECK_MSG(strcmp(seen, "t.json ") == 0, "round %d: left in the directory: %s", round, seen);
+    }
+    CHECK_MSG(whole > 0, "the writer never completed a file in %d rounds", rounds);
+    free(data);
+    unlink(path);
+    rmdir(dir);
+}
+
 /* ---- path containment, the program's own path, the clock ---- */
 static void test_path_clock(void)
 {
@@ -148,6 +218,7 @@ int main(void)
 {
     test_rm_rf();
     test_path_clock();
+    test_atomic_killed();
     struct mini_err e;
     mini_err_clear(&e);
     CHECK(e.code == MINI_OK && e.msg[0] == '\0');
