@@ -1,6 +1,6 @@
 /* mini: a minimal software-engineering agent whose commands run in a sandbox. */
 #include "agent.h"
-#include "config.h"
+#include "config/config.h"
 #include "environment.h"
 #include "interactive.h"
 #include "model.h"

@@ -4,8 +4,8 @@
  * it is deterministic; on error the output buffer is untouched and the
  * error is a template error with a message; with valid UTF-8 variables the
  * output is valid UTF-8 (slicing never splits a character). */
-#include "template.h"
-#include "template_int.h"
+#include "template/template.h"
+#include "template/internal.h"
 
 #include <stdint.h>
 #include <stdlib.h>

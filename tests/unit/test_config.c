@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "agent/config.h"
-#include "agent/yaml.h"
+#include "config/config.h"
+#include "config/config_yaml.h"
 #include "mini/buf.h"
 #include "mini/cleanup.h"
 

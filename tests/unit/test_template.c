@@ -2,7 +2,7 @@
  * error reporting, limits.  Output fidelity against jinja2 is checked by
  * tests/template/diff.py and random_diff.py. */
 #include "check.h"
-#include "template.h"
+#include "template/template.h"
 
 #include <stdbool.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * rules, operators, and the compile-time constant folding of Jinja's
  * optimizer.  The builtins (filters, tests, methods) are in
  * template_builtins.c. */
-#include "template_int.h"
+#include "internal.h"
 
 #include <inttypes.h>
 #include <math.h>

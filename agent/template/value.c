@@ -1,7 +1,7 @@
 /* Template values with Python semantics: UTF-8 and Unicode case mapping,
  * str() / repr(), equality and ordering, len(), iteration, json.dumps. */
-#include "template_int.h"
-#include "template_unicode.h"
+#include "internal.h"
+#include "unicode_tables.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -3,7 +3,7 @@
  * template_eval.c (statements, expressions, filters, tests, methods) and
  * template_value.c (values with Python semantics) do the work. */
 #include "template.h"
-#include "template_int.h"
+#include "internal.h"
 
 #include <errno.h>
 #include <stdarg.h>

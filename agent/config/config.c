@@ -1,6 +1,6 @@
 /* Configuration loading for mini (see config.h and docs/config.md). */
 #include "config.h"
-#include "yaml.h"
+#include "config_yaml.h"
 
 #include <errno.h>
 #include <limits.h>

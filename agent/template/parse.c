@@ -1,6 +1,6 @@
 /* Lexer and parser: Jinja's lexer.py and parser.py, rule for rule, for the
  * default delimiters and options. */
-#include "template_int.h"
+#include "internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* The builtins: filters, tests, the methods of str, dict, list and range,
  * the global functions, printf-style formatting, argument binding. */
-#include "template_int.h"
+#include "internal.h"
 
 #include <inttypes.h>
 #include <math.h>
