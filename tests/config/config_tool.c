@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "config/config.h"
+#include "config/dotenv.h"
 #include "config/config_yaml.h"
 #include "mini/buf.h"
 #include "mini/cleanup.h"

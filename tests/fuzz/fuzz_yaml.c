@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "config/config.h"
+#include "config/dotenv.h"
 #include "config/config_yaml.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
