@@ -113,7 +113,7 @@ int tpl_describe(struct tpl *t, const struct tv *v, struct mini_buf *b)
     case G_JOINER: return mini_buf_puts(b, "<class 'jinja2.utils.Joiner'>");
     case G_LIPSUM: return mini_buf_puts(b, "<function generate_lorem_ipsum>");
     default:
-        return mini_buf_printf(b, "<built-in method %s of %s object>", f->name, tv_type(&f->self));
+        return mini_buf_printf(b, "<built-in method %s of %s object>", f->name, tpl_tv_type(&f->self));
     }
 }
 
@@ -166,24 +166,24 @@ static int get_int(struct tpl *t, int line, const struct tv *v, int64_t *out)
         *out = v->kind == TV_INT ? v->u.i : v->u.b;
         return 0;
     }
-    if (tv_isstrict_undef(v))
-        return tv_undef_error(t, line, v);
-    return tpl_fail(t, line, "'%s' object cannot be interpreted as an integer", tv_type(v));
+    if (tpl_tv_isstrict_undef(v))
+        return tpl_tv_undef_error(t, line, v);
+    return tpl_fail(t, line, "'%s' object cannot be interpreted as an integer", tpl_tv_type(v));
 }
 
 static int need_str(struct tpl *t, int line, const struct tv *v, const char *what)
 {
     if (v->kind == TV_STR)
         return 0;
-    if (tv_isstrict_undef(v))
-        return tv_undef_error(t, line, v);
-    return tpl_fail(t, line, "%s must be str, not %s", what, tv_type(v));
+    if (tpl_tv_isstrict_undef(v))
+        return tpl_tv_undef_error(t, line, v);
+    return tpl_fail(t, line, "%s must be str, not %s", what, tpl_tv_type(v));
 }
 
 /* str(v): a plain string, also for a Markup one. */
 static int str_of(struct tpl *t, int line, const struct tv *v, struct tv *out)
 {
-    if (tv_to_str(t, line, v, out) < 0)
+    if (tpl_tv_to_str(t, line, v, out) < 0)
         return -1;
     out->sub = 0;
     return 0;
@@ -192,7 +192,7 @@ static int str_of(struct tpl *t, int line, const struct tv *v, struct tv *out)
 /* str(v) with its Markup flag kept (Jinja's soft_str). */
 static int soft_str(struct tpl *t, int line, const struct tv *v, struct tv *out)
 {
-    return tv_to_str(t, line, v, out);
+    return tpl_tv_to_str(t, line, v, out);
 }
 
 int tpl_html_escape(struct mini_buf *b, const char *p, size_t n)
@@ -222,7 +222,7 @@ static int escape_value(struct tpl *t, int line, const struct tv *v, struct tv *
         return -1;
     _cleanup_buf_ struct mini_buf b = MINI_BUF_INIT;
     tpl_html_escape(&b, s.u.s.p, s.u.s.n);
-    return tv_from_buf(t, line, &b, true, out);
+    return tpl_tv_from_buf(t, line, &b, true, out);
 }
 
 /* p[0..n) with leading/trailing characters removed: whitespace when chars
@@ -230,10 +230,10 @@ static int escape_value(struct tpl *t, int line, const struct tv *v, struct tv *
 static bool in_chars(uint32_t c, const struct tv *chars)
 {
     if (!chars)
-        return uni_isspace(c);
+        return tpl_uni_isspace(c);
     size_t l;
     for (size_t i = 0; i < chars->u.s.n; i += l)
-        if (u8_decode(chars->u.s.p + i, chars->u.s.n - i, &l) == c)
+        if (tpl_u8_decode(chars->u.s.p + i, chars->u.s.n - i, &l) == c)
             return true;
     return false;
 }
@@ -243,7 +243,7 @@ static void strip_span(const char *p, size_t n, const struct tv *chars, int how,
     size_t i = 0, j = n, l;
     if (how & 1)
         while (i < j) {
-            uint32_t c = u8_decode(p + i, j - i, &l);
+            uint32_t c = tpl_u8_decode(p + i, j - i, &l);
             if (!in_chars(c, chars))
                 break;
             i += l;
@@ -253,7 +253,7 @@ static void strip_span(const char *p, size_t n, const struct tv *chars, int how,
             size_t k = j - 1;
             while (k > i && ((unsigned char)p[k] & 0xC0) == 0x80 && j - k < 4)
                 k--;
-            uint32_t c = u8_decode(p + k, j - k, &l);
+            uint32_t c = tpl_u8_decode(p + k, j - k, &l);
             if (!in_chars(c, chars))
                 break;
             j = k;
@@ -387,8 +387,8 @@ int tpl_percent_format(struct tpl *t, int line, const struct tv *fmt, const stru
         struct tv keyed;
         if (i < n && p[i] == '(') {
             if (!map) {
-                if (tv_isstrict_undef(args))
-                    return tv_undef_error(t, line, args);
+                if (tpl_tv_isstrict_undef(args))
+                    return tpl_tv_undef_error(t, line, args);
                 return tpl_fail(t, line, "format requires a mapping");
             }
             size_t depth = 1, ks = ++i;
@@ -399,8 +399,8 @@ int tpl_percent_format(struct tpl *t, int line, const struct tv *fmt, const stru
             }
             if (depth)
                 return tpl_fail(t, line, "incomplete format key");
-            struct tv key = tv_strn(p + ks, i - 1 - ks);
-            long at = tv_dict_find(t, line, map, &key);
+            struct tv key = tpl_tv_strn(p + ks, i - 1 - ks);
+            long at = tpl_tv_dict_find(t, line, map, &key);
             if (at < -1)
                 return -1;
             if (at < 0)
@@ -465,8 +465,8 @@ int tpl_percent_format(struct tpl *t, int line, const struct tv *fmt, const stru
                 return tpl_fail(t, line, "not enough arguments for format string");
             val = &argv[ai++];
         }
-        if (tv_isstrict_undef(val))
-            return tv_undef_error(t, line, val);
+        if (tpl_tv_isstrict_undef(val))
+            return tpl_tv_undef_error(t, line, val);
         if (tpl_charge(t, line, (size_t)width) < 0 || tpl_work(t, line, (size_t)width) < 0)
             return -1;
         switch (conv) {
@@ -474,13 +474,13 @@ int tpl_percent_format(struct tpl *t, int line, const struct tv *fmt, const stru
         case 'r':
         case 'a': {
             _cleanup_buf_ struct mini_buf s = MINI_BUF_INIT;
-            if ((conv == 's' ? tv_str(t, line, val, &s) : tv_repr(t, line, val, &s)) < 0)
+            if ((conv == 's' ? tpl_tv_str(t, line, val, &s) : tpl_tv_repr(t, line, val, &s)) < 0)
                 return -1;
             if (conv == 'a') {
                 _cleanup_buf_ struct mini_buf a = MINI_BUF_INIT;
                 size_t l;
                 for (size_t k = 0; k < s.len; k += l) {
-                    uint32_t c = u8_decode(s.data + k, s.len - k, &l);
+                    uint32_t c = tpl_u8_decode(s.data + k, s.len - k, &l);
                     if (c < 0x80)
                         mini_buf_putc(&a, (char)c);
                     else if (c < 0x100)
@@ -499,9 +499,9 @@ int tpl_percent_format(struct tpl *t, int line, const struct tv *fmt, const stru
                 mini_buf_reset(&s);
                 mini_buf_append(&s, e.data ? e.data : "", e.len);
             }
-            size_t len = s.len, cps = u8_count(s.data ? s.data : "", s.len);
+            size_t len = s.len, cps = tpl_u8_count(s.data ? s.data : "", s.len);
             if (prec >= 0 && (uint64_t)prec < cps) {
-                len = u8_offset(s.data, s.len, (size_t)prec);
+                len = tpl_u8_offset(s.data, s.len, (size_t)prec);
                 cps = (size_t)prec;
             }
             pad_to(&b, cps, width, strchr(flags, '-') != NULL, s.data ? s.data : "", len);
@@ -521,15 +521,15 @@ int tpl_percent_format(struct tpl *t, int line, const struct tv *fmt, const stru
             } else {
                 return tpl_fail(t, line, "%%%c format: %s is required, not %s", conv,
                                 conv == 'd' || conv == 'i' || conv == 'u' ? "a real number" : "an integer",
-                                tv_type(val));
+                                tpl_tv_type(val));
             }
             if (fmt_int(&b, iv, conv == 'i' || conv == 'u' ? 'd' : conv, flags, width, prec) < 0)
                 return tpl_fail(t, line, "precision too big");
             break;
         }
         case 'e': case 'E': case 'f': case 'F': case 'g': case 'G': {
-            if (!tv_isnum(val))
-                return tpl_fail(t, line, "must be real number, not %s", tv_type(val));
+            if (!tpl_tv_isnum(val))
+                return tpl_fail(t, line, "must be real number, not %s", tpl_tv_type(val));
             double d = val->kind == TV_FLOAT ? val->u.f : (double)(val->kind == TV_INT ? val->u.i : val->u.b);
             fmt_double(&b, d, conv, flags, width, prec);
             break;
@@ -540,8 +540,8 @@ int tpl_percent_format(struct tpl *t, int line, const struct tv *fmt, const stru
                 int64_t c = val->kind == TV_INT ? val->u.i : val->u.b;
                 if (c < 0 || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
                     return tpl_fail(t, line, "%%c arg not in range(0x110000)");
-                u8_put(&s, (uint32_t)c);
-            } else if (val->kind == TV_STR && u8_count(val->u.s.p, val->u.s.n) == 1) {
+                tpl_u8_put(&s, (uint32_t)c);
+            } else if (val->kind == TV_STR && tpl_u8_count(val->u.s.p, val->u.s.n) == 1) {
                 mini_buf_append(&s, val->u.s.p, val->u.s.n);
             } else {
                 return tpl_fail(t, line, "%%c requires int or char");
@@ -555,7 +555,7 @@ int tpl_percent_format(struct tpl *t, int line, const struct tv *fmt, const stru
     }
     if (!maplike && ai < argc)
         return tpl_fail(t, line, "not all arguments converted during string formatting");
-    return tv_from_buf(t, line, &b, fmt->sub, out);
+    return tpl_tv_from_buf(t, line, &b, fmt->sub, out);
 }
 
 /* ------------------------------------------------------ string methods */
@@ -570,14 +570,14 @@ static int str_split(struct tpl *t, int line, const struct tv *s, const struct t
     int rc = -1;
 #define ADD(ptr, len) do { \
         if (tpl_grow(t, (void **)&tmp.v, &cap, tmp.n + 1, sizeof *tmp.v) < 0) goto out; \
-        tmp.v[tmp.n] = tv_strn((ptr), (len)); tmp.v[tmp.n++].sub = s->sub; \
+        tmp.v[tmp.n] = tpl_tv_strn((ptr), (len)); tmp.v[tmp.n++].sub = s->sub; \
     } while (0)
     if (!sep) {
         size_t l;
         if (!right) {
             size_t i = 0;
             for (;;) {
-                while (i < n && uni_isspace(u8_decode(p + i, n - i, &l)))
+                while (i < n && tpl_uni_isspace(tpl_u8_decode(p + i, n - i, &l)))
                     i += l;
                 if (i >= n)
                     break;
@@ -586,7 +586,7 @@ static int str_split(struct tpl *t, int line, const struct tv *s, const struct t
                     break;
                 }
                 size_t j = i;
-                while (j < n && !uni_isspace(u8_decode(p + j, n - j, &l)))
+                while (j < n && !tpl_uni_isspace(tpl_u8_decode(p + j, n - j, &l)))
                     j += l;
                 ADD(p + i, j - i);
                 i = j;
@@ -598,7 +598,7 @@ static int str_split(struct tpl *t, int line, const struct tv *s, const struct t
                     size_t k = j - 1;
                     while (k > 0 && ((unsigned char)p[k] & 0xC0) == 0x80 && j - k < 4)
                         k--;
-                    if (!uni_isspace(u8_decode(p + k, j - k, &l)))
+                    if (!tpl_uni_isspace(tpl_u8_decode(p + k, j - k, &l)))
                         break;
                     j = k;
                 }
@@ -613,7 +613,7 @@ static int str_split(struct tpl *t, int line, const struct tv *s, const struct t
                     size_t k = i - 1;
                     while (k > 0 && ((unsigned char)p[k] & 0xC0) == 0x80 && i - k < 4)
                         k--;
-                    if (uni_isspace(u8_decode(p + k, i - k, &l)))
+                    if (tpl_uni_isspace(tpl_u8_decode(p + k, i - k, &l)))
                         break;
                     i = k;
                 }
@@ -655,7 +655,7 @@ static int str_split(struct tpl *t, int line, const struct tv *s, const struct t
         }
     }
 #undef ADD
-    if (tv_new_seq(t, tmp.n, SEQ_LIST, out) < 0)
+    if (tpl_tv_new_seq(t, tmp.n, SEQ_LIST, out) < 0)
         goto out;
     for (size_t i = 0; i < tmp.n; i++)
         out->u.seq->v[i] = tmp.v[right ? tmp.n - 1 - i : i];
@@ -675,7 +675,7 @@ static int str_splitlines(struct tpl *t, int line, const struct tv *s, bool keep
         while (i < n) {
             size_t j = i;
             uint32_t c = 0;
-            while (j < n && !uni_islinebreak(c = u8_decode(p + j, n - j, &l)))
+            while (j < n && !tpl_uni_islinebreak(c = tpl_u8_decode(p + j, n - j, &l)))
                 j += l;
             size_t eol = j;
             if (j < n) {
@@ -684,7 +684,7 @@ static int str_splitlines(struct tpl *t, int line, const struct tv *s, bool keep
                     j++;
             }
             if (pass == 1) {
-                out->u.seq->v[k] = tv_strn(p + i, (keepends ? j : eol) - i);
+                out->u.seq->v[k] = tpl_tv_strn(p + i, (keepends ? j : eol) - i);
                 out->u.seq->v[k].sub = s->sub;
             }
             k++;
@@ -692,7 +692,7 @@ static int str_splitlines(struct tpl *t, int line, const struct tv *s, bool keep
         }
         if (pass == 0) {
             count = k;
-            if (tv_new_seq(t, count, SEQ_LIST, out) < 0)
+            if (tpl_tv_new_seq(t, count, SEQ_LIST, out) < 0)
                 return -1;
         }
     }
@@ -715,12 +715,12 @@ static int str_replace(struct tpl *t, int line, const struct tv *s, const struct
             }
             if (i >= n)
                 break;
-            u8_decode(p + i, n - i, &l);
+            tpl_u8_decode(p + i, n - i, &l);
             mini_buf_append(&b, p + i, l);
             if (b.len > tpl_mem_limit)
                 return tpl_charge(t, line, SIZE_MAX);
         }
-        return tv_from_buf(t, line, &b, markup, out);
+        return tpl_tv_from_buf(t, line, &b, markup, out);
     }
     size_t i = 0;
     while (i <= n) {
@@ -736,14 +736,14 @@ static int str_replace(struct tpl *t, int line, const struct tv *s, const struct
         done++;
         i = (size_t)(f - p) + old->u.s.n;
     }
-    return tv_from_buf(t, line, &b, markup, out);
+    return tpl_tv_from_buf(t, line, &b, markup, out);
 }
 
 static int str_pad(struct tpl *t, int line, const struct tv *s, int64_t width, const struct tv *fill,
                    int how /* 0 center, 1 ljust, 2 rjust */, struct tv *out)
 {
-    size_t len = u8_count(s->u.s.p, s->u.s.n);
-    if (fill && u8_count(fill->u.s.p, fill->u.s.n) != 1)
+    size_t len = tpl_u8_count(s->u.s.p, s->u.s.n);
+    if (fill && tpl_u8_count(fill->u.s.p, fill->u.s.n) != 1)
         return tpl_fail(t, line, "The fill character must be exactly one character long");
     if (width <= 0 || (uint64_t)width <= len) {
         *out = *s;
@@ -774,22 +774,22 @@ static int str_pad(struct tpl *t, int line, const struct tv *s, int64_t width, c
     }
     if (!b.data)
         return tpl_oom(t);
-    return tv_from_buf(t, line, &b, s->sub, out);
+    return tpl_tv_from_buf(t, line, &b, s->sub, out);
 }
 
 static int str_case(struct tpl *t, int line, const struct tv *s, int how, struct tv *out)
 {
     _cleanup_buf_ struct mini_buf b = MINI_BUF_INIT;
-    if (uni_case(&b, s->u.s.p, s->u.s.n, how) < 0)
+    if (tpl_uni_case(&b, s->u.s.p, s->u.s.n, how) < 0)
         return tpl_oom(t);
-    return tv_from_buf(t, line, &b, s->sub, out);
+    return tpl_tv_from_buf(t, line, &b, s->sub, out);
 }
 
 /* Code point range [start, end) of s from optional slice-like arguments. */
 static int sub_range(struct tpl *t, int line, const struct tv *s, const struct callargs *a, size_t first,
                      size_t *bstart, size_t *bend, int64_t *cstart)
 {
-    int64_t len = (int64_t)u8_count(s->u.s.p, s->u.s.n), start = 0, end = len, v = 0;
+    int64_t len = (int64_t)tpl_u8_count(s->u.s.p, s->u.s.n), start = 0, end = len, v = 0;
     if (a->n > first && a->v[first].kind != TV_NONE) {
         if (get_int(t, line, &a->v[first], &v) < 0)
             return -1;
@@ -805,8 +805,8 @@ static int sub_range(struct tpl *t, int line, const struct tv *s, const struct c
         *bstart = *bend = SIZE_MAX;     /* empty and out of range */
         return 0;
     }
-    *bstart = u8_offset(s->u.s.p, s->u.s.n, (size_t)start);
-    *bend = *bstart + u8_offset(s->u.s.p + *bstart, s->u.s.n - *bstart, (size_t)(end - start));
+    *bstart = tpl_u8_offset(s->u.s.p, s->u.s.n, (size_t)start);
+    *bend = *bstart + tpl_u8_offset(s->u.s.p + *bstart, s->u.s.n - *bstart, (size_t)(end - start));
     return 0;
 }
 
@@ -853,16 +853,16 @@ static int call_str_method(struct tpl *t, int line, const struct tfunc *f, struc
             list = pre->u.seq->v;
             cnt = pre->u.seq->n;
         }
-        *out = tv_bool(false);
+        *out = tpl_tv_bool(false);
         for (size_t i = 0; i < cnt; i++) {
             if (list[i].kind != TV_STR)
                 return tpl_fail(t, line, "%s first arg must be str or a tuple of str, not %s",
-                                f->name, tv_type(&list[i]));
+                                f->name, tpl_tv_type(&list[i]));
             if (b == SIZE_MAX)
                 continue;
             size_t l = list[i].u.s.n;
             if (l <= e - b && memcmp(f->id == S_STARTSWITH ? p + b : p + e - l, list[i].u.s.p, l) == 0) {
-                *out = tv_bool(true);
+                *out = tpl_tv_bool(true);
                 return 0;
             }
         }
@@ -884,7 +884,7 @@ static int call_str_method(struct tpl *t, int line, const struct tfunc *f, struc
             int64_t c = 0;
             if (b != SIZE_MAX) {
                 if (sub->u.s.n == 0) {
-                    c = (int64_t)u8_count(p + b, e - b) + 1;
+                    c = (int64_t)tpl_u8_count(p + b, e - b) + 1;
                 } else {
                     for (size_t i = b; ; c++) {
                         const char *x = tpl_find(p + i, e - i, sub->u.s.p, sub->u.s.n);
@@ -894,7 +894,7 @@ static int call_str_method(struct tpl *t, int line, const struct tfunc *f, struc
                     }
                 }
             }
-            *out = tv_int(c);
+            *out = tpl_tv_int(c);
             return 0;
         }
         const char *x = NULL;
@@ -904,10 +904,10 @@ static int call_str_method(struct tpl *t, int line, const struct tfunc *f, struc
         if (!x) {
             if (f->id == S_INDEX || f->id == S_RINDEX)
                 return tpl_fail(t, line, "substring not found");
-            *out = tv_int(-1);
+            *out = tpl_tv_int(-1);
             return 0;
         }
-        *out = tv_int(cs + (int64_t)u8_count(p + b, (size_t)(x - (p + b))));
+        *out = tpl_tv_int(cs + (int64_t)tpl_u8_count(p + b, (size_t)(x - (p + b))));
         return 0;
     }
     case S_REPLACE: {
@@ -945,7 +945,7 @@ static int call_str_method(struct tpl *t, int line, const struct tfunc *f, struc
         if (bind(t, line, f->name, a, names, 1, vals, have) < 0)
             return -1;
         bool keep = false;
-        if (have[0] && tv_truth(t, line, &vals[0], &keep) < 0)
+        if (have[0] && tpl_tv_truth(t, line, &vals[0], &keep) < 0)
             return -1;
         return str_splitlines(t, line, s, keep, out);
     }
@@ -955,20 +955,20 @@ static int call_str_method(struct tpl *t, int line, const struct tfunc *f, struc
         if (a->n != 1)
             return tpl_fail(t, line, "join() takes exactly one argument");
         struct tseq *items;
-        if (tv_iter(t, line, &a->v[0], &items) < 0)
+        if (tpl_tv_iter(t, line, &a->v[0], &items) < 0)
             return -1;
         _cleanup_buf_ struct mini_buf b = MINI_BUF_INIT;
         for (size_t i = 0; i < items->n; i++) {
             if (items->v[i].kind != TV_STR)
                 return tpl_fail(t, line, "sequence item %zu: expected str instance, %s found", i,
-                                tv_type(&items->v[i]));
+                                tpl_tv_type(&items->v[i]));
             if (i)
                 mini_buf_append(&b, p, n);
             mini_buf_append(&b, items->v[i].u.s.p, items->v[i].u.s.n);
             if (b.len > tpl_mem_limit)
                 return tpl_charge(t, line, SIZE_MAX);
         }
-        return tv_from_buf(t, line, &b, s->sub, out);
+        return tpl_tv_from_buf(t, line, &b, s->sub, out);
     }
     case S_CENTER: case S_LJUST: case S_RJUST: case S_ZFILL: {
         if (no_kwargs(t, line, f->name, a) < 0)
@@ -979,7 +979,7 @@ static int call_str_method(struct tpl *t, int line, const struct tfunc *f, struc
         if (get_int(t, line, &a->v[0], &width) < 0)
             return -1;
         if (f->id == S_ZFILL) {
-            size_t len = u8_count(p, n);
+            size_t len = tpl_u8_count(p, n);
             if (width <= 0 || (uint64_t)width <= len) {
                 *out = *s;
                 return 0;
@@ -991,7 +991,7 @@ static int call_str_method(struct tpl *t, int line, const struct tfunc *f, struc
             mini_buf_append(&b, p, skip);
             buf_fill(&b, '0', (size_t)width - len);
             mini_buf_append(&b, p + skip, n - skip);
-            return tv_from_buf(t, line, &b, s->sub, out);
+            return tpl_tv_from_buf(t, line, &b, s->sub, out);
         }
         if (a->n == 2 && need_str(t, line, &a->v[1], "fill character") < 0)
             return -1;
@@ -1019,17 +1019,17 @@ static int call_str_method(struct tpl *t, int line, const struct tfunc *f, struc
         const struct tv *sep = &a->v[0];
         const char *x = f->id == S_PARTITION ? tpl_find(p, n, sep->u.s.p, sep->u.s.n)
                                              : rfind_bytes(p, n, sep->u.s.p, sep->u.s.n);
-        if (tv_new_seq(t, 3, SEQ_TUPLE, out) < 0)
+        if (tpl_tv_new_seq(t, 3, SEQ_TUPLE, out) < 0)
             return -1;
         struct tv *v = out->u.seq->v;
         if (!x) {
-            v[0] = f->id == S_PARTITION ? *s : tv_strn("", 0);
-            v[1] = tv_strn("", 0);
-            v[2] = f->id == S_PARTITION ? tv_strn("", 0) : *s;
+            v[0] = f->id == S_PARTITION ? *s : tpl_tv_strn("", 0);
+            v[1] = tpl_tv_strn("", 0);
+            v[2] = f->id == S_PARTITION ? tpl_tv_strn("", 0) : *s;
         } else {
-            v[0] = tv_strn(p, (size_t)(x - p));
+            v[0] = tpl_tv_strn(p, (size_t)(x - p));
             v[1] = *sep;
-            v[2] = tv_strn(x + sep->u.s.n, n - (size_t)(x - p) - sep->u.s.n);
+            v[2] = tpl_tv_strn(x + sep->u.s.n, n - (size_t)(x - p) - sep->u.s.n);
         }
         return 0;
     }
@@ -1037,24 +1037,24 @@ static int call_str_method(struct tpl *t, int line, const struct tfunc *f, struc
         if (no_kwargs(t, line, f->name, a) < 0 || bind(t, line, f->name, a, NULL, 0, vals, have) < 0)
             return -1;
         if (f->id == S_ISLOWER || f->id == S_ISUPPER) {
-            *out = tv_bool(f->id == S_ISLOWER ? uni_islower_str(p, n) : uni_isupper_str(p, n));
+            *out = tpl_tv_bool(f->id == S_ISLOWER ? tpl_uni_islower_str(p, n) : tpl_uni_isupper_str(p, n));
             return 0;
         }
         bool ok = f->id == S_ISASCII || n > 0;
         size_t l;
         for (size_t i = 0; i < n && ok; i += l) {
-            uint32_t c = u8_decode(p + i, n - i, &l);
+            uint32_t c = tpl_u8_decode(p + i, n - i, &l);
             switch (f->id) {
             case S_ISASCII: ok = c < 0x80; break;
-            case S_ISSPACE: ok = uni_isspace(c); break;
-            case S_ISALPHA: ok = uni_is(c, UNI_ALPHA); break;
-            case S_ISALNUM: ok = uni_is(c, UNI_ALNUM); break;
-            case S_ISDIGIT: ok = uni_is(c, UNI_DIGIT); break;
-            case S_ISDECIMAL: ok = uni_is(c, UNI_DECIMAL); break;
-            default: ok = uni_is(c, UNI_NUMERIC); break;
+            case S_ISSPACE: ok = tpl_uni_isspace(c); break;
+            case S_ISALPHA: ok = tpl_uni_is(c, UNI_ALPHA); break;
+            case S_ISALNUM: ok = tpl_uni_is(c, UNI_ALNUM); break;
+            case S_ISDIGIT: ok = tpl_uni_is(c, UNI_DIGIT); break;
+            case S_ISDECIMAL: ok = tpl_uni_is(c, UNI_DECIMAL); break;
+            default: ok = tpl_uni_is(c, UNI_NUMERIC); break;
             }
         }
-        *out = tv_bool(ok);
+        *out = tpl_tv_bool(ok);
         return 0;
     }
     }
@@ -1065,11 +1065,11 @@ static int call_str_method(struct tpl *t, int line, const struct tfunc *f, struc
 static int dict_view(struct tpl *t, const struct tdict *d, int kind, struct tv *out)
 {
     if (kind == SEQ_ITEMS) {
-        if (tv_new_seq(t, d->n, SEQ_ITEMS, out) < 0)
+        if (tpl_tv_new_seq(t, d->n, SEQ_ITEMS, out) < 0)
             return -1;
         for (size_t i = 0; i < d->n; i++) {
             struct tv pair;
-            if (tv_new_seq(t, 2, SEQ_TUPLE, &pair) < 0)
+            if (tpl_tv_new_seq(t, 2, SEQ_TUPLE, &pair) < 0)
                 return -1;
             pair.u.seq->v[0] = d->k[i];
             pair.u.seq->v[1] = d->v[i];
@@ -1108,10 +1108,10 @@ static int make_range(struct tpl *t, int line, struct callargs *a, struct tv *ou
         count = ((uint64_t)start - (uint64_t)stop - 1) / (0 - (uint64_t)step) + 1;
     if (count > tpl_mem_limit / sizeof(struct tv))
         return tpl_charge(t, line, SIZE_MAX);
-    if (tv_new_seq(t, (size_t)count, SEQ_RANGE, out) < 0)
+    if (tpl_tv_new_seq(t, (size_t)count, SEQ_RANGE, out) < 0)
         return -1;
     for (uint64_t i = 0; i < count; i++)
-        out->u.seq->v[i] = tv_int((int64_t)((uint64_t)start + i * (uint64_t)step));
+        out->u.seq->v[i] = tpl_tv_int((int64_t)((uint64_t)start + i * (uint64_t)step));
     out->u.seq->start = start;
     out->u.seq->stop = stop;
     out->u.seq->step = step;
@@ -1123,34 +1123,34 @@ static int make_dict(struct tpl *t, int line, const char *fn, struct callargs *a
 {
     if (a->n > 1)
         return tpl_fail(t, line, "%s expected at most 1 argument, got %zu", fn, a->n);
-    if (tv_new_dict(t, 0, out) < 0)
+    if (tpl_tv_new_dict(t, 0, out) < 0)
         return -1;
     struct tdict *d = out->u.d;
     if (a->n == 1) {
         const struct tv *src = &a->v[0];
         if (src->kind == TV_DICT) {
             for (size_t i = 0; i < src->u.d->n; i++)
-                if (tv_dict_set(t, line, d, &src->u.d->k[i], &src->u.d->v[i]) < 0)
+                if (tpl_tv_dict_set(t, line, d, &src->u.d->k[i], &src->u.d->v[i]) < 0)
                     return -1;
         } else {
             struct tseq *items;
-            if (tv_iter(t, line, src, &items) < 0)
+            if (tpl_tv_iter(t, line, src, &items) < 0)
                 return -1;
             for (size_t i = 0; i < items->n; i++) {
                 struct tseq *pair;
-                if (tv_iter(t, line, &items->v[i], &pair) < 0)
+                if (tpl_tv_iter(t, line, &items->v[i], &pair) < 0)
                     return -1;
                 if (pair->n != 2)
                     return tpl_fail(t, line, "dictionary update sequence element #%zu has length %zu; "
                                     "2 is required", i, pair->n);
-                if (tv_dict_set(t, line, d, &pair->v[0], &pair->v[1]) < 0)
+                if (tpl_tv_dict_set(t, line, d, &pair->v[0], &pair->v[1]) < 0)
                     return -1;
             }
         }
     }
     for (size_t k = 0; k < a->nkw; k++) {
-        struct tv key = tv_strn(a->kw[k].name, a->kw[k].n);
-        if (tv_dict_set(t, line, d, &key, &a->kwv[k]) < 0)
+        struct tv key = tpl_tv_strn(a->kw[k].name, a->kw[k].n);
+        if (tpl_tv_dict_set(t, line, d, &key, &a->kwv[k]) < 0)
             return -1;
     }
     return 0;
@@ -1160,7 +1160,7 @@ int tpl_call(struct tpl *t, int line, const struct tv *callee, struct callargs *
                       struct tv *out)
 {
     if (callee->kind == TV_UNDEF)
-        return tv_undef_error(t, line, callee);
+        return tpl_tv_undef_error(t, line, callee);
     if (callee->kind == TV_LOOP) {
         const struct tloop *l = callee->u.loop;
         if (!l->st->recursive)
@@ -1179,12 +1179,12 @@ int tpl_call(struct tpl *t, int line, const struct tv *callee, struct callargs *
         t->out = saved_out;
         t->scope = saved_scope;
         if (rc == 0)
-            rc = tv_from_buf(t, line, &b, false, out);
+            rc = tpl_tv_from_buf(t, line, &b, false, out);
         mini_buf_free(&b);
         return rc;
     }
     if (callee->kind != TV_FUNC)
-        return tpl_fail(t, line, "'%s' object is not callable", tv_type(callee));
+        return tpl_fail(t, line, "'%s' object is not callable", tpl_tv_type(callee));
     const struct tfunc *f = callee->u.fn;
     struct tv vals[2];
     bool have[2];
@@ -1212,16 +1212,16 @@ int tpl_call(struct tpl *t, int line, const struct tv *callee, struct callargs *
     case L_CHANGED: {
         struct tloop *l = f->self.u.loop;
         struct tv now;
-        if (no_kwargs(t, line, "changed", a) < 0 || tv_new_seq(t, a->n, SEQ_TUPLE, &now) < 0)
+        if (no_kwargs(t, line, "changed", a) < 0 || tpl_tv_new_seq(t, a->n, SEQ_TUPLE, &now) < 0)
             return -1;
         if (a->n)
             memcpy(now.u.seq->v, a->v, a->n * sizeof *a->v);
         bool same = false;
-        if (l->has_changed && tv_eq(t, line, &l->last_changed, &now, &same) < 0)
+        if (l->has_changed && tpl_tv_eq(t, line, &l->last_changed, &now, &same) < 0)
             return -1;
         l->last_changed = now;
         l->has_changed = true;
-        *out = tv_bool(!same);
+        *out = tpl_tv_bool(!same);
         return 0;
     }
     case D_GET: {
@@ -1229,17 +1229,17 @@ int tpl_call(struct tpl *t, int line, const struct tv *callee, struct callargs *
             return -1;
         if (a->n < 1 || a->n > 2)
             return tpl_fail(t, line, "get expected 1 or 2 arguments, got %zu", a->n);
-        long i = tv_dict_find(t, line, f->self.u.d, &a->v[0]);
+        long i = tpl_tv_dict_find(t, line, f->self.u.d, &a->v[0]);
         if (i < -1)
             return -1;
-        *out = i >= 0 ? f->self.u.d->v[i] : a->n == 2 ? a->v[1] : tv_none();
+        *out = i >= 0 ? f->self.u.d->v[i] : a->n == 2 ? a->v[1] : tpl_tv_none();
         return 0;
     }
     case D_ITEMS: case D_KEYS: case D_VALUES: case D_COPY:
         if (no_kwargs(t, line, f->name, a) < 0 || bind(t, line, f->name, a, NULL, 0, vals, have) < 0)
             return -1;
         if (f->id == D_COPY) {
-            if (tv_new_dict(t, f->self.u.d->n, out) < 0)
+            if (tpl_tv_new_dict(t, f->self.u.d->n, out) < 0)
                 return -1;
             memcpy(out->u.d->k, f->self.u.d->k, f->self.u.d->n * sizeof(struct tv));
             memcpy(out->u.d->v, f->self.u.d->v, f->self.u.d->n * sizeof(struct tv));
@@ -1268,22 +1268,22 @@ int tpl_call(struct tpl *t, int line, const struct tv *callee, struct callargs *
             to = (int64_t)s->n;
         for (int64_t i = f->id == Q_COUNT ? 0 : from; i < (f->id == Q_COUNT ? (int64_t)s->n : to); i++) {
             bool eq;
-            if (tpl_step(t, line) < 0 || tv_eq(t, line, &s->v[i], &a->v[0], &eq) < 0)
+            if (tpl_step(t, line) < 0 || tpl_tv_eq(t, line, &s->v[i], &a->v[0], &eq) < 0)
                 return -1;
             if (eq && f->id == Q_INDEX) {
-                *out = tv_int(i);
+                *out = tpl_tv_int(i);
                 return 0;
             }
             c += eq;
         }
         if (f->id == Q_INDEX)
-            return tpl_fail(t, line, "value is not in %s", tv_type(&f->self));
-        *out = tv_int(c);
+            return tpl_fail(t, line, "value is not in %s", tpl_tv_type(&f->self));
+        *out = tpl_tv_int(c);
         return 0;
     }
     case Q_COPY:
         if (no_kwargs(t, line, f->name, a) < 0 || bind(t, line, f->name, a, NULL, 0, vals, have) < 0 ||
-            tv_new_seq(t, f->self.u.seq->n, SEQ_LIST, out) < 0)
+            tpl_tv_new_seq(t, f->self.u.seq->n, SEQ_LIST, out) < 0)
             return -1;
         if (f->self.u.seq->n)
             memcpy(out->u.seq->v, f->self.u.seq->v, f->self.u.seq->n * sizeof(struct tv));
@@ -1293,7 +1293,7 @@ int tpl_call(struct tpl *t, int line, const struct tv *callee, struct callargs *
     case G_CYCLER:
     case G_JOINER:
         return tpl_fail(t, line, "%s.%s() is not supported by mini's template engine",
-                        f->id == F_UNSUPPORTED ? tv_type(&f->self) : "jinja2", f->name);
+                        f->id == F_UNSUPPORTED ? tpl_tv_type(&f->self) : "jinja2", f->name);
     default:
         return call_str_method(t, line, f, a, out);
     }
@@ -1331,7 +1331,7 @@ static int attr_get(struct tpl *t, int line, const struct tv *item, const struct
                     if (digits && iv < INT64_MAX / 10 - 10)
                         iv = iv * 10 + (p[i] - '0');
                 }
-                struct tv key = digits ? tv_int(iv) : tv_strn(p, l), next;
+                struct tv key = digits ? tpl_tv_int(iv) : tpl_tv_strn(p, l), next;
                 if (tpl_getitem(t, line, out, &key, &next) < 0)
                     return -1;
                 *out = next;
@@ -1359,15 +1359,15 @@ FILTER(f_abs)
 {
     NOARGS("abs");
     switch (v->kind) {
-    case TV_BOOL: *out = tv_int(v->u.b); return 0;
+    case TV_BOOL: *out = tpl_tv_int(v->u.b); return 0;
     case TV_INT:
         if (v->u.i == INT64_MIN)
             return tpl_overflow(t, line);
-        *out = tv_int(v->u.i < 0 ? -v->u.i : v->u.i);
+        *out = tpl_tv_int(v->u.i < 0 ? -v->u.i : v->u.i);
         return 0;
-    case TV_FLOAT: *out = tv_float(fabs(v->u.f)); return 0;
-    case TV_UNDEF: return tv_undef_error(t, line, v);
-    default: return tpl_fail(t, line, "bad operand type for abs(): '%s'", tv_type(v));
+    case TV_FLOAT: *out = tpl_tv_float(fabs(v->u.f)); return 0;
+    case TV_UNDEF: return tpl_tv_undef_error(t, line, v);
+    default: return tpl_fail(t, line, "bad operand type for abs(): '%s'", tpl_tv_type(v));
     }
 }
 
@@ -1380,7 +1380,7 @@ FILTER(f_attr)
         return tpl_fail(t, line, "attribute name must be string");
     bool found;
     if (v->kind == TV_UNDEF)
-        return tv_undef_error(t, line, v);
+        return tpl_tv_undef_error(t, line, v);
     if (tpl_py_getattr(t, line, v, p[0].u.s.p, p[0].u.s.n, out, &found) < 0)
         return -1;
     if (!found)
@@ -1392,12 +1392,12 @@ FILTER(f_default)
 {
     BIND("default", "default_value", "boolean");
     bool boolean = false, truth = true;
-    if (has[1] && tv_truth(t, line, &p[1], &boolean) < 0)
+    if (has[1] && tpl_tv_truth(t, line, &p[1], &boolean) < 0)
         return -1;
-    if (v->kind != TV_UNDEF && boolean && tv_truth(t, line, v, &truth) < 0)
+    if (v->kind != TV_UNDEF && boolean && tpl_tv_truth(t, line, v, &truth) < 0)
         return -1;
     if (v->kind == TV_UNDEF || (boolean && !truth))
-        *out = has[0] ? p[0] : tv_strn("", 0);
+        *out = has[0] ? p[0] : tpl_tv_strn("", 0);
     else
         *out = *v;
     return 0;
@@ -1407,9 +1407,9 @@ FILTER(f_length)
 {
     NOARGS("length");
     size_t n;
-    if (tv_len(t, line, v, &n) < 0)
+    if (tpl_tv_len(t, line, v, &n) < 0)
         return -1;
-    *out = tv_int((int64_t)n);
+    *out = tpl_tv_int((int64_t)n);
     return 0;
 }
 
@@ -1430,9 +1430,9 @@ FILTER(f_tojson)
         }
         indent = ind.data ? ind.data : "";
     }
-    if (tv_tojson(t, line, v, indent, ind.len, &b) < 0)
+    if (tpl_tv_tojson(t, line, v, indent, ind.len, &b) < 0)
         return -1;
-    return tv_from_buf(t, line, &b, true, out);
+    return tpl_tv_from_buf(t, line, &b, true, out);
 }
 
 /* Jinja's do_int: int(value, base) for a string, int(value) otherwise; on a
@@ -1441,15 +1441,15 @@ FILTER(f_tojson)
 FILTER(f_int)
 {
     BIND("int", "default", "base");
-    struct tv dflt = has[0] ? p[0] : tv_int(0);
+    struct tv dflt = has[0] ? p[0] : tpl_tv_int(0);
     switch (v->kind) {
     case TV_UNDEF:
-        return tv_undef_error(t, line, v);  /* Undefined.__int__ raises */
+        return tpl_tv_undef_error(t, line, v);  /* Undefined.__int__ raises */
     case TV_INT:
         *out = *v;
         return 0;
     case TV_BOOL:
-        *out = tv_int(v->u.b);
+        *out = tpl_tv_int(v->u.b);
         return 0;
     case TV_FLOAT:
         if (isnan(v->u.f))
@@ -1458,7 +1458,7 @@ FILTER(f_int)
             return tpl_fail(t, line, "cannot convert float infinity to integer");
         if (fabs(v->u.f) >= 9223372036854775808.0)
             return tpl_overflow(t, line);
-        *out = tv_int((int64_t)v->u.f);
+        *out = tpl_tv_int((int64_t)v->u.f);
         return 0;
     case TV_STR: {
         int64_t base = 10, iv;
@@ -1471,20 +1471,20 @@ FILTER(f_int)
         }
         if (ok && base != 0 && (base < 2 || base > 36))
             ok = false;                     /* ValueError */
-        if (ok && py_parse_int(v->u.s.p, v->u.s.n, (int)base, &iv, &ovf) == 0) {
+        if (ok && tpl_parse_int(v->u.s.p, v->u.s.n, (int)base, &iv, &ovf) == 0) {
             if (ovf)
                 return tpl_overflow(t, line);
-            *out = tv_int(iv);
+            *out = tpl_tv_int(iv);
             return 0;
         }
         double d;
-        int pr = py_parse_float(v->u.s.p, v->u.s.n, &d);
+        int pr = tpl_parse_float(v->u.s.p, v->u.s.n, &d);
         if (pr == -2)
             return tpl_oom(t);
         if (pr == 0 && isfinite(d)) {
             if (fabs(d) >= 9223372036854775808.0)
                 return tpl_overflow(t, line);
-            *out = tv_int((int64_t)d);
+            *out = tpl_tv_int((int64_t)d);
             return 0;
         }
         break;
@@ -1499,25 +1499,25 @@ FILTER(f_int)
 FILTER(f_float)
 {
     BIND("float", "default");
-    struct tv dflt = has[0] ? p[0] : tv_float(0.0);
+    struct tv dflt = has[0] ? p[0] : tpl_tv_float(0.0);
     double d;
     switch (v->kind) {
     case TV_FLOAT: *out = *v; return 0;
-    case TV_INT: *out = tv_float((double)v->u.i); return 0;
-    case TV_BOOL: *out = tv_float(v->u.b); return 0;
+    case TV_INT: *out = tpl_tv_float((double)v->u.i); return 0;
+    case TV_BOOL: *out = tpl_tv_float(v->u.b); return 0;
     case TV_STR: {
-        int pr = py_parse_float(v->u.s.p, v->u.s.n, &d);
+        int pr = tpl_parse_float(v->u.s.p, v->u.s.n, &d);
         if (pr == -2)
             return tpl_oom(t);
         if (pr == 0) {
-            *out = tv_float(d);
+            *out = tpl_tv_float(d);
             return 0;
         }
         break;
     }
     case TV_UNDEF:
         if (!v->sub)
-            return tv_undef_error(t, line, v);
+            return tpl_tv_undef_error(t, line, v);
         break;
     default:
         break;
@@ -1549,7 +1549,7 @@ FILTER(f_capitalize) { return case_filter(t, line, v, a, out, "capitalize", CASE
 
 static bool title_sep(uint32_t c)
 {
-    return c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || uni_isspace(c);
+    return c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || tpl_uni_isspace(c);
 }
 
 FILTER(f_title)
@@ -1562,18 +1562,18 @@ FILTER(f_title)
     const char *p = s.u.s.p;
     size_t n = s.u.s.n, l;
     for (size_t i = 0; i < n; ) {
-        uint32_t c = u8_decode(p + i, n - i, &l);
+        uint32_t c = tpl_u8_decode(p + i, n - i, &l);
         bool sep = title_sep(c);
         size_t j = i + l;
-        while (j < n && title_sep(u8_decode(p + j, n - j, &l)) == sep)
+        while (j < n && title_sep(tpl_u8_decode(p + j, n - j, &l)) == sep)
             j += l;
         /* item[0].upper() + item[1:].lower() */
-        u8_decode(p + i, n - i, &l);
-        if (uni_case(&b, p + i, l, CASE_UPPER) < 0 || uni_case(&b, p + i + l, j - i - l, CASE_LOWER) < 0)
+        tpl_u8_decode(p + i, n - i, &l);
+        if (tpl_uni_case(&b, p + i, l, CASE_UPPER) < 0 || tpl_uni_case(&b, p + i + l, j - i - l, CASE_LOWER) < 0)
             return tpl_oom(t);
         i = j;
     }
-    return tv_from_buf(t, line, &b, s.sub, out);
+    return tpl_tv_from_buf(t, line, &b, s.sub, out);
 }
 
 FILTER(f_trim)
@@ -1608,11 +1608,11 @@ FILTER(f_replace)
 FILTER(f_join)
 {
     BIND("join", "d", "attribute");
-    struct tv sep = tv_strn("", 0);
+    struct tv sep = tpl_tv_strn("", 0);
     if (has[0] && str_of(t, line, &p[0], &sep) < 0)
         return -1;
     struct tseq *items;
-    if (tv_iter(t, line, v, &items) < 0)
+    if (tpl_tv_iter(t, line, v, &items) < 0)
         return -1;
     _cleanup_buf_ struct mini_buf b = MINI_BUF_INIT;
     for (size_t i = 0; i < items->n; i++) {
@@ -1621,12 +1621,12 @@ FILTER(f_join)
             return -1;
         if (i)
             mini_buf_append(&b, sep.u.s.p, sep.u.s.n);
-        if (tv_str(t, line, &item, &b) < 0)
+        if (tpl_tv_str(t, line, &item, &b) < 0)
             return -1;
         if (b.len > tpl_mem_limit)
             return tpl_charge(t, line, SIZE_MAX);
     }
-    return tv_from_buf(t, line, &b, false, out);
+    return tpl_tv_from_buf(t, line, &b, false, out);
 }
 
 FILTER(f_first)
@@ -1635,14 +1635,14 @@ FILTER(f_first)
     struct tseq *items;
     if (v->kind == TV_GEN) {                /* next(gen): takes one item */
         struct tgen *g = v->u.gen;
-        if (tv_gen_ready(t, line, g) < 0)
+        if (tpl_tv_gen_ready(t, line, g) < 0)
             return -1;
-        *out = g->pos < g->seq->n ? g->seq->v[g->pos++] : tv_undef(t, "No first item, sequence was empty.");
+        *out = g->pos < g->seq->n ? g->seq->v[g->pos++] : tpl_tv_undef(t, "No first item, sequence was empty.");
         return 0;
     }
-    if (tv_iter(t, line, v, &items) < 0)
+    if (tpl_tv_iter(t, line, v, &items) < 0)
         return -1;
-    *out = items->n ? items->v[0] : tv_undef(t, "No first item, sequence was empty.");
+    *out = items->n ? items->v[0] : tpl_tv_undef(t, "No first item, sequence was empty.");
     return 0;
 }
 
@@ -1650,11 +1650,11 @@ FILTER(f_last)
 {
     NOARGS("last");
     if (v->kind == TV_GEN)
-        return tpl_fail(t, line, "'%s' object is not reversible", tv_type(v));
+        return tpl_fail(t, line, "'%s' object is not reversible", tpl_tv_type(v));
     struct tseq *items;
-    if (tv_iter(t, line, v, &items) < 0)
+    if (tpl_tv_iter(t, line, v, &items) < 0)
         return -1;
-    *out = items->n ? items->v[items->n - 1] : tv_undef(t, "No last item, sequence was empty.");
+    *out = items->n ? items->v[items->n - 1] : tpl_tv_undef(t, "No last item, sequence was empty.");
     return 0;
 }
 
@@ -1662,7 +1662,7 @@ FILTER(f_list)
 {
     NOARGS("list");
     struct tseq *items;
-    if (tv_iter(t, line, v, &items) < 0 || tv_new_seq(t, items->n, SEQ_LIST, out) < 0)
+    if (tpl_tv_iter(t, line, v, &items) < 0 || tpl_tv_new_seq(t, items->n, SEQ_LIST, out) < 0)
         return -1;
     if (items->n)
         memcpy(out->u.seq->v, items->v, items->n * sizeof *items->v);
@@ -1673,7 +1673,7 @@ FILTER(f_items)
 {
     NOARGS("items");
     if (v->kind == TV_UNDEF)
-        return tv_new_seq(t, 0, SEQ_LIST, out);
+        return tpl_tv_new_seq(t, 0, SEQ_LIST, out);
     if (v->kind != TV_DICT)
         return tpl_fail(t, line, "Can only get item pairs from a mapping.");
     if (dict_view(t, v->u.d, SEQ_ITEMS, out) < 0)
@@ -1733,18 +1733,18 @@ FILTER(f_indent)
             return t->failed ? -1 : tpl_oom(t);
     }
     bool first = false, blank = false;
-    if ((has[1] && tv_truth(t, line, &p[1], &first) < 0) || (has[2] && tv_truth(t, line, &p[2], &blank) < 0))
+    if ((has[1] && tpl_tv_truth(t, line, &p[1], &first) < 0) || (has[2] && tpl_tv_truth(t, line, &p[2], &blank) < 0))
         return -1;
     if (v->kind != TV_STR) {
-        if (tv_isstrict_undef(v))
-            return tv_undef_error(t, line, v);
-        return tpl_fail(t, line, "unsupported operand type(s) for +=: '%s' and 'str'", tv_type(v));
+        if (tpl_tv_isstrict_undef(v))
+            return tpl_tv_undef_error(t, line, v);
+        return tpl_fail(t, line, "unsupported operand type(s) for +=: '%s' and 'str'", tpl_tv_type(v));
     }
     /* s += "\n"; lines = s.splitlines() */
     _cleanup_buf_ struct mini_buf s = MINI_BUF_INIT;
     mini_buf_append(&s, v->u.s.p, v->u.s.n);
     mini_buf_putc(&s, '\n');
-    struct tv sv = tv_strn(s.data, s.len), lines;
+    struct tv sv = tpl_tv_strn(s.data, s.len), lines;
     if (str_splitlines(t, line, &sv, false, &lines) < 0)
         return -1;
     const struct tseq *ls = lines.u.seq;
@@ -1760,7 +1760,7 @@ FILTER(f_indent)
         if (b.len > tpl_mem_limit)
             return tpl_charge(t, line, SIZE_MAX);
     }
-    return tv_from_buf(t, line, &b, v->sub, out);
+    return tpl_tv_from_buf(t, line, &b, v->sub, out);
 }
 
 FILTER(f_truncate)
@@ -1768,10 +1768,10 @@ FILTER(f_truncate)
     BIND("truncate", "length", "killwords", "end", "leeway");
     int64_t length = 255, leeway = 5;
     bool killwords = false;
-    struct tv end = tv_strn("...", 3);
+    struct tv end = tpl_tv_strn("...", 3);
     if (has[0] && get_int(t, line, &p[0], &length) < 0)
         return -1;
-    if (has[1] && tv_truth(t, line, &p[1], &killwords) < 0)
+    if (has[1] && tpl_tv_truth(t, line, &p[1], &killwords) < 0)
         return -1;
     if (has[2]) {
         if (need_str(t, line, &p[2], "end") < 0)
@@ -1780,21 +1780,21 @@ FILTER(f_truncate)
     }
     if (has[3] && p[3].kind != TV_NONE && get_int(t, line, &p[3], &leeway) < 0)
         return -1;
-    int64_t endlen = (int64_t)u8_count(end.u.s.p, end.u.s.n);
+    int64_t endlen = (int64_t)tpl_u8_count(end.u.s.p, end.u.s.n);
     if (length < endlen)
         return tpl_fail(t, line, "expected length >= %" PRId64 ", got %" PRId64, endlen, length);
     if (leeway < 0)
         return tpl_fail(t, line, "expected leeway >= 0, got %" PRId64, leeway);
     size_t len;
-    if (tv_len(t, line, v, &len) < 0)
+    if (tpl_tv_len(t, line, v, &len) < 0)
         return -1;
     if ((int64_t)len <= length + leeway) {
         *out = *v;
         return 0;
     }
     if (v->kind != TV_STR)
-        return tpl_fail(t, line, "truncate() of a %s is not supported", tv_type(v));
-    size_t cut = u8_offset(v->u.s.p, v->u.s.n, (size_t)(length - endlen));
+        return tpl_fail(t, line, "truncate() of a %s is not supported", tpl_tv_type(v));
+    size_t cut = tpl_u8_offset(v->u.s.p, v->u.s.n, (size_t)(length - endlen));
     _cleanup_buf_ struct mini_buf b = MINI_BUF_INIT;
     if (killwords) {
         mini_buf_append(&b, v->u.s.p, cut);
@@ -1803,7 +1803,7 @@ FILTER(f_truncate)
         mini_buf_append(&b, v->u.s.p, sp ? (size_t)(sp - v->u.s.p) : cut);
     }
     mini_buf_append(&b, end.u.s.p, end.u.s.n);
-    return tv_from_buf(t, line, &b, v->sub, out);
+    return tpl_tv_from_buf(t, line, &b, v->sub, out);
 }
 
 FILTER(f_wordcount)
@@ -1816,13 +1816,13 @@ FILTER(f_wordcount)
     bool in = false;
     size_t l;
     for (size_t i = 0; i < s.u.s.n; i += l) {
-        uint32_t c = u8_decode(s.u.s.p + i, s.u.s.n - i, &l);
-        bool w = c == '_' || uni_is(c, UNI_ALNUM);     /* re's \w */
+        uint32_t c = tpl_u8_decode(s.u.s.p + i, s.u.s.n - i, &l);
+        bool w = c == '_' || tpl_uni_is(c, UNI_ALNUM);     /* re's \w */
         if (w && !in)
             words++;
         in = w;
     }
-    *out = tv_int(words);
+    *out = tpl_tv_int(words);
     return 0;
 }
 
@@ -1836,20 +1836,20 @@ FILTER(f_reverse)
             size_t k = i - 1;
             while (k > 0 && ((unsigned char)v->u.s.p[k] & 0xC0) == 0x80 && i - k < 4)
                 k--;
-            u8_decode(v->u.s.p + k, i - k, &l);
+            tpl_u8_decode(v->u.s.p + k, i - k, &l);
             if (k + l != i)
                 k = i - 1;              /* a stray byte */
             mini_buf_append(&b, v->u.s.p + k, i - k);
             i = k;
         }
-        return tv_from_buf(t, line, &b, v->sub, out);
+        return tpl_tv_from_buf(t, line, &b, v->sub, out);
     }
     /* reversed(x): a single-use iterator; a generator becomes a reversed list. */
     struct tseq *items;
-    if ((v->kind != TV_SEQ && v->kind != TV_DICT && v->kind != TV_GEN) || tv_iter(t, line, v, &items) < 0)
+    if ((v->kind != TV_SEQ && v->kind != TV_DICT && v->kind != TV_GEN) || tpl_tv_iter(t, line, v, &items) < 0)
         return t->failed ? -1 : tpl_fail(t, line, "argument must be iterable");
     struct tv r;
-    if (tv_new_seq(t, items->n, SEQ_LIST, &r) < 0)
+    if (tpl_tv_new_seq(t, items->n, SEQ_LIST, &r) < 0)
         return -1;
     for (size_t i = 0; i < items->n; i++)
         r.u.seq->v[i] = items->v[items->n - 1 - i];
@@ -1883,7 +1883,7 @@ static int sort_rec(struct tpl *t, int line, struct tv *keys, struct tv *items, 
     size_t i = 0, j = h, k = 0;
     while (i < h && j < n) {
         int c;
-        if (tpl_step(t, line) < 0 || tv_cmp(t, line, &keys[j], &keys[i], &c) < 0)
+        if (tpl_step(t, line) < 0 || tpl_tv_cmp(t, line, &keys[j], &keys[i], &c) < 0)
             return -1;
         bool take_right = c != 2 && (reverse ? c > 0 : c < 0);
         if (take_right) {
@@ -1921,12 +1921,12 @@ static int make_keys(struct tpl *t, int line, const struct tseq *items, const st
             for (size_t k = 0; k < attr->u.s.n; k++)
                 parts += attr->u.s.p[k] == ',';
             struct tv key;
-            if (tv_new_seq(t, parts, SEQ_LIST, &key) < 0)
+            if (tpl_tv_new_seq(t, parts, SEQ_LIST, &key) < 0)
                 return -1;
             const char *q = attr->u.s.p, *end = q + attr->u.s.n;
             for (size_t k = 0; k < parts; k++) {
                 const char *c = memchr(q, ',', (size_t)(end - q));
-                struct tv part = tv_strn(q, c ? (size_t)(c - q) : (size_t)(end - q));
+                struct tv part = tpl_tv_strn(q, c ? (size_t)(c - q) : (size_t)(end - q));
                 if (attr_get(t, line, &items->v[i], &part, NULL, lower, &key.u.seq->v[k]) < 0)
                     return -1;
                 q = c ? c + 1 : end;
@@ -1943,13 +1943,13 @@ FILTER(f_sort)
 {
     BIND("sort", "reverse", "case_sensitive", "attribute");
     bool reverse = false, cs = false;
-    if ((has[0] && tv_truth(t, line, &p[0], &reverse) < 0) || (has[1] && tv_truth(t, line, &p[1], &cs) < 0))
+    if ((has[0] && tpl_tv_truth(t, line, &p[0], &reverse) < 0) || (has[1] && tpl_tv_truth(t, line, &p[1], &cs) < 0))
         return -1;
     struct tseq *items;
     struct tv *keys;
-    if (tv_iter(t, line, v, &items) < 0 ||
+    if (tpl_tv_iter(t, line, v, &items) < 0 ||
         make_keys(t, line, items, has[2] ? &p[2] : NULL, !cs, true, &keys) < 0 ||
-        tv_new_seq(t, items->n, SEQ_LIST, out) < 0)
+        tpl_tv_new_seq(t, items->n, SEQ_LIST, out) < 0)
         return -1;
     if (!items->n)
         return 0;
@@ -1965,7 +1965,7 @@ FILTER(f_dictsort)
     BIND("dictsort", "case_sensitive", "by", "reverse");
     bool cs = false, reverse = false;
     int pos = 0;
-    if ((has[0] && tv_truth(t, line, &p[0], &cs) < 0) || (has[2] && tv_truth(t, line, &p[2], &reverse) < 0))
+    if ((has[0] && tpl_tv_truth(t, line, &p[0], &cs) < 0) || (has[2] && tpl_tv_truth(t, line, &p[2], &reverse) < 0))
         return -1;
     if (has[1]) {
         if (p[1].kind == TV_STR && p[1].u.s.n == 3 && memcmp(p[1].u.s.p, "key", 3) == 0)
@@ -1976,7 +1976,7 @@ FILTER(f_dictsort)
             return tpl_fail(t, line, "You can only sort by either \"key\" or \"value\"");
     }
     if (v->kind != TV_DICT)
-        return tpl_fail(t, line, "'%s' object has no attribute 'items'", tv_type(v));
+        return tpl_fail(t, line, "'%s' object has no attribute 'items'", tpl_tv_type(v));
     struct tv items;
     if (dict_view(t, v->u.d, SEQ_ITEMS, &items) < 0)
         return -1;
@@ -2003,14 +2003,14 @@ static int min_max(struct tpl *t, int line, struct tv *v, struct callargs *a, st
 {
     BIND(max ? "max" : "min", "case_sensitive", "attribute");
     bool cs = false;
-    if (has[0] && tv_truth(t, line, &p[0], &cs) < 0)
+    if (has[0] && tpl_tv_truth(t, line, &p[0], &cs) < 0)
         return -1;
     struct tseq *items;
     struct tv *keys;
-    if (tv_iter(t, line, v, &items) < 0)
+    if (tpl_tv_iter(t, line, v, &items) < 0)
         return -1;
     if (!items->n) {
-        *out = tv_undef(t, "No aggregated item, sequence was empty.");
+        *out = tpl_tv_undef(t, "No aggregated item, sequence was empty.");
         return 0;
     }
     if (make_keys(t, line, items, has[1] ? &p[1] : NULL, !cs, false, &keys) < 0)
@@ -2018,7 +2018,7 @@ static int min_max(struct tpl *t, int line, struct tv *v, struct callargs *a, st
     size_t best = 0;
     for (size_t i = 1; i < items->n; i++) {
         int c;
-        if (tv_cmp(t, line, &keys[i], &keys[best], &c) < 0)
+        if (tpl_tv_cmp(t, line, &keys[i], &keys[best], &c) < 0)
             return -1;
         if (c != 2 && (max ? c > 0 : c < 0))
             best = i;
@@ -2034,23 +2034,23 @@ FILTER(f_unique)
 {
     BIND("unique", "case_sensitive", "attribute");
     bool cs = false;
-    if (has[0] && tv_truth(t, line, &p[0], &cs) < 0)
+    if (has[0] && tpl_tv_truth(t, line, &p[0], &cs) < 0)
         return -1;
     struct tseq *items;
     struct tv *keys, seen;
-    if (tv_iter(t, line, v, &items) < 0 ||
+    if (tpl_tv_iter(t, line, v, &items) < 0 ||
         make_keys(t, line, items, has[1] ? &p[1] : NULL, !cs, false, &keys) < 0 ||
-        tv_new_dict(t, 0, &seen) < 0 || tv_new_seq(t, items->n, SEQ_LIST, out) < 0)
+        tpl_tv_new_dict(t, 0, &seen) < 0 || tpl_tv_new_seq(t, items->n, SEQ_LIST, out) < 0)
         return -1;
     size_t k = 0;
     for (size_t i = 0; i < items->n; i++) {
-        long at = tv_dict_find(t, line, seen.u.d, &keys[i]);
+        long at = tpl_tv_dict_find(t, line, seen.u.d, &keys[i]);
         if (at < -1)
             return -1;
         if (at >= 0)
             continue;
-        struct tv none = tv_none();
-        if (tv_dict_set(t, line, seen.u.d, &keys[i], &none) < 0)
+        struct tv none = tpl_tv_none();
+        if (tpl_tv_dict_set(t, line, seen.u.d, &keys[i], &none) < 0)
             return -1;
         out->u.seq->v[k++] = items->v[i];
     }
@@ -2061,9 +2061,9 @@ FILTER(f_unique)
 FILTER(f_sum)
 {
     BIND("sum", "attribute", "start");
-    struct tv acc = has[1] ? p[1] : tv_int(0);
+    struct tv acc = has[1] ? p[1] : tpl_tv_int(0);
     struct tseq *items;
-    if (tv_iter(t, line, v, &items) < 0)
+    if (tpl_tv_iter(t, line, v, &items) < 0)
         return -1;
     for (size_t i = 0; i < items->n; i++) {
         struct tv item = items->v[i], r;
@@ -2092,10 +2092,10 @@ FILTER(f_round)
         else if (!(p[1].kind == TV_STR && p[1].u.s.n == 6 && memcmp(p[1].u.s.p, "common", 6) == 0))
             return tpl_fail(t, line, "method must be common, ceil or floor");
     }
-    if (!tv_isnum(v)) {
-        if (tv_isstrict_undef(v))
-            return tv_undef_error(t, line, v);
-        return tpl_fail(t, line, "type %s doesn't define __round__ method", tv_type(v));
+    if (!tpl_tv_isnum(v)) {
+        if (tpl_tv_isstrict_undef(v))
+            return tpl_tv_undef_error(t, line, v);
+        return tpl_fail(t, line, "type %s doesn't define __round__ method", tpl_tv_type(v));
     }
     if (prec > 400)
         prec = 400;
@@ -2107,17 +2107,17 @@ FILTER(f_round)
         if (!isfinite(m))
             return tpl_fail(t, line, "cannot convert float infinity to integer");
         m = method == 1 ? ceil(m) : floor(m);
-        *out = tv_float(m / scale);
+        *out = tpl_tv_float(m / scale);
         return 0;
     }
     if (v->kind != TV_FLOAT) {
         int64_t x = v->kind == TV_INT ? v->u.i : v->u.b;
         if (prec >= 0) {
-            *out = tv_int(x);
+            *out = tpl_tv_int(x);
             return 0;
         }
         if (prec < -18) {
-            *out = tv_int(0);
+            *out = tpl_tv_int(0);
             return 0;
         }
         int64_t pw = 1;
@@ -2132,18 +2132,18 @@ FILTER(f_round)
             q++;
         if (__builtin_mul_overflow(q, pw, &x))
             return tpl_overflow(t, line);
-        *out = tv_int(x);
+        *out = tpl_tv_int(x);
         return 0;
     }
     double x = v->u.f;
     if (!isfinite(x) || x == 0.0) {
-        *out = tv_float(x);
+        *out = tpl_tv_float(x);
         return 0;
     }
     char buf[512];
     if (prec >= 0) {
         snprintf(buf, sizeof buf, "%.*f", (int)(prec > 340 ? 340 : prec), x);
-        *out = tv_float(strtod(buf, NULL));
+        *out = tpl_tv_float(strtod(buf, NULL));
         return 0;
     }
     /* Negative precision: keep (digits before the point + prec) significant
@@ -2153,12 +2153,12 @@ FILTER(f_round)
     int sig = e10 + 1 + (int)prec;
     if (sig > 0) {
         snprintf(buf, sizeof buf, "%.*e", sig - 1, x);
-        *out = tv_float(strtod(buf, NULL));
+        *out = tpl_tv_float(strtod(buf, NULL));
     } else if (sig == 0) {
         double unit = pow(10.0, (double)-prec), frac = fabs(x) / unit;
-        *out = tv_float(frac > 0.5 ? copysign(unit, x) : copysign(0.0, x));
+        *out = tpl_tv_float(frac > 0.5 ? copysign(unit, x) : copysign(0.0, x));
     } else {
-        *out = tv_float(copysign(0.0, x));
+        *out = tpl_tv_float(copysign(0.0, x));
     }
     return 0;
 }
@@ -2172,7 +2172,7 @@ FILTER(f_batch)
     if (get_int(t, line, &p[0], &lc) < 0)
         return -1;
     struct tseq *items;
-    if (tv_iter(t, line, v, &items) < 0)
+    if (tpl_tv_iter(t, line, v, &items) < 0)
         return -1;
     /* Jinja's loop, literally: a batch is yielded when it holds linecount
      * items, checked before each item is added (so linecount 0 yields an
@@ -2192,7 +2192,7 @@ FILTER(f_batch)
         bool fill = last && has[1] && p[1].kind != TV_NONE && (int64_t)len < lc;
         if (fill)
             total = (size_t)lc;
-        if (tpl_step(t, line) < 0 || tv_new_seq(t, total, SEQ_LIST, &batch) < 0)
+        if (tpl_step(t, line) < 0 || tpl_tv_new_seq(t, total, SEQ_LIST, &batch) < 0)
             goto out;
         for (size_t k = 0; k < total; k++)
             batch.u.seq->v[k] = k < len ? items->v[from + k] : p[1];
@@ -2201,7 +2201,7 @@ FILTER(f_batch)
         acc.v[acc.n++] = batch;
         from = i;
     }
-    if (tv_new_seq(t, acc.n, SEQ_LIST, out) < 0)
+    if (tpl_tv_new_seq(t, acc.n, SEQ_LIST, out) < 0)
         goto out;
     if (acc.n)
         memcpy(out->u.seq->v, acc.v, acc.n * sizeof *acc.v);
@@ -2220,7 +2220,7 @@ FILTER(f_slice)
     if (get_int(t, line, &p[0], &slices) < 0)
         return -1;
     struct tseq *items;
-    if (tv_iter(t, line, v, &items) < 0)
+    if (tpl_tv_iter(t, line, v, &items) < 0)
         return -1;
     if (slices == 0)
         return tpl_fail(t, line, "integer division or modulo by zero");
@@ -2231,7 +2231,7 @@ FILTER(f_slice)
         slices = 0;
     if ((uint64_t)slices > tpl_mem_limit / sizeof(struct tv))
         return tpl_charge(t, line, SIZE_MAX);
-    if (tv_new_seq(t, (size_t)slices, SEQ_LIST, out) < 0)
+    if (tpl_tv_new_seq(t, (size_t)slices, SEQ_LIST, out) < 0)
         return -1;
     bool fill = has[1] && p[1].kind != TV_NONE;
     for (int64_t s = 0; s < slices; s++) {
@@ -2241,7 +2241,7 @@ FILTER(f_slice)
         int64_t end = offset + (s + 1) * per;
         size_t cnt = (size_t)(end - start), total = cnt + (fill && s >= extra);
         struct tv *slot = &out->u.seq->v[s];
-        if (tv_new_seq(t, total, SEQ_LIST, slot) < 0)
+        if (tpl_tv_new_seq(t, total, SEQ_LIST, slot) < 0)
             return -1;
         for (size_t i = 0; i < cnt; i++)
             slot->u.seq->v[i] = items->v[start + (int64_t)i];
@@ -2259,15 +2259,15 @@ FILTER(f_format)
     if (soft_str(t, line, v, &s) < 0)
         return -1;
     if (a->nkw) {
-        if (tv_new_dict(t, a->nkw, &args) < 0)
+        if (tpl_tv_new_dict(t, a->nkw, &args) < 0)
             return -1;
         for (size_t k = 0; k < a->nkw; k++) {
-            struct tv key = tv_strn(a->kw[k].name, a->kw[k].n);
-            if (tv_dict_set(t, line, args.u.d, &key, &a->kwv[k]) < 0)
+            struct tv key = tpl_tv_strn(a->kw[k].name, a->kw[k].n);
+            if (tpl_tv_dict_set(t, line, args.u.d, &key, &a->kwv[k]) < 0)
                 return -1;
         }
     } else {
-        if (tv_new_seq(t, a->n, SEQ_TUPLE, &args) < 0)
+        if (tpl_tv_new_seq(t, a->n, SEQ_TUPLE, &args) < 0)
             return -1;
         if (a->n)
             memcpy(args.u.seq->v, a->v, a->n * sizeof *a->v);
@@ -2289,11 +2289,11 @@ FILTER(f_map)
 {
     struct tseq *items;
     bool truth;
-    if (tv_truth(t, line, v, &truth) < 0)
+    if (tpl_tv_truth(t, line, v, &truth) < 0)
         return -1;
     if (!truth)
-        return tv_new_seq(t, 0, SEQ_LIST, out);
-    if (tv_iter(t, line, v, &items) < 0 || tv_new_seq(t, items->n, SEQ_LIST, out) < 0)
+        return tpl_tv_new_seq(t, 0, SEQ_LIST, out);
+    if (tpl_tv_iter(t, line, v, &items) < 0 || tpl_tv_new_seq(t, items->n, SEQ_LIST, out) < 0)
         return -1;
     if (a->n == 0) {
         const struct tv *attr = NULL, *dflt = NULL;
@@ -2328,14 +2328,14 @@ static int select_reject(struct tpl *t, int line, struct tv *v, struct callargs 
 {
     struct tseq *items;
     bool truth;
-    if (tv_truth(t, line, v, &truth) < 0)
+    if (tpl_tv_truth(t, line, v, &truth) < 0)
         return -1;
     if (!truth)
-        return tv_new_seq(t, 0, SEQ_LIST, out);
+        return tpl_tv_new_seq(t, 0, SEQ_LIST, out);
     if (by_attr && a->n == 0)
         return tpl_fail(t, line, "Missing parameter for attribute name");
     size_t off = by_attr ? 1 : 0;
-    if (tv_iter(t, line, v, &items) < 0 || tv_new_seq(t, items->n, SEQ_LIST, out) < 0)
+    if (tpl_tv_iter(t, line, v, &items) < 0 || tpl_tv_new_seq(t, items->n, SEQ_LIST, out) < 0)
         return -1;
     struct callargs rest;
     sub_args(t, a, off + 1, &rest);
@@ -2350,7 +2350,7 @@ static int select_reject(struct tpl *t, int line, struct tv *v, struct callargs 
         if (a->n > off) {
             if (call_test_by_name(t, line, &a->v[off], &x, &rest, &r) < 0)
                 return -1;
-        } else if (tv_truth(t, line, &x, &r) < 0) {
+        } else if (tpl_tv_truth(t, line, &x, &r) < 0) {
             return -1;
         }
         if (r == want)
@@ -2416,7 +2416,7 @@ static const char *const missing_filters[] = {
 
 static int test_result(struct tv *out, bool b)
 {
-    *out = tv_bool(b);
+    *out = tpl_tv_bool(b);
     return 0;
 }
 
@@ -2442,7 +2442,7 @@ TEST(t_true) { NOARGS("true"); return test_result(out, v->kind == TV_BOOL && v->
 TEST(t_false) { NOARGS("false"); return test_result(out, v->kind == TV_BOOL && !v->u.b); }
 TEST(t_integer) { NOARGS("integer"); return test_result(out, v->kind == TV_INT); }
 TEST(t_float) { NOARGS("float"); return test_result(out, v->kind == TV_FLOAT); }
-TEST(t_number) { NOARGS("number"); return test_result(out, tv_isnum(v)); }
+TEST(t_number) { NOARGS("number"); return test_result(out, tpl_tv_isnum(v)); }
 TEST(t_string) { NOARGS("string"); return test_result(out, v->kind == TV_STR); }
 TEST(t_mapping) { NOARGS("mapping"); return test_result(out, v->kind == TV_DICT); }
 TEST(t_escaped) { NOARGS("escaped"); return test_result(out, v->kind == TV_STR && v->sub); }
@@ -2459,8 +2459,8 @@ TEST(t_sequence)
 TEST(t_iterable)
 {
     NOARGS("iterable");
-    if (tv_isstrict_undef(v))
-        return tv_undef_error(t, line, v);
+    if (tpl_tv_isstrict_undef(v))
+        return tpl_tv_undef_error(t, line, v);
     return test_result(out, v->kind == TV_STR || v->kind == TV_SEQ || v->kind == TV_DICT ||
                             v->kind == TV_LOOP || v->kind == TV_UNDEF || v->kind == TV_GEN);
 }
@@ -2504,16 +2504,16 @@ TEST(t_in)
 
 static int mod_eq(struct tpl *t, int line, struct tv *v, const struct tv *m, int64_t want, bool *r)
 {
-    struct tv x, w = tv_int(want);
+    struct tv x, w = tpl_tv_int(want);
     if (tpl_arith(t, line, OP_MOD, v, m, &x) < 0)
         return -1;
-    return tv_eq(t, line, &x, &w, r);
+    return tpl_tv_eq(t, line, &x, &w, r);
 }
 
 TEST(t_even)
 {
     NOARGS("even");
-    struct tv two = tv_int(2);
+    struct tv two = tpl_tv_int(2);
     bool r;
     return mod_eq(t, line, v, &two, 0, &r) < 0 ? -1 : test_result(out, r);
 }
@@ -2521,7 +2521,7 @@ TEST(t_even)
 TEST(t_odd)
 {
     NOARGS("odd");
-    struct tv two = tv_int(2);
+    struct tv two = tpl_tv_int(2);
     bool r;
     return mod_eq(t, line, v, &two, 1, &r) < 0 ? -1 : test_result(out, r);
 }
@@ -2542,7 +2542,7 @@ static int case_test(struct tpl *t, int line, struct tv *v, struct callargs *a, 
     struct tv s;
     if (str_of(t, line, v, &s) < 0)
         return -1;
-    return test_result(out, lower ? uni_islower_str(s.u.s.p, s.u.s.n) : uni_isupper_str(s.u.s.p, s.u.s.n));
+    return test_result(out, lower ? tpl_uni_islower_str(s.u.s.p, s.u.s.n) : tpl_uni_isupper_str(s.u.s.p, s.u.s.n));
 }
 
 TEST(t_lower) { return case_test(t, line, v, a, out, true); }

@@ -260,79 +260,79 @@ int tpl_percent_format(struct tpl *t, int line, const struct tv *fmt, const stru
 int tpl_html_escape(struct mini_buf *b, const char *p, size_t n);
 
 /* template_value.c: UTF-8 */
-uint32_t u8_decode(const char *p, size_t n, size_t *len);
-size_t u8_count(const char *p, size_t n);
-size_t u8_offset(const char *p, size_t n, size_t idx);  /* byte offset of code point idx */
-int u8_put(struct mini_buf *b, uint32_t cp);
-bool uni_isspace(uint32_t cp);
-bool uni_islinebreak(uint32_t cp);
-bool uni_cased(uint32_t cp);
+uint32_t tpl_u8_decode(const char *p, size_t n, size_t *len);
+size_t tpl_u8_count(const char *p, size_t n);
+size_t tpl_u8_offset(const char *p, size_t n, size_t idx);  /* byte offset of code point idx */
+int tpl_u8_put(struct mini_buf *b, uint32_t cp);
+bool tpl_uni_isspace(uint32_t cp);
+bool tpl_uni_islinebreak(uint32_t cp);
+bool tpl_uni_cased(uint32_t cp);
 /* Python's str.isalpha/isnumeric/isdigit/isdecimal/isalnum of one character. */
 enum { UNI_ALPHA = 1, UNI_NUMERIC = 2, UNI_DIGIT = 4, UNI_DECIMAL = 8, UNI_ALNUM = 16 };
-bool uni_is(uint32_t cp, int what);
+bool tpl_uni_is(uint32_t cp, int what);
 /* Python's str.lower/upper/title/capitalize/swapcase of p[0..n), appended to b. */
 enum { CASE_LOWER, CASE_UPPER, CASE_TITLE, CASE_CAPITALIZE };
-int uni_case(struct mini_buf *b, const char *p, size_t n, int how);
-bool uni_islower_str(const char *p, size_t n);
-bool uni_isupper_str(const char *p, size_t n);
+int tpl_uni_case(struct mini_buf *b, const char *p, size_t n, int how);
+bool tpl_uni_islower_str(const char *p, size_t n);
+bool tpl_uni_isupper_str(const char *p, size_t n);
 
 /* template_value.c: values */
-static inline struct tv tv_none(void) { struct tv v = { .kind = TV_NONE }; return v; }
-static inline struct tv tv_bool(bool b) { struct tv v = { .kind = TV_BOOL, .u.b = b }; return v; }
-static inline struct tv tv_int(int64_t i) { struct tv v = { .kind = TV_INT, .u.i = i }; return v; }
-static inline struct tv tv_float(double f) { struct tv v = { .kind = TV_FLOAT, .u.f = f }; return v; }
-static inline struct tv tv_strn(const char *p, size_t n)
+static inline struct tv tpl_tv_none(void) { struct tv v = { .kind = TV_NONE }; return v; }
+static inline struct tv tpl_tv_bool(bool b) { struct tv v = { .kind = TV_BOOL, .u.b = b }; return v; }
+static inline struct tv tpl_tv_int(int64_t i) { struct tv v = { .kind = TV_INT, .u.i = i }; return v; }
+static inline struct tv tpl_tv_float(double f) { struct tv v = { .kind = TV_FLOAT, .u.f = f }; return v; }
+static inline struct tv tpl_tv_strn(const char *p, size_t n)
 {
     struct tv v = { .kind = TV_STR, .u.s = { p, n } };
     return v;
 }
-static inline bool tv_isnum(const struct tv *v)
+static inline bool tpl_tv_isnum(const struct tv *v)
 {
     return v->kind == TV_BOOL || v->kind == TV_INT || v->kind == TV_FLOAT;
 }
-static inline bool tv_isstrict_undef(const struct tv *v)
+static inline bool tpl_tv_isstrict_undef(const struct tv *v)
 {
     return v->kind == TV_UNDEF && !v->sub;
 }
-struct tv tv_undef(struct tpl *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int tv_undef_error(struct tpl *t, int line, const struct tv *v);
-const char *tv_type(const struct tv *v);                  /* Python type name */
+struct tv tpl_tv_undef(struct tpl *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int tpl_tv_undef_error(struct tpl *t, int line, const struct tv *v);
+const char *tpl_tv_type(const struct tv *v);                  /* Python type name */
 /* A string made from b's bytes (copied into the arena); b is reset. */
-int tv_from_buf(struct tpl *t, int line, struct mini_buf *b, bool markup, struct tv *out);
-int tv_new_seq(struct tpl *t, size_t n, int kind, struct tv *out);   /* n items, zeroed */
-int tv_new_dict(struct tpl *t, size_t cap, struct tv *out);
-int tv_dict_set(struct tpl *t, int line, struct tdict *d, const struct tv *k, const struct tv *v);
+int tpl_tv_from_buf(struct tpl *t, int line, struct mini_buf *b, bool markup, struct tv *out);
+int tpl_tv_new_seq(struct tpl *t, size_t n, int kind, struct tv *out);   /* n items, zeroed */
+int tpl_tv_new_dict(struct tpl *t, size_t cap, struct tv *out);
+int tpl_tv_dict_set(struct tpl *t, int line, struct tdict *d, const struct tv *k, const struct tv *v);
 /* Index of key in d, or -1; error (-2) when the key is unhashable. */
-long tv_dict_find(struct tpl *t, int line, const struct tdict *d, const struct tv *k);
-int tv_from_json(struct tpl *t, const cJSON *j, struct tv *out, int depth);
-bool tv_hashable(const struct tv *v);
+long tpl_tv_dict_find(struct tpl *t, int line, const struct tdict *d, const struct tv *k);
+int tpl_tv_from_json(struct tpl *t, const cJSON *j, struct tv *out, int depth);
+bool tpl_tv_hashable(const struct tv *v);
 /* "<LoopContext i/n>" and the names of functions (template_eval.c). */
 int tpl_describe(struct tpl *t, const struct tv *v, struct mini_buf *b);
 
-int tv_truth(struct tpl *t, int line, const struct tv *v, bool *out);
-int tv_str(struct tpl *t, int line, const struct tv *v, struct mini_buf *b);
-int tv_repr(struct tpl *t, int line, const struct tv *v, struct mini_buf *b);
+int tpl_tv_truth(struct tpl *t, int line, const struct tv *v, bool *out);
+int tpl_tv_str(struct tpl *t, int line, const struct tv *v, struct mini_buf *b);
+int tpl_tv_repr(struct tpl *t, int line, const struct tv *v, struct mini_buf *b);
 /* str(v) as a string value (no copy when v is a string). */
-int tv_to_str(struct tpl *t, int line, const struct tv *v, struct tv *out);
-int tv_eq(struct tpl *t, int line, const struct tv *a, const struct tv *b, bool *out);
+int tpl_tv_to_str(struct tpl *t, int line, const struct tv *v, struct tv *out);
+int tpl_tv_eq(struct tpl *t, int line, const struct tv *a, const struct tv *b, bool *out);
 /* Python ordering: *out < 0, 0, > 0; error when the types do not order. */
-int tv_cmp(struct tpl *t, int line, const struct tv *a, const struct tv *b, int *out);
-int tv_len(struct tpl *t, int line, const struct tv *v, size_t *out);
+int tpl_tv_cmp(struct tpl *t, int line, const struct tv *a, const struct tv *b, int *out);
+int tpl_tv_len(struct tpl *t, int line, const struct tv *v, size_t *out);
 /* The items iter(v) yields, as a sequence (no copy for lists and dicts);
  * consumes a generator. */
-int tv_iter(struct tpl *t, int line, const struct tv *v, struct tseq **out);
+int tpl_tv_iter(struct tpl *t, int line, const struct tv *v, struct tseq **out);
 /* Run a generator's filter if it has not run yet. */
-int tv_gen_ready(struct tpl *t, int line, struct tgen *g);
-int tv_tojson(struct tpl *t, int line, const struct tv *v, const char *indent, size_t ilen,
+int tpl_tv_gen_ready(struct tpl *t, int line, struct tgen *g);
+int tpl_tv_tojson(struct tpl *t, int line, const struct tv *v, const char *indent, size_t ilen,
               struct mini_buf *b);
-void fmt_float(struct mini_buf *b, double x);
+void tpl_fmt_float(struct mini_buf *b, double x);
 /* A string value of p[0..n) (not copied), Markup when `markup`. */
 static inline int tpl_new_str(struct tpl *t, int line, const char *p, size_t n, bool markup,
                               struct tv *out)
 {
     (void)t;
     (void)line;
-    *out = tv_strn(p, n);
+    *out = tpl_tv_strn(p, n);
     out->sub = markup;
     return 0;
 }
@@ -347,7 +347,7 @@ static inline const char *tpl_find(const char *h, size_t hn, const char *nd, siz
 }
 /* Python's float(str) and int(str, base) parsers: 0, -1 (ValueError) or
  * -2 (out of memory; float only). */
-int py_parse_float(const char *p, size_t n, double *out);
-int py_parse_int(const char *p, size_t n, int base, int64_t *out, bool *overflow);
+int tpl_parse_float(const char *p, size_t n, double *out);
+int tpl_parse_int(const char *p, size_t n, int base, int64_t *out, bool *overflow);
 
 #endif

@@ -45,7 +45,7 @@ static size_t ws_len(const char *s, size_t n, size_t i)
 {
     size_t start = i, l;
     while (i < n) {
-        if (!uni_isspace(u8_decode(s + i, n - i, &l)))
+        if (!tpl_uni_isspace(tpl_u8_decode(s + i, n - i, &l)))
             break;
         i += l;
     }
@@ -57,9 +57,9 @@ static size_t rstrip_len(const char *p, size_t n)
 {
     size_t i = 0, l, last = 0;
     while (i < n) {
-        uint32_t c = u8_decode(p + i, n - i, &l);
+        uint32_t c = tpl_u8_decode(p + i, n - i, &l);
         i += l;
-        if (!uni_isspace(c))
+        if (!tpl_uni_isspace(c))
             last = i;
     }
     return last;
@@ -272,7 +272,7 @@ static int decode_string(struct lexer *x, const char *p, size_t n, struct token 
         unsigned char c = (unsigned char)p[i];
         if (c >= 0x80) {
             /* "\é": the backslash escapes the backslash of "\xe9". */
-            uint32_t cp = u8_decode(p + i, n - i, &l);
+            uint32_t cp = tpl_u8_decode(p + i, n - i, &l);
             if (cp < 0x100)
                 mini_buf_printf(&b, "\\x%02x", cp);
             else if (cp < 0x10000)
@@ -299,7 +299,7 @@ static int decode_string(struct lexer *x, const char *p, size_t n, struct token 
             uint32_t v = c - '0';
             for (int d = 0; d < 2 && i < n && p[i] >= '0' && p[i] <= '7'; d++)
                 v = v * 8 + (uint32_t)(p[i++] - '0');
-            u8_put(&b, v);
+            tpl_u8_put(&b, v);
             break;
         }
         case 'x': case 'u': case 'U': {
@@ -322,7 +322,7 @@ static int decode_string(struct lexer *x, const char *p, size_t n, struct token 
                 tpl_fail(t, k->line, "surrogate escapes (\\u%04x) are not supported", v);
                 goto out;
             }
-            u8_put(&b, v);
+            tpl_u8_put(&b, v);
             break;
         }
         case 'N':
@@ -447,7 +447,7 @@ static int lex_tag(struct lexer *x, bool block)
                 break;
         if (o == MINI_ARRAY_SIZE(operators)) {
             size_t cl;
-            u8_decode(x->s + i, x->n - i, &cl);
+            tpl_u8_decode(x->s + i, x->n - i, &cl);
             return tpl_fail(t, x->line, "unexpected char '%.*s' at %zu", (int)cl, x->s + i, i);
         }
         char c = operators[o].op[0];
@@ -980,11 +980,11 @@ static struct node *parse_primary(struct tpl *t)
         if (!n)
             return NULL;
         if (tok_is(k, "true") || tok_is(k, "True")) {
-            n->c = tv_bool(true);
+            n->c = tpl_tv_bool(true);
         } else if (tok_is(k, "false") || tok_is(k, "False")) {
-            n->c = tv_bool(false);
+            n->c = tpl_tv_bool(false);
         } else if (tok_is(k, "none") || tok_is(k, "None")) {
-            n->c = tv_none();
+            n->c = tpl_tv_none();
         } else {
             n->kind = N_NAME;
             n->name = k->p;
@@ -997,7 +997,7 @@ static struct node *parse_primary(struct tpl *t)
         if (!n)
             return NULL;
         if (cur(t)->type != TK_STRING) {
-            n->c = tv_strn(k->p, k->n);
+            n->c = tpl_tv_strn(k->p, k->n);
             return n;
         }
         struct mini_buf b = MINI_BUF_INIT;
@@ -1006,7 +1006,7 @@ static struct node *parse_primary(struct tpl *t)
             mini_buf_append(&b, cur(t)->p, cur(t)->n);
             next(t);
         }
-        int rc = tv_from_buf(t, k->line, &b, false, &n->c);
+        int rc = tpl_tv_from_buf(t, k->line, &b, false, &n->c);
         mini_buf_free(&b);
         return rc < 0 ? NULL : n;
     }
@@ -1015,7 +1015,7 @@ static struct node *parse_primary(struct tpl *t)
         next(t);
         n = new_node(t, N_CONST, k->line);
         if (n)
-            n->c = k->type == TK_INT ? tv_int(k->num.i) : tv_float(k->num.f);
+            n->c = k->type == TK_INT ? tpl_tv_int(k->num.i) : tpl_tv_float(k->num.f);
         return n;
     case TK_LPAREN:
         next(t);
@@ -1256,7 +1256,7 @@ static struct node *parse_subscript(struct tpl *t, struct node *obj)
         struct node *c = new_node(t, N_CONST, a->line), *n = new_node(t, N_GETITEM, k->line);
         if (!c || !n)
             return NULL;
-        c->c = tv_int(a->num.i);
+        c->c = tpl_tv_int(a->num.i);
         n->a = obj;
         n->b = c;
         return n;
