@@ -16,6 +16,7 @@
 #include "mini/buf.h"
 #include "mini/err.h"
 #include "template.h"
+#include "unicode.h"
 
 #define TPL_MAX_NEST 200          /* nesting of expressions and blocks in the source */
 #define TPL_MAX_DEPTH 400         /* recursion while evaluating or walking values */
@@ -258,23 +259,6 @@ int tpl_apply_filter(struct tpl *t, int line, const struct tpl_builtin *f, const
 int tpl_percent_format(struct tpl *t, int line, const struct tv *fmt, const struct tv *args,
                        struct tv *out);
 int tpl_html_escape(struct mini_buf *b, const char *p, size_t n);
-
-/* template_value.c: UTF-8 */
-uint32_t tpl_u8_decode(const char *p, size_t n, size_t *len);
-size_t tpl_u8_count(const char *p, size_t n);
-size_t tpl_u8_offset(const char *p, size_t n, size_t idx);  /* byte offset of code point idx */
-int tpl_u8_put(struct mini_buf *b, uint32_t cp);
-bool tpl_uni_isspace(uint32_t cp);
-bool tpl_uni_islinebreak(uint32_t cp);
-bool tpl_uni_cased(uint32_t cp);
-/* Python's str.isalpha/isnumeric/isdigit/isdecimal/isalnum of one character. */
-enum { UNI_ALPHA = 1, UNI_NUMERIC = 2, UNI_DIGIT = 4, UNI_DECIMAL = 8, UNI_ALNUM = 16 };
-bool tpl_uni_is(uint32_t cp, int what);
-/* Python's str.lower/upper/title/capitalize/swapcase of p[0..n), appended to b. */
-enum { CASE_LOWER, CASE_UPPER, CASE_TITLE, CASE_CAPITALIZE };
-int tpl_uni_case(struct mini_buf *b, const char *p, size_t n, int how);
-bool tpl_uni_islower_str(const char *p, size_t n);
-bool tpl_uni_isupper_str(const char *p, size_t n);
 
 /* template_value.c: values */
 static inline struct tv tpl_tv_none(void) { struct tv v = { .kind = TV_NONE }; return v; }
