@@ -717,7 +717,7 @@ static int str_replace(struct tpl *t, int line, const struct tv *s, const struct
                 break;
             tpl_u8_decode(p + i, n - i, &l);
             mini_buf_append(&b, p + i, l);
-            if (b.len > tpl_mem_limit)
+            if (b.len > tpl_mem_limit(t))
                 return tpl_charge(t, line, SIZE_MAX);
         }
         return tpl_tv_from_buf(t, line, &b, markup, out);
@@ -731,7 +731,7 @@ static int str_replace(struct tpl *t, int line, const struct tv *s, const struct
         }
         mini_buf_append(&b, p + i, (size_t)(f - (p + i)));
         mini_buf_append(&b, new->u.s.p, new->u.s.n);
-        if (b.len > tpl_mem_limit)
+        if (b.len > tpl_mem_limit(t))
             return tpl_charge(t, line, SIZE_MAX);
         done++;
         i = (size_t)(f - p) + old->u.s.n;
@@ -965,7 +965,7 @@ static int call_str_method(struct tpl *t, int line, const struct tfunc *f, struc
             if (i)
                 mini_buf_append(&b, p, n);
             mini_buf_append(&b, items->v[i].u.s.p, items->v[i].u.s.n);
-            if (b.len > tpl_mem_limit)
+            if (b.len > tpl_mem_limit(t))
                 return tpl_charge(t, line, SIZE_MAX);
         }
         return tpl_tv_from_buf(t, line, &b, s->sub, out);
@@ -1106,7 +1106,7 @@ static int make_range(struct tpl *t, int line, struct callargs *a, struct tv *ou
         count = ((uint64_t)stop - (uint64_t)start - 1) / (uint64_t)step + 1;
     else if (step < 0 && start > stop)
         count = ((uint64_t)start - (uint64_t)stop - 1) / (0 - (uint64_t)step) + 1;
-    if (count > tpl_mem_limit / sizeof(struct tv))
+    if (count > tpl_mem_limit(t) / sizeof(struct tv))
         return tpl_charge(t, line, SIZE_MAX);
     if (tpl_tv_new_seq(t, (size_t)count, SEQ_RANGE, out) < 0)
         return -1;
@@ -1426,7 +1426,7 @@ FILTER(f_tojson)
             if (get_int(t, line, &p[0], &w) < 0)
                 return -1;
             if (w > 0 && (tpl_charge(t, line, (size_t)w) < 0 || buf_fill(&ind, ' ', (size_t)w) < 0))
-                return t->failed ? -1 : tpl_oom(t);
+                return t->a.failed ? -1 : tpl_oom(t);
         }
         indent = ind.data ? ind.data : "";
     }
@@ -1623,7 +1623,7 @@ FILTER(f_join)
             mini_buf_append(&b, sep.u.s.p, sep.u.s.n);
         if (tpl_tv_str(t, line, &item, &b) < 0)
             return -1;
-        if (b.len > tpl_mem_limit)
+        if (b.len > tpl_mem_limit(t))
             return tpl_charge(t, line, SIZE_MAX);
     }
     return tpl_tv_from_buf(t, line, &b, false, out);
@@ -1730,7 +1730,7 @@ FILTER(f_indent)
         if (has[0] && get_int(t, line, &p[0], &w) < 0)
             return -1;
         if (w > 0 && (tpl_charge(t, line, (size_t)w) < 0 || buf_fill(&ind, ' ', (size_t)w) < 0))
-            return t->failed ? -1 : tpl_oom(t);
+            return t->a.failed ? -1 : tpl_oom(t);
     }
     bool first = false, blank = false;
     if ((has[1] && tpl_tv_truth(t, line, &p[1], &first) < 0) || (has[2] && tpl_tv_truth(t, line, &p[2], &blank) < 0))
@@ -1757,7 +1757,7 @@ FILTER(f_indent)
                 mini_buf_append(&b, ind.data ? ind.data : "", ind.len);
         }
         mini_buf_append(&b, ls->v[i].u.s.p, ls->v[i].u.s.n);
-        if (b.len > tpl_mem_limit)
+        if (b.len > tpl_mem_limit(t))
             return tpl_charge(t, line, SIZE_MAX);
     }
     return tpl_tv_from_buf(t, line, &b, v->sub, out);
@@ -1847,7 +1847,7 @@ FILTER(f_reverse)
     /* reversed(x): a single-use iterator; a generator becomes a reversed list. */
     struct tseq *items;
     if ((v->kind != TV_SEQ && v->kind != TV_DICT && v->kind != TV_GEN) || tpl_tv_iter(t, line, v, &items) < 0)
-        return t->failed ? -1 : tpl_fail(t, line, "argument must be iterable");
+        return t->a.failed ? -1 : tpl_fail(t, line, "argument must be iterable");
     struct tv r;
     if (tpl_tv_new_seq(t, items->n, SEQ_LIST, &r) < 0)
         return -1;
@@ -2224,12 +2224,12 @@ FILTER(f_slice)
         return -1;
     if (slices == 0)
         return tpl_fail(t, line, "integer division or modulo by zero");
-    if (slices < 0 || (uint64_t)slices > tpl_mem_limit / sizeof(struct tv))
+    if (slices < 0 || (uint64_t)slices > tpl_mem_limit(t) / sizeof(struct tv))
         slices = slices < 0 ? 0 : slices;
     int64_t len = (int64_t)items->n, per = len / slices, extra = len % slices, offset = 0;
     if (per < 0 || extra < 0)               /* negative slices: Python floors; nothing is produced */
         slices = 0;
-    if ((uint64_t)slices > tpl_mem_limit / sizeof(struct tv))
+    if ((uint64_t)slices > tpl_mem_limit(t) / sizeof(struct tv))
         return tpl_charge(t, line, SIZE_MAX);
     if (tpl_tv_new_seq(t, (size_t)slices, SEQ_LIST, out) < 0)
         return -1;

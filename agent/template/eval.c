@@ -532,7 +532,7 @@ static int repeat(struct tpl *t, int line, const struct tv *s, int64_t times, st
     if (times < 0 || (s->kind == TV_STR ? s->u.s.n : s->u.seq->n) == 0)
         times = 0;                          /* nothing to repeat: no loop either */
     if (s->kind == TV_STR) {
-        if (s->u.s.n && (uint64_t)times > tpl_mem_limit / s->u.s.n)
+        if (s->u.s.n && (uint64_t)times > tpl_mem_limit(t) / s->u.s.n)
             return tpl_charge(t, line, SIZE_MAX);
         if (tpl_charge(t, line, s->u.s.n * (size_t)times) < 0)
             return -1;
@@ -544,7 +544,7 @@ static int repeat(struct tpl *t, int line, const struct tv *s, int64_t times, st
         return tpl_new_str(t, line, p, s->u.s.n * (size_t)times, s->sub, out);
     }
     size_t n = s->u.seq->n;
-    if (n && (uint64_t)times > tpl_mem_limit / sizeof(struct tv) / n)
+    if (n && (uint64_t)times > tpl_mem_limit(t) / sizeof(struct tv) / n)
         return tpl_charge(t, line, SIZE_MAX);
     if (tpl_tv_new_seq(t, n * (size_t)times, s->sub, out) < 0)
         return -1;
@@ -861,7 +861,7 @@ static int eval_inner(struct tpl *t, const struct node *n, struct tv *out)
         for (size_t i = 0; i < n->nv; i++) {
             if (eval_expr(t, n->v[i], &a) < 0 || tpl_tv_str(t, n->line, &a, &buf) < 0)
                 return -1;
-            if (buf.len > tpl_mem_limit)
+            if (buf.len > tpl_mem_limit(t))
                 return tpl_charge(t, n->line, SIZE_MAX);
         }
         return tpl_tv_from_buf(t, n->line, &buf, false, out);
@@ -924,9 +924,9 @@ struct try_state { bool failed; struct mini_err e; };
 
 static void try_begin(struct tpl *t, struct try_state *s)
 {
-    s->failed = t->failed;
-    if (t->e)
-        s->e = *t->e;
+    s->failed = t->a.failed;
+    if (t->a.e)
+        s->e = *t->a.e;
 }
 
 /* Forget an error raised while trying (Jinja's `except Exception: raise
@@ -935,9 +935,9 @@ static int try_end(struct tpl *t, struct try_state *s, int r)
 {
     if (r == FOLD_CONST)
         return r;
-    t->failed = s->failed;
-    if (t->e)
-        *t->e = s->e;
+    t->a.failed = s->failed;
+    if (t->a.e)
+        *t->a.e = s->e;
     return FOLD_NO;
 }
 

@@ -15,12 +15,12 @@
 #include <cjson/cJSON.h>
 #include "mini/buf.h"
 #include "mini/err.h"
+#include "arena.h"
 #include "template.h"
 #include "unicode.h"
 
 #define TPL_MAX_NEST 200          /* nesting of expressions and blocks in the source */
 #define TPL_MAX_DEPTH 400         /* recursion while evaluating or walking values */
-#define TPL_MAX_STEPS 20000000ULL /* loop iterations, calls and items walked */
 
 /* ---- values ---- */
 
@@ -154,17 +154,12 @@ struct stmt {
 
 /* ---- a render ---- */
 
-struct tpl_chunk;
 struct frame;
 
 struct tpl {
-    struct mini_err *e;
-    bool failed;              /* an error is recorded in e */
-    struct tpl_chunk *chunks;
-    size_t mem;               /* arena bytes plus output bytes */
-    int depth;                /* parser nesting or evaluation recursion */
-    uint64_t steps;
+    struct tpl_arena a;       /* memory, budget and the first error */
     /* lexer and parser */
+    int depth;                /* parser nesting or evaluation recursion */
     struct token *toks;       /* malloc'd, owned here */
     size_t ntok, tokcap, pos;
     /* evaluation */
@@ -175,21 +170,23 @@ struct tpl {
     const struct tv *chain_base;   /* input of a {% filter %} / {% set | f %} chain */
 };
 
-/* template.c: arena and errors */
-void *tpl_alloc(struct tpl *t, size_t n);                 /* zeroed; NULL with error set */
-char *tpl_memdup(struct tpl *t, const void *p, size_t n); /* NUL-terminated copy */
+/* The arena of a render (arena.h), as the rest of the engine uses it. */
+static inline void *tpl_alloc(struct tpl *t, size_t n) { return tpl_arena_alloc(&t->a, n); }
+static inline char *tpl_memdup(struct tpl *t, const void *p, size_t n)
+{
+    return tpl_arena_memdup(&t->a, p, n);
+}
+static inline int tpl_grow(struct tpl *t, void **arr, size_t *cap, size_t need, size_t size)
+{
+    return tpl_arena_grow(&t->a, arr, cap, need, size);
+}
+static inline int tpl_oom(struct tpl *t) { return tpl_arena_oom(&t->a); }
+static inline int tpl_charge(struct tpl *t, int line, size_t n) { return tpl_arena_charge(&t->a, line, n); }
+static inline int tpl_step(struct tpl *t, int line) { return tpl_arena_step(&t->a, line); }
+static inline int tpl_work(struct tpl *t, int line, size_t n) { return tpl_arena_work(&t->a, line, n); }
+static inline bool tpl_failed(const struct tpl *t) { return t->a.failed; }
+static inline size_t tpl_mem_limit(const struct tpl *t) { return t->a.lim.mem; }
 int tpl_fail(struct tpl *t, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-int tpl_oom(struct tpl *t);
-int tpl_charge(struct tpl *t, int line, size_t n);        /* count n bytes against the limit */
-int tpl_step(struct tpl *t, int line);
-/* Count a scan of n bytes against the step limit (one step per 64 bytes). */
-int tpl_work(struct tpl *t, int line, size_t n);
-/* The limits, MINI_TPL_MEM_LIMIT and TPL_MAX_STEPS unless a test (the
- * fuzzer) lowers them before rendering. */
-extern size_t tpl_mem_limit;
-extern uint64_t tpl_max_steps;
-/* Grow a malloc'd array of `size`-byte items to hold `need`. */
-int tpl_grow(struct tpl *t, void **arr, size_t *cap, size_t need, size_t size);
 
 /* template_parse.c */
 int tpl_lex(struct tpl *t, const char *src, size_t len);

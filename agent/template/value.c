@@ -467,7 +467,7 @@ static int repr_rec(struct repr_ctx *c, const struct tv *v)
         return tpl_fail(c->t, c->line, "maximum recursion depth exceeded while printing a value");
     if (tpl_step(c->t, c->line) < 0)
         return -1;
-    if (b->len > tpl_mem_limit)
+    if (b->len > tpl_mem_limit(c->t))
         return tpl_fail(c->t, c->line, "value too large to print");
     switch (v->kind) {
     case TV_UNDEF:
@@ -939,7 +939,7 @@ static int json_rec(struct json_ctx *c, const struct tv *v, struct mini_buf *b, 
         return tpl_fail(t, c->line, "maximum recursion depth exceeded in tojson");
     if (tpl_step(t, c->line) < 0)
         return -1;
-    if (b->len > tpl_mem_limit)
+    if (b->len > tpl_mem_limit(t))
         return tpl_fail(t, c->line, "value too large for tojson");
     switch (v->kind) {
     case TV_NONE: mini_buf_puts(b, "null"); return 0;
