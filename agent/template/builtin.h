@@ -4,6 +4,7 @@
 #ifndef MINI_TEMPLATE_BUILTIN_H
 #define MINI_TEMPLATE_BUILTIN_H
 
+#include <stdlib.h>
 #include "internal.h"
 
 #define FILTER(name) static int name(struct tpl *t, int line, struct tv *v, struct callargs *a, \
@@ -17,6 +18,12 @@
 #define NOARGS(fname) \
     if (tpl_bind(t, line, fname, a, NULL, 0, NULL, NULL) < 0) \
         return -1
+
+/* Frees a scratch sequence's malloc'd items (_cleanup_(tpl_seq_freep)). */
+static inline void tpl_seq_freep(struct tseq *s)
+{
+    free(s->v);
+}
 
 /* Bind positional and keyword arguments to the parameters `names`. */
 int tpl_bind(struct tpl *t, int line, const char *fn, const struct callargs *a,

@@ -873,9 +873,8 @@ FILTER(f_batch)
     /* Jinja's loop, literally: a batch is yielded when it holds linecount
      * items, checked before each item is added (so linecount 0 yields an
      * empty batch first); the last one is padded with fill_with. */
-    struct tseq acc = { 0 };
+    _cleanup_(tpl_seq_freep) struct tseq acc = { 0 };
     size_t cap = 0, from = 0;
-    int rc = -1;
     struct tv batch;
     for (size_t i = 0; i <= items->n; i++) {
         size_t len = i - from;
@@ -889,22 +888,19 @@ FILTER(f_batch)
         if (fill)
             total = (size_t)lc;
         if (tpl_step(t, line) < 0 || tpl_tv_new_seq(t, total, SEQ_LIST, &batch) < 0)
-            goto out;
+            return -1;
         for (size_t k = 0; k < total; k++)
             batch.u.seq->v[k] = k < len ? items->v[from + k] : p[1];
         if (tpl_grow(t, (void **)&acc.v, &cap, acc.n + 1, sizeof *acc.v) < 0)
-            goto out;
+            return -1;
         acc.v[acc.n++] = batch;
         from = i;
     }
     if (tpl_tv_new_seq(t, acc.n, SEQ_LIST, out) < 0)
-        goto out;
+        return -1;
     if (acc.n)
         memcpy(out->u.seq->v, acc.v, acc.n * sizeof *acc.v);
-    rc = 0;
-out:
-    free(acc.v);
-    return rc;
+    return 0;
 }
 
 FILTER(f_slice)

@@ -123,11 +123,10 @@ static int str_split(struct tpl *t, int line, const struct tv *s, const struct t
 {
     const char *p = s->u.s.p;
     size_t n = s->u.s.n;
-    struct tseq tmp = { 0 };
+    _cleanup_(tpl_seq_freep) struct tseq tmp = { 0 };
     size_t cap = 0;
-    int rc = -1;
 #define ADD(ptr, len) do { \
-        if (tpl_grow(t, (void **)&tmp.v, &cap, tmp.n + 1, sizeof *tmp.v) < 0) goto out; \
+        if (tpl_grow(t, (void **)&tmp.v, &cap, tmp.n + 1, sizeof *tmp.v) < 0) return -1; \
         tmp.v[tmp.n] = tpl_tv_strn((ptr), (len)); tmp.v[tmp.n++].sub = s->sub; \
     } while (0)
     if (!sep) {
@@ -180,10 +179,8 @@ static int str_split(struct tpl *t, int line, const struct tv *s, const struct t
             }
         }
     } else {
-        if (sep->u.s.n == 0) {
-            tpl_fail(t, line, "empty separator");
-            goto out;
-        }
+        if (sep->u.s.n == 0)
+            return tpl_fail(t, line, "empty separator");
         const char *q = sep->u.s.p;
         size_t qn = sep->u.s.n;
         if (!right) {
@@ -214,13 +211,10 @@ static int str_split(struct tpl *t, int line, const struct tv *s, const struct t
     }
 #undef ADD
     if (tpl_tv_new_seq(t, tmp.n, SEQ_LIST, out) < 0)
-        goto out;
+        return -1;
     for (size_t i = 0; i < tmp.n; i++)
         out->u.seq->v[i] = tmp.v[right ? tmp.n - 1 - i : i];
-    rc = 0;
-out:
-    free(tmp.v);
-    return rc;
+    return 0;
 }
 
 int tpl_str_splitlines(struct tpl *t, int line, const struct tv *s, bool keepends, struct tv *out)
