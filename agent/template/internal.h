@@ -190,6 +190,7 @@ int tpl_fail(struct tpl *t, int line, const char *fmt, ...) __attribute__((forma
 
 /* template_parse.c */
 int tpl_lex(struct tpl *t, const char *src, size_t len);
+const char *tpl_token_desc(int type);
 int tpl_parse(struct tpl *t, struct body *out);
 const struct tpl_builtin *tpl_find_filter(const char *name, size_t n);
 const struct tpl_builtin *tpl_find_test(const char *name, size_t n);
