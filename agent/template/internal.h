@@ -1,12 +1,24 @@
-/* Internals of the template engine (agent/template_*.c).
+/* Internals of the template engine, private to agent/template/.
  *
- * One render is one `struct tpl`: an arena that owns every token, node and
- * value made while rendering (freed in one go at the end), the error
- * object, and the limits.  Values (`struct tv`) are small tagged unions
- * passed by value; strings are (pointer, length) slices into the source,
- * into the caller's cJSON tree or into the arena, and are never modified. */
-#ifndef MINI_TEMPLATE_INT_H
-#define MINI_TEMPLATE_INT_H
+ * One render is one `struct tpl`: its arena (arena.h: the memory of every
+ * token, node and value made while rendering, freed in one go at the end,
+ * the limits and the first error), the tokens and the evaluation state.
+ * Values (`struct tv`) are small tagged unions passed by value; strings
+ * are (pointer, length) slices into the source, into the caller's cJSON
+ * tree or into the arena, and are never modified.
+ *
+ * The files, in the order a render uses them:
+ *   template.c      entry point (mini_tpl_render, template.h)
+ *   arena.c         arena, budget, errors (arena.h)
+ *   lex.c, parse.c  Jinja's lexer and parser: tokens, then the syntax tree
+ *   eval.c          constant folding, statements, expressions, getattr/getitem
+ *   ops.c           arithmetic, `in`, comparisons
+ *   filters.c, tests.c, methods.c, format.c, builtin.c (builtin.h)
+ *                   the builtins, their lookup by name, the % operator
+ *   value.c         values with Python semantics: str, repr, ==, <, iter, json
+ *   unicode.c       UTF-8 and Unicode (unicode.h), tables in unicode_tables.c */
+#ifndef MINI_TEMPLATE_INTERNAL_H
+#define MINI_TEMPLATE_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -188,10 +200,12 @@ static inline bool tpl_failed(const struct tpl *t) { return t->a.failed; }
 static inline size_t tpl_mem_limit(const struct tpl *t) { return t->a.lim.mem; }
 int tpl_fail(struct tpl *t, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* template_parse.c */
+/* lex.c, parse.c */
 int tpl_lex(struct tpl *t, const char *src, size_t len);
 const char *tpl_token_desc(int type);
 int tpl_parse(struct tpl *t, struct body *out);
+/* filters.c, tests.c: a filter or test by name (the parser resolves them
+ * when it builds the tree), NULL when there is none. */
 const struct tpl_builtin *tpl_find_filter(const char *name, size_t n);
 const struct tpl_builtin *tpl_find_test(const char *name, size_t n);
 
@@ -228,8 +242,8 @@ enum fid {
 
 struct tfunc { int id; struct tv self; const char *name; };
 
-/* template_eval.c: statements, expressions, Jinja's attribute and item
- * rules, operators, constant folding. */
+/* eval.c: statements, expressions, Jinja's attribute and item rules,
+ * constant folding. */
 int tpl_fold(struct tpl *t, struct body *b);
 int tpl_exec(struct tpl *t, const struct body *b);
 /* Python's getattr (*found false when there is no such attribute). */
@@ -240,25 +254,30 @@ int tpl_getattr(struct tpl *t, int line, const struct tv *obj, const char *name,
                 struct tv *out);
 int tpl_getitem(struct tpl *t, int line, const struct tv *obj, const struct tv *key, struct tv *out);
 struct tv tpl_undef_attr(struct tpl *t, const struct tv *obj, const char *name, size_t len);
+int tpl_run_for(struct tpl *t, const struct stmt *st, const struct tv *iterable, size_t depth0);
+/* ops.c */
 int tpl_arith(struct tpl *t, int line, int op, const struct tv *a, const struct tv *b, struct tv *out);
 int tpl_contains(struct tpl *t, int line, const struct tv *seq, const struct tv *x, bool *out);
 int tpl_compare(struct tpl *t, int line, int op, const struct tv *a, const struct tv *b, bool *out);
 int tpl_overflow(struct tpl *t, int line);
-int tpl_run_for(struct tpl *t, const struct stmt *st, const struct tv *iterable, size_t depth0);
 
-/* template_builtins.c: filters, tests, methods, global functions. */
+/* methods.c: methods and global functions. */
 int tpl_make_func(struct tpl *t, int id, const struct tv *self, const char *name, struct tv *out);
 /* The method `name` of obj's type: its id and canonical name, or false. */
 bool tpl_method(const struct tv *obj, const char *name, size_t len, int *id, const char **mname);
 int tpl_call(struct tpl *t, int line, const struct tv *callee, struct callargs *a, struct tv *out);
-/* Call a filter; a lazy one becomes a generator that runs when consumed. */
+/* "<LoopContext i/n>" and the names of functions. */
+int tpl_describe(struct tpl *t, const struct tv *v, struct mini_buf *b);
+/* filters.c: call a filter; a lazy one becomes a generator that runs when consumed. */
 int tpl_apply_filter(struct tpl *t, int line, const struct tpl_builtin *f, const struct tv *v,
                      struct callargs *a, struct tv *out);
+/* format.c: fmt % args. */
 int tpl_percent_format(struct tpl *t, int line, const struct tv *fmt, const struct tv *args,
                        struct tv *out);
+/* builtin.c: markupsafe's escaping of p[0..n), appended to b. */
 int tpl_html_escape(struct mini_buf *b, const char *p, size_t n);
 
-/* template_value.c: values */
+/* value.c: values */
 static inline struct tv tpl_tv_none(void) { struct tv v = { .kind = TV_NONE }; return v; }
 static inline struct tv tpl_tv_bool(bool b) { struct tv v = { .kind = TV_BOOL, .u.b = b }; return v; }
 static inline struct tv tpl_tv_int(int64_t i) { struct tv v = { .kind = TV_INT, .u.i = i }; return v; }
@@ -288,8 +307,6 @@ int tpl_tv_dict_set(struct tpl *t, int line, struct tdict *d, const struct tv *k
 long tpl_tv_dict_find(struct tpl *t, int line, const struct tdict *d, const struct tv *k);
 int tpl_tv_from_json(struct tpl *t, const cJSON *j, struct tv *out, int depth);
 bool tpl_tv_hashable(const struct tv *v);
-/* "<LoopContext i/n>" and the names of functions (template_eval.c). */
-int tpl_describe(struct tpl *t, const struct tv *v, struct mini_buf *b);
 
 int tpl_tv_truth(struct tpl *t, int line, const struct tv *v, bool *out);
 int tpl_tv_str(struct tpl *t, int line, const struct tv *v, struct mini_buf *b);

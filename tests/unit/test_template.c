@@ -1,4 +1,4 @@
-/* Unit tests of the template engine's C API (agent/template.h): results,
+/* Unit tests of the template engine's C API (agent/template/template.h): results,
  * error reporting, limits.  Output fidelity against jinja2 is checked by
  * tests/template/diff.py and random_diff.py. */
 #include "check.h"
