@@ -1,6 +1,6 @@
 #include "agent.h"
 #include "model.h"
-#include "template.h"
+#include "template/template.h"
 #include "mini/cleanup.h"
 #include "mini/clock.h"
 #include "mini/io.h"

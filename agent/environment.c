@@ -1,5 +1,5 @@
 #include "environment.h"
-#include "config.h"
+#include "config/config.h"
 #include "mini/client.h"
 #include "mini/clock.h"
 #include "mini/cleanup.h"

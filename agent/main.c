@@ -1,6 +1,7 @@
 /* mini: a minimal software-engineering agent whose commands run in a sandbox. */
 #include "agent.h"
-#include "config.h"
+#include "config/config.h"
+#include "config/dotenv.h"
 #include "environment.h"
 #include "interactive.h"
 #include "model.h"

@@ -20,7 +20,7 @@
 #include <time.h>
 
 #include "model_int.h"
-#include "template.h"
+#include "template/template.h"
 #include "mini/cleanup.h"
 #include "mini/json.h"
 #include "mini/utf8.h"

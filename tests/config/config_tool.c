@@ -13,8 +13,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "agent/config.h"
-#include "agent/yaml.h"
+#include "config/config.h"
+#include "config/dotenv.h"
+#include "config/config_yaml.h"
 #include "mini/buf.h"
 #include "mini/cleanup.h"
 #include "mini/io.h"

@@ -4,8 +4,7 @@
  * it is deterministic; on error the output buffer is untouched and the
  * error is a template error with a message; with valid UTF-8 variables the
  * output is valid UTF-8 (slicing never splits a character). */
-#include "template.h"
-#include "template_int.h"
+#include "template/template.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -25,8 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     /* Small limits keep each run fast; the limits themselves are tested by
      * the unit tests. */
-    tpl_max_steps = 200000;
-    tpl_mem_limit = (size_t)32 << 20;
+    static const struct mini_tpl_limits lim = { .mem = (size_t)32 << 20, .steps = 200000 };
 
     const char *src = (const char *)data;
     size_t len = size;
@@ -48,8 +46,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct mini_buf out1 = MINI_BUF_INIT, out2 = MINI_BUF_INIT;
     struct mini_err e1, e2;
     mini_buf_puts(&out1, "keep");
-    int r1 = mini_tpl_render(src, len, vars, &out1, &e1);
-    int r2 = mini_tpl_render(src, len, vars, &out2, &e2);
+    int r1 = mini_tpl_render_limited(src, len, vars, &lim, &out1, &e1);
+    int r2 = mini_tpl_render_limited(src, len, vars, &lim, &out2, &e2);
     if (r1 != r2)
         abort();
     if (r1 == 0) {

@@ -7,8 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/config.h"
-#include "agent/yaml.h"
+#include "config/config.h"
+#include "config/dotenv.h"
+#include "config/config_yaml.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);

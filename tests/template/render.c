@@ -4,7 +4,7 @@
  *
  * Numbers in the variables are handed over as raw items with their JSON
  * text, so that 3.0 stays a float as in Python (see template.h). */
-#include "template.h"
+#include "template/template.h"
 
 #include <stdio.h>
 #include <stdlib.h>

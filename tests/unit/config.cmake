@@ -1,4 +1,4 @@
-# Configuration loading (agent/config.c, agent/yaml.c).
+# Configuration loading (agent/config/: config.c, yaml_load.c).
 mini_c_test(test_config SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_config.c
             LIBS miniagent_config LABELS unit)
 set_tests_properties(test_config PROPERTIES

@@ -1,4 +1,4 @@
-# Templates (agent/template*.c): C unit tests, and the differential test that
+# Templates (agent/template/): C unit tests, and the differential test that
 # renders every case in tests/template/cases with Python's jinja2 and with
 # mini's engine and requires identical bytes (or an error from both).
 mini_c_test(test_template SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_template.c

@@ -1,5 +1,6 @@
-/* Unit tests of agent/config.c and agent/yaml.c.  The differential tests
- * against PyYAML, python-dotenv and Jinja2 are in tests/config. */
+/* Unit tests of agent/config/ (config.c, dotenv.c, yaml_load.c).  The
+ * differential tests against PyYAML, python-dotenv and Jinja2 are in
+ * tests/config. */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,8 +10,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "agent/config.h"
-#include "agent/yaml.h"
+#include "config/config.h"
+#include "config/dotenv.h"
+#include "config/config_yaml.h"
 #include "mini/buf.h"
 #include "mini/cleanup.h"
 

@@ -1,8 +1,8 @@
-/* Unit tests of the template engine's C API (agent/template.h): results,
+/* Unit tests of the template engine's C API (agent/template/template.h): results,
  * error reporting, limits.  Output fidelity against jinja2 is checked by
  * tests/template/diff.py and random_diff.py. */
 #include "check.h"
-#include "template.h"
+#include "template/template.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -258,6 +258,23 @@ static void test_limits(void)
     fails("{{ range(10000000000)|length }}", NULL, "memory");
     fails("{% set ns = namespace(x=[]) %}{% for i in range(2000) %}{% set ns.x = [ns.x] %}{% endfor %}"
           "{{ ns.x }}", NULL, "recursion");
+
+    /* Limits chosen by the caller. */
+    {
+        struct mini_tpl_limits lim = { .mem = (size_t)1 << 20, .steps = 1000 };
+        _cleanup_buf_ struct mini_buf o = MINI_BUF_INIT;
+        struct mini_err le;
+        const char *loop = "{% for i in range(100) %}{{ i }}{% endfor %}";
+        CHECK(mini_tpl_render_limited(loop, strlen(loop), NULL, &lim, &o, &le) == 0 && o.len == 190);
+        const char *slow = "{% for i in range(2000) %}{% endfor %}";
+        CHECK(mini_tpl_render_limited(slow, strlen(slow), NULL, &lim, &o, &le) == -1 &&
+              strstr(le.msg, "too many steps") && o.len == 190);
+        const char *big = "{{ 'x' * 2000000 }}";
+        CHECK(mini_tpl_render_limited(big, strlen(big), NULL, &lim, &o, &le) == -1 &&
+              strstr(le.msg, "memory"));
+        CHECK(mini_tpl_render_limited(big, strlen(big), NULL, NULL, &o, &le) == 0 &&
+              o.len == 190 + 2000000);
+    }
 
     /* Big but reasonable inputs are fine. */
     char *big = repeat("0123456789", 100000);

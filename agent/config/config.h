@@ -4,7 +4,7 @@
  * The usual sequence in `mini`:
  *
  *   char *dir = mini_config_global_dir(&e);          // where .env lives
- *   mini_config_load_dotenv(<dir>/.env, &e);          // existing variables win
+ *   mini_config_load_dotenv(<dir>/.env, &e);          // config/dotenv.h
  *   cJSON *cfg = mini_config_load(specs, nspecs, &e); // the -c specs, in order
  *   mini_config_set(cfg, "model.model_name", ...);    // -m, -y, -l, --sandbox, ...
  *   mini_config_validate(cfg, &e);                    // types, unknown keys, defaults
@@ -46,23 +46,6 @@ char *mini_config_global_dir_new(bool create, struct mini_err *e);
  * using it reports the error.  NULL only when there is no home directory
  * to put it in, or out of memory. */
 const char *mini_config_global_dir(void);
-
-/* Parse .env text the way python-dotenv (1.x) does and return the result
- * as a cJSON object of name -> string (or null for a bare NAME line), in
- * file order, a repeated name keeping its first place and its last value.
- * Values are interpolated (${NAME}, ${NAME:-default}) with the process
- * environment taking precedence over earlier lines.  Lines that do not
- * parse are skipped, as python-dotenv skips them (with a warning);
- * *skipped (when not NULL) counts them.  NULL with e on invalid UTF-8, a
- * NUL byte, or out of memory. */
-cJSON *mini_config_parse_dotenv(const char *text, size_t len, size_t *skipped, struct mini_err *e);
-
-/* Load a .env file into the environment without overriding variables that
- * are already set (python-dotenv's load_dotenv(override=False)).  A missing
- * file, or one that is neither a regular file nor a FIFO, loads nothing.
- * Honours PYTHON_DOTENV_DISABLED.  Returns the number of variables set, or
- * -1 with e. */
-int mini_config_load_dotenv(const char *path, struct mini_err *e);
 
 /* The file a -c spec that is not KEY=VALUE names: the spec itself when it
  * is an existing file; else, with its suffix replaced by (or given) .yaml

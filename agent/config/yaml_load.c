@@ -1,13 +1,13 @@
-/* YAML to cJSON with PyYAML safe_load semantics (see yaml.h).
+/* YAML to cJSON with PyYAML safe_load semantics (see config_yaml.h).
  *
  * Three stages, as in PyYAML: libyaml's events are composed into a node
  * graph (anchors resolved, aliases pointing at the anchored node), then
  * each node is constructed into a cJSON value, resolving the tag of plain
  * scalars with the YAML 1.1 rules and flattening merge keys. */
-#include "yaml.h"   /* this directory's: the quoted form looks here first */
-#include <yaml.h>   /* libyaml's: angle brackets never look here */
+#include "config_yaml.h"
+#include <yaml.h>   /* libyaml's */
 #ifndef YAML_DECLARE
-#error "<yaml.h> is not libyaml's: do not put agent/ on the include path"
+#error "<yaml.h> is not libyaml's: is a header named yaml.h on the include path?"
 #endif
 
 #include <errno.h>

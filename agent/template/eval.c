@@ -1,8 +1,7 @@
 /* Evaluation: statements and scopes, expressions, Jinja's getattr/getitem
- * rules, operators, and the compile-time constant folding of Jinja's
- * optimizer.  The builtins (filters, tests, methods) are in
- * template_builtins.c. */
-#include "template_int.h"
+ * rules and the compile-time constant folding of Jinja's optimizer.  The
+ * operators are in ops.c, the builtins in filters.c, tests.c, methods.c. */
+#include "internal.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -116,14 +115,14 @@ static const char *type_repr(const struct tv *v, char *buf, size_t size)
         return "jinja2.runtime.LoopContext object";
     if (v->kind == TV_STR && v->sub)
         return "markupsafe.Markup object";
-    snprintf(buf, size, "%s object", tv_type(v));
+    snprintf(buf, size, "%s object", tpl_tv_type(v));
     return buf;
 }
 
 struct tv tpl_undef_attr(struct tpl *t, const struct tv *obj, const char *name, size_t len)
 {
     char buf[64];
-    return tv_undef(t, "'%s' has no attribute '%.*s'", type_repr(obj, buf, sizeof buf),
+    return tpl_tv_undef(t, "'%s' has no attribute '%.*s'", type_repr(obj, buf, sizeof buf),
                     (int)(len > 200 ? 200 : len), name);
 }
 
@@ -134,10 +133,10 @@ static struct tv undef_item(struct tpl *t, int line, const struct tv *obj, const
         return tpl_undef_attr(t, obj, key->u.s.p, key->u.s.n);
     struct mini_buf b = MINI_BUF_INIT;
     if (key->kind == TV_INT || key->kind == TV_BOOL || key->kind == TV_FLOAT || key->kind == TV_NONE)
-        tv_str(t, line, key, &b);
+        tpl_tv_str(t, line, key, &b);
     else
-        mini_buf_printf(&b, "<%s>", tv_type(key));
-    struct tv u = tv_undef(t, "%s has no element %.*s", type_repr(obj, buf, sizeof buf),
+        mini_buf_printf(&b, "<%s>", tpl_tv_type(key));
+    struct tv u = tpl_tv_undef(t, "%s has no element %.*s", type_repr(obj, buf, sizeof buf),
                            (int)(b.len > 200 ? 200 : b.len), b.data ? b.data : "?");
     mini_buf_free(&b);
     return u;
@@ -153,11 +152,11 @@ int tpl_py_getattr(struct tpl *t, int line, const struct tv *obj, const char *na
         if (obj->sub == SEQ_RANGE) {
             const struct tseq *s = obj->u.seq;
             if (len == 5 && memcmp(name, "start", 5) == 0)
-                *out = tv_int(s->start);
+                *out = tpl_tv_int(s->start);
             else if (len == 4 && memcmp(name, "stop", 4) == 0)
-                *out = tv_int(s->stop);
+                *out = tpl_tv_int(s->stop);
             else if (len == 4 && memcmp(name, "step", 4) == 0)
-                *out = tv_int(s->step);
+                *out = tpl_tv_int(s->step);
             else
                 break;
             *found = true;
@@ -187,17 +186,17 @@ int tpl_py_getattr(struct tpl *t, int line, const struct tv *obj, const char *na
                 break;
         *found = true;
         switch (k) {
-        case 0: *out = tv_int((int64_t)i + 1); break;
-        case 1: *out = tv_int((int64_t)i); break;
-        case 2: *out = tv_int((int64_t)(n - i)); break;
-        case 3: *out = tv_int((int64_t)(n - i - 1)); break;
-        case 4: *out = tv_bool(i == 0); break;
-        case 5: *out = tv_bool(i + 1 == n); break;
-        case 6: *out = tv_int((int64_t)n); break;
-        case 7: *out = tv_int((int64_t)l->depth0 + 1); break;
-        case 8: *out = tv_int((int64_t)l->depth0); break;
-        case 9: *out = i == 0 ? tv_undef(t, "there is no previous item") : l->items->v[i - 1]; break;
-        case 10: *out = i + 1 >= n ? tv_undef(t, "there is no next item") : l->items->v[i + 1]; break;
+        case 0: *out = tpl_tv_int((int64_t)i + 1); break;
+        case 1: *out = tpl_tv_int((int64_t)i); break;
+        case 2: *out = tpl_tv_int((int64_t)(n - i)); break;
+        case 3: *out = tpl_tv_int((int64_t)(n - i - 1)); break;
+        case 4: *out = tpl_tv_bool(i == 0); break;
+        case 5: *out = tpl_tv_bool(i + 1 == n); break;
+        case 6: *out = tpl_tv_int((int64_t)n); break;
+        case 7: *out = tpl_tv_int((int64_t)l->depth0 + 1); break;
+        case 8: *out = tpl_tv_int((int64_t)l->depth0); break;
+        case 9: *out = i == 0 ? tpl_tv_undef(t, "there is no previous item") : l->items->v[i - 1]; break;
+        case 10: *out = i + 1 >= n ? tpl_tv_undef(t, "there is no next item") : l->items->v[i + 1]; break;
         case 11: return tpl_make_func(t, L_CYCLE, obj, "cycle", out);
         case 12: return tpl_make_func(t, L_CHANGED, obj, "changed", out);
         default: *found = false; break;
@@ -205,7 +204,7 @@ int tpl_py_getattr(struct tpl *t, int line, const struct tv *obj, const char *na
         return 0;
     }
     case TV_UNDEF:
-        return tv_undef_error(t, line, obj);
+        return tpl_tv_undef_error(t, line, obj);
     default:
         break;
     }
@@ -227,8 +226,8 @@ int tpl_getattr(struct tpl *t, int line, const struct tv *obj, const char *name,
     if (found)
         return 0;
     if (obj->kind == TV_DICT) {
-        struct tv key = tv_strn(name, len);
-        long i = tv_dict_find(t, line, obj->u.d, &key);
+        struct tv key = tpl_tv_strn(name, len);
+        long i = tpl_tv_dict_find(t, line, obj->u.d, &key);
         if (i < -1)
             return -1;
         if (i >= 0) {
@@ -250,13 +249,13 @@ static int py_getitem(struct tpl *t, int line, const struct tv *obj, const struc
 {
     *found = false;
     if (obj->kind == TV_UNDEF)
-        return tv_undef_error(t, line, obj);
+        return tpl_tv_undef_error(t, line, obj);
     if (obj->kind == TV_DICT) {
-        if (tv_isstrict_undef(key))
-            return tv_undef_error(t, line, key);
+        if (tpl_tv_isstrict_undef(key))
+            return tpl_tv_undef_error(t, line, key);
         long i = -1;
         /* An unhashable key is a TypeError, which Jinja turns into undefined. */
-        if (tv_hashable(key) && (i = tv_dict_find(t, line, obj->u.d, key)) < -1)
+        if (tpl_tv_hashable(key) && (i = tpl_tv_dict_find(t, line, obj->u.d, key)) < -1)
             return -1;
         if (i >= 0) {
             *out = obj->u.d->v[i];
@@ -273,13 +272,13 @@ static int py_getitem(struct tpl *t, int line, const struct tv *obj, const struc
     if (obj->kind == TV_STR) {
         if (tpl_work(t, line, obj->u.s.n) < 0)
             return -1;
-        int64_t len = (int64_t)u8_count(obj->u.s.p, obj->u.s.n);
+        int64_t len = (int64_t)tpl_u8_count(obj->u.s.p, obj->u.s.n);
         if (idx < 0)
             idx += len;
         if (idx < 0 || idx >= len)
             return 0;
-        size_t off = u8_offset(obj->u.s.p, obj->u.s.n, (size_t)idx), l;
-        u8_decode(obj->u.s.p + off, obj->u.s.n - off, &l);
+        size_t off = tpl_u8_offset(obj->u.s.p, obj->u.s.n, (size_t)idx), l;
+        tpl_u8_decode(obj->u.s.p + off, obj->u.s.n - off, &l);
         *found = true;
         return tpl_new_str(t, line, obj->u.s.p + off, l, obj->sub, out);
     }
@@ -337,14 +336,14 @@ static int slice_value(struct tpl *t, int line, const struct tv *obj, const stru
     /* Jinja compiles a slice to a plain Python subscription (not through
      * Environment.getitem), so every failure is an error. */
     if (obj->kind == TV_UNDEF)
-        return tv_undef_error(t, line, obj);
+        return tpl_tv_undef_error(t, line, obj);
     bool sliceable = obj->kind == TV_STR ||
                      (obj->kind == TV_SEQ && (obj->sub == SEQ_LIST || obj->sub == SEQ_TUPLE ||
                                               obj->sub == SEQ_RANGE));
     if (obj->kind == TV_DICT)
         return tpl_fail(t, line, "unhashable type: 'slice'");
     if (!sliceable)
-        return tpl_fail(t, line, "'%s' object is not subscriptable", tv_type(obj));
+        return tpl_fail(t, line, "'%s' object is not subscriptable", tpl_tv_type(obj));
     if (bad)
         return tpl_fail(t, line, "slice indices must be integers or None or have an __index__ method");
     if (has[2] && vals[2] == 0)
@@ -359,13 +358,13 @@ static int slice_value(struct tpl *t, int line, const struct tv *obj, const stru
         bool ascii = true;
         for (size_t i = 0; i < n && ascii; i++)
             ascii = (unsigned char)p[i] < 0x80;
-        int64_t len = ascii ? (int64_t)n : (int64_t)u8_count(p, n);
+        int64_t len = ascii ? (int64_t)n : (int64_t)tpl_u8_count(p, n);
         slice_adjust(len, has[0], vals[0], has[1], vals[1], step, &start, &stop, &count);
         if (count <= 0)
             return tpl_new_str(t, line, p, 0, obj->sub, out);
         if (step == 1 || count == 1) {
-            size_t b = ascii ? (size_t)start : u8_offset(p, n, (size_t)start);
-            size_t e = ascii ? (size_t)(start + count) : b + u8_offset(p + b, n - b, (size_t)count);
+            size_t b = ascii ? (size_t)start : tpl_u8_offset(p, n, (size_t)start);
+            size_t e = ascii ? (size_t)(start + count) : b + tpl_u8_offset(p + b, n - b, (size_t)count);
             return tpl_new_str(t, line, p + b, e - b, obj->sub, out);
         }
         _cleanup_free_ size_t *offs = malloc(((size_t)len + 1) * sizeof *offs);
@@ -374,17 +373,17 @@ static int slice_value(struct tpl *t, int line, const struct tv *obj, const stru
         size_t off = 0, l;
         for (int64_t i = 0; i < len; i++, off += l) {
             offs[i] = off;
-            u8_decode(p + off, n - off, &l);
+            tpl_u8_decode(p + off, n - off, &l);
         }
         offs[len] = n;
         _cleanup_buf_ struct mini_buf b = MINI_BUF_INIT;
         for (int64_t i = 0, k = start; i < count; i++, k += step)
             mini_buf_append(&b, p + offs[k], offs[k + 1] - offs[k]);
-        return tv_from_buf(t, line, &b, obj->sub, out);
+        return tpl_tv_from_buf(t, line, &b, obj->sub, out);
     }
     const struct tseq *s = obj->u.seq;
     slice_adjust((int64_t)s->n, has[0], vals[0], has[1], vals[1], step, &start, &stop, &count);
-    if (tv_new_seq(t, (size_t)count, obj->sub, out) < 0)
+    if (tpl_tv_new_seq(t, (size_t)count, obj->sub, out) < 0)
         return -1;
     for (int64_t i = 0, k = start; i < count; i++, k += step)
         out->u.seq->v[i] = s->v[k];
@@ -402,287 +401,6 @@ static int slice_value(struct tpl *t, int line, const struct tv *obj, const stru
     return 0;
 }
 
-/* --------------------------------------------------------- operators */
-
-int tpl_overflow(struct tpl *t, int line)
-{
-    return tpl_fail(t, line, "integer overflow (mini's template ints are 64-bit)");
-}
-
-static void py_fdivmod(double vx, double wx, double *floordiv, double *mod)
-{
-    double m = fmod(vx, wx), div = (vx - m) / wx;
-    if (m != 0.0) {
-        if ((wx < 0) != (m < 0)) {
-            m += wx;
-            div -= 1.0;
-        }
-    } else {
-        m = copysign(0.0, wx);
-    }
-    if (div != 0.0) {
-        double fd = floor(div);
-        if (div - fd > 0.5)
-            fd += 1.0;
-        *floordiv = fd;
-    } else {
-        *floordiv = copysign(0.0, vx / wx);
-    }
-    *mod = m;
-}
-
-static int num_arith(struct tpl *t, int line, int op, const struct tv *a, const struct tv *b,
-                     struct tv *out)
-{
-    if (a->kind != TV_FLOAT && b->kind != TV_FLOAT) {
-        int64_t x = a->kind == TV_INT ? a->u.i : a->u.b, y = b->kind == TV_INT ? b->u.i : b->u.b, r;
-        switch (op) {
-        case OP_ADD:
-            if (__builtin_add_overflow(x, y, &r))
-                return tpl_overflow(t, line);
-            break;
-        case OP_SUB:
-            if (__builtin_sub_overflow(x, y, &r))
-                return tpl_overflow(t, line);
-            break;
-        case OP_MUL:
-            if (__builtin_mul_overflow(x, y, &r))
-                return tpl_overflow(t, line);
-            break;
-        case OP_DIV:
-            if (y == 0)
-                return tpl_fail(t, line, "division by zero");
-            *out = tv_float((double)x / (double)y);
-            return 0;
-        case OP_FLOORDIV:
-            if (y == 0)
-                return tpl_fail(t, line, "integer division or modulo by zero");
-            if (x == INT64_MIN && y == -1)
-                return tpl_overflow(t, line);
-            r = x / y;
-            if (x % y != 0 && ((x < 0) != (y < 0)))
-                r--;
-            break;
-        case OP_MOD:
-            if (y == 0)
-                return tpl_fail(t, line, "integer modulo by zero");
-            if (y == -1) {
-                r = 0;
-                break;
-            }
-            r = x % y;
-            if (r != 0 && ((r < 0) != (y < 0)))
-                r += y;
-            break;
-        default:                        /* OP_POW */
-            if (y < 0) {
-                if (x == 0)
-                    return tpl_fail(t, line, "0.0 cannot be raised to a negative power");
-                *out = tv_float(pow((double)x, (double)y));
-                return 0;
-            }
-            r = 1;
-            for (int64_t base = x, e = y; e; ) {
-                if ((e & 1) && __builtin_mul_overflow(r, base, &r))
-                    return tpl_overflow(t, line);
-                e >>= 1;
-                if (e && __builtin_mul_overflow(base, base, &base))
-                    return tpl_overflow(t, line);
-            }
-            break;
-        }
-        *out = tv_int(r);
-        return 0;
-    }
-    double x = a->kind == TV_FLOAT ? a->u.f : (double)(a->kind == TV_INT ? a->u.i : a->u.b);
-    double y = b->kind == TV_FLOAT ? b->u.f : (double)(b->kind == TV_INT ? b->u.i : b->u.b);
-    double fd, m;
-    switch (op) {
-    case OP_ADD: *out = tv_float(x + y); return 0;
-    case OP_SUB: *out = tv_float(x - y); return 0;
-    case OP_MUL: *out = tv_float(x * y); return 0;
-    case OP_DIV:
-        if (y == 0.0)
-            return tpl_fail(t, line, "float division by zero");
-        *out = tv_float(x / y);
-        return 0;
-    case OP_FLOORDIV:
-    case OP_MOD:
-        if (y == 0.0)
-            return tpl_fail(t, line, op == OP_MOD ? "float modulo" : "float floor division by zero");
-        py_fdivmod(x, y, &fd, &m);
-        *out = tv_float(op == OP_MOD ? m : fd);
-        return 0;
-    default:
-        if (x == 0.0 && y < 0)
-            return tpl_fail(t, line, "0.0 cannot be raised to a negative power");
-        if (x < 0 && isfinite(y) && y != floor(y))
-            return tpl_fail(t, line, "a negative number raised to a fractional power is complex");
-        m = pow(x, y);
-        if (isinf(m) && isfinite(x) && isfinite(y))
-            return tpl_fail(t, line, "(34, 'Numerical result out of range')");
-        *out = tv_float(m);
-        return 0;
-    }
-}
-
-
-static int repeat(struct tpl *t, int line, const struct tv *s, int64_t times, struct tv *out)
-{
-    if (times < 0 || (s->kind == TV_STR ? s->u.s.n : s->u.seq->n) == 0)
-        times = 0;                          /* nothing to repeat: no loop either */
-    if (s->kind == TV_STR) {
-        if (s->u.s.n && (uint64_t)times > tpl_mem_limit / s->u.s.n)
-            return tpl_charge(t, line, SIZE_MAX);
-        if (tpl_charge(t, line, s->u.s.n * (size_t)times) < 0)
-            return -1;
-        char *p = tpl_alloc(t, s->u.s.n * (size_t)times + 1);
-        if (!p)
-            return -1;
-        for (int64_t i = 0; i < times; i++)
-            memcpy(p + (size_t)i * s->u.s.n, s->u.s.p, s->u.s.n);
-        return tpl_new_str(t, line, p, s->u.s.n * (size_t)times, s->sub, out);
-    }
-    size_t n = s->u.seq->n;
-    if (n && (uint64_t)times > tpl_mem_limit / sizeof(struct tv) / n)
-        return tpl_charge(t, line, SIZE_MAX);
-    if (tv_new_seq(t, n * (size_t)times, s->sub, out) < 0)
-        return -1;
-    for (int64_t i = 0; i < times; i++)
-        memcpy(out->u.seq->v + (size_t)i * n, s->u.seq->v, n * sizeof(struct tv));
-    return 0;
-}
-
-int tpl_arith(struct tpl *t, int line, int op, const struct tv *a, const struct tv *b,
-                 struct tv *out)
-{
-    static const char *const opname[] = { "+", "-", "*", "/", "//", "%", "** or pow()" };
-    if (op == OP_MOD && a->kind == TV_STR)      /* str.__mod__ takes any operand */
-        return tpl_percent_format(t, line, a, b, out);
-    if (a->kind == TV_UNDEF)
-        return tv_undef_error(t, line, a);
-    if (b->kind == TV_UNDEF)
-        return tv_undef_error(t, line, b);
-    if (tv_isnum(a) && tv_isnum(b))
-        return num_arith(t, line, op, a, b, out);
-    if (op == OP_ADD && a->kind == TV_STR && b->kind == TV_STR) {
-        _cleanup_buf_ struct mini_buf buf = MINI_BUF_INIT;
-        bool markup = a->sub || b->sub;
-        if (markup && !a->sub)
-            tpl_html_escape(&buf, a->u.s.p, a->u.s.n);
-        else
-            mini_buf_append(&buf, a->u.s.p, a->u.s.n);
-        if (markup && !b->sub)
-            tpl_html_escape(&buf, b->u.s.p, b->u.s.n);
-        else
-            mini_buf_append(&buf, b->u.s.p, b->u.s.n);
-        return tv_from_buf(t, line, &buf, markup, out);
-    }
-    if (op == OP_ADD && a->kind == TV_SEQ && b->kind == TV_SEQ && a->sub == b->sub &&
-        (a->sub == SEQ_LIST || a->sub == SEQ_TUPLE)) {
-        size_t n1 = a->u.seq->n, n2 = b->u.seq->n;
-        if (tv_new_seq(t, n1 + n2, a->sub, out) < 0)
-            return -1;
-        if (n1)
-            memcpy(out->u.seq->v, a->u.seq->v, n1 * sizeof(struct tv));
-        if (n2)
-            memcpy(out->u.seq->v + n1, b->u.seq->v, n2 * sizeof(struct tv));
-        return 0;
-    }
-    if (op == OP_MUL) {
-        const struct tv *s = NULL, *k = NULL;
-        if (a->kind == TV_INT || a->kind == TV_BOOL)
-            s = b, k = a;
-        else if (b->kind == TV_INT || b->kind == TV_BOOL)
-            s = a, k = b;
-        if (s && (s->kind == TV_STR ||
-                  (s->kind == TV_SEQ && (s->sub == SEQ_LIST || s->sub == SEQ_TUPLE))))
-            return repeat(t, line, s, k->kind == TV_INT ? k->u.i : k->u.b, out);
-    }
-    return tpl_fail(t, line, "unsupported operand type(s) for %s: '%s' and '%s'", opname[op],
-                    tv_type(a), tv_type(b));
-}
-
-int tpl_contains(struct tpl *t, int line, const struct tv *seq, const struct tv *x, bool *out)
-{
-    *out = false;
-    switch (seq->kind) {
-    case TV_STR:
-        if (x->kind != TV_STR) {
-            if (tv_isstrict_undef(x))
-                return tv_undef_error(t, line, x);
-            return tpl_fail(t, line, "'in <string>' requires string as left operand, not %s",
-                            tv_type(x));
-        }
-        if (tpl_work(t, line, seq->u.s.n) < 0)
-            return -1;
-        *out = tpl_find(seq->u.s.p, seq->u.s.n, x->u.s.p, x->u.s.n) != NULL;
-        return 0;
-    case TV_SEQ:
-        for (size_t i = 0; i < seq->u.seq->n; i++) {
-            if (tpl_step(t, line) < 0 || tv_eq(t, line, &seq->u.seq->v[i], x, out) < 0)
-                return -1;
-            if (*out)
-                return 0;
-        }
-        return 0;
-    case TV_DICT: {
-        long i = tv_dict_find(t, line, seq->u.d, x);
-        if (i < -1)
-            return -1;
-        *out = i >= 0;
-        return 0;
-    }
-    case TV_UNDEF:
-        if (!seq->sub)
-            return tv_undef_error(t, line, seq);
-        return 0;
-    case TV_GEN: {                          /* consumes up to the match */
-        struct tgen *g = seq->u.gen;
-        if (tv_gen_ready(t, line, g) < 0)
-            return -1;
-        while (g->pos < g->seq->n) {
-            if (tpl_step(t, line) < 0 || tv_eq(t, line, &g->seq->v[g->pos++], x, out) < 0)
-                return -1;
-            if (*out)
-                return 0;
-        }
-        return 0;
-    }
-    default:
-        return tpl_fail(t, line, "argument of type '%s' is not iterable", tv_type(seq));
-    }
-}
-
-int tpl_compare(struct tpl *t, int line, int op, const struct tv *a, const struct tv *b, bool *out)
-{
-    int c;
-    switch (op) {
-    case CMP_EQ:
-    case CMP_NE:
-        if (tv_eq(t, line, a, b, out) < 0)
-            return -1;
-        if (op == CMP_NE)
-            *out = !*out;
-        return 0;
-    case CMP_IN:
-    case CMP_NOTIN:
-        if (tpl_contains(t, line, b, a, out) < 0)
-            return -1;
-        if (op == CMP_NOTIN)
-            *out = !*out;
-        return 0;
-    default:
-        if (tv_cmp(t, line, a, b, &c) < 0)
-            return -1;
-        if (c == 2)
-            *out = false;               /* NaN */
-        else
-            *out = op == CMP_LT ? c < 0 : op == CMP_LE ? c <= 0 : op == CMP_GT ? c > 0 : c >= 0;
-        return 0;
-    }
-}
-
 /* -------------------------------------------------------- expressions */
 
 static int lookup(struct tpl *t, int line, const char *name, size_t len, struct tv *out)
@@ -697,7 +415,7 @@ static int lookup(struct tpl *t, int line, const char *name, size_t len, struct 
     if (t->vars) {
         for (const cJSON *c = t->vars->child; c; c = c->next) {
             if (c->string && strlen(c->string) == len && memcmp(c->string, name, len) == 0) {
-                if (tv_from_json(t, c, out, 0) < 0 || frame_set(t, t->globals, c->string, len, out) < 0)
+                if (tpl_tv_from_json(t, c, out, 0) < 0 || frame_set(t, t->globals, c->string, len, out) < 0)
                     return -1;
                 return 0;
             }
@@ -711,7 +429,7 @@ static int lookup(struct tpl *t, int line, const char *name, size_t len, struct 
         if (strlen(globals[i].name) == len && memcmp(globals[i].name, name, len) == 0)
             return tpl_make_func(t, globals[i].id, NULL, globals[i].name, out);
     (void)line;
-    *out = tv_undef(t, "'%.*s' is undefined", (int)(len > 200 ? 200 : len), name);
+    *out = tpl_tv_undef(t, "'%.*s' is undefined", (int)(len > 200 ? 200 : len), name);
     return 0;
 }
 
@@ -752,18 +470,18 @@ static int eval_inner(struct tpl *t, const struct node *n, struct tv *out)
         return lookup(t, n->line, n->name, n->nlen, out);
     case N_TUPLE:
     case N_LIST:
-        if (tv_new_seq(t, n->nv, n->kind == N_TUPLE ? SEQ_TUPLE : SEQ_LIST, out) < 0)
+        if (tpl_tv_new_seq(t, n->nv, n->kind == N_TUPLE ? SEQ_TUPLE : SEQ_LIST, out) < 0)
             return -1;
         for (size_t i = 0; i < n->nv; i++)
             if (eval_expr(t, n->v[i], &out->u.seq->v[i]) < 0)
                 return -1;
         return 0;
     case N_DICT:
-        if (tv_new_dict(t, n->nv, out) < 0)
+        if (tpl_tv_new_dict(t, n->nv, out) < 0)
             return -1;
         for (size_t i = 0; i < n->nv; i++) {
             if (eval_expr(t, n->v[2 * i], &a) < 0 || eval_expr(t, n->v[2 * i + 1], &b) < 0 ||
-                tv_dict_set(t, n->line, out->u.d, &a, &b) < 0)
+                tpl_tv_dict_set(t, n->line, out->u.d, &a, &b) < 0)
                 return -1;
         }
         return 0;
@@ -775,10 +493,10 @@ static int eval_inner(struct tpl *t, const struct node *n, struct tv *out)
         /* A slice inside a tuple subscript, x[1:2, 3]: unhashable, and no
          * sequence accepts it as an index, so the lookup gives undefined. */
         const struct node *pn[3] = { n->a, n->b, n->x };
-        if (tv_new_seq(t, 3, SEQ_LIST, out) < 0)
+        if (tpl_tv_new_seq(t, 3, SEQ_LIST, out) < 0)
             return -1;
         for (int i = 0; i < 3; i++) {
-            out->u.seq->v[i] = tv_none();
+            out->u.seq->v[i] = tpl_tv_none();
             if (pn[i] && eval_expr(t, pn[i], &out->u.seq->v[i]) < 0)
                 return -1;
         }
@@ -819,37 +537,37 @@ static int eval_inner(struct tpl *t, const struct node *n, struct tv *out)
         return n->fn->fn(t, n->line, &a, &args, out);
     }
     case N_NOT:
-        if (eval_expr(t, n->a, &a) < 0 || tv_truth(t, n->line, &a, &r) < 0)
+        if (eval_expr(t, n->a, &a) < 0 || tpl_tv_truth(t, n->line, &a, &r) < 0)
             return -1;
-        *out = tv_bool(!r);
+        *out = tpl_tv_bool(!r);
         return 0;
     case N_NEG:
     case N_POS:
         if (eval_expr(t, n->a, &a) < 0)
             return -1;
         if (a.kind == TV_UNDEF)
-            return tv_undef_error(t, n->line, &a);
+            return tpl_tv_undef_error(t, n->line, &a);
         if (a.kind == TV_BOOL)
-            a = tv_int(a.u.b);
+            a = tpl_tv_int(a.u.b);
         if (a.kind == TV_INT) {
             if (n->kind == N_NEG && a.u.i == INT64_MIN)
                 return tpl_overflow(t, n->line);
-            *out = tv_int(n->kind == N_NEG ? -a.u.i : a.u.i);
+            *out = tpl_tv_int(n->kind == N_NEG ? -a.u.i : a.u.i);
             return 0;
         }
         if (a.kind == TV_FLOAT) {
-            *out = tv_float(n->kind == N_NEG ? -a.u.f : a.u.f);
+            *out = tpl_tv_float(n->kind == N_NEG ? -a.u.f : a.u.f);
             return 0;
         }
         return tpl_fail(t, n->line, "bad operand type for unary %c: '%s'", n->kind == N_NEG ? '-' : '+',
-                        tv_type(&a));
+                        tpl_tv_type(&a));
     case N_BIN:
         if (eval_expr(t, n->a, &a) < 0 || eval_expr(t, n->b, &b) < 0)
             return -1;
         return tpl_arith(t, n->line, n->op, &a, &b, out);
     case N_AND:
     case N_OR:
-        if (eval_expr(t, n->a, &a) < 0 || tv_truth(t, n->line, &a, &r) < 0)
+        if (eval_expr(t, n->a, &a) < 0 || tpl_tv_truth(t, n->line, &a, &r) < 0)
             return -1;
         if (r == (n->kind == N_OR)) {
             *out = a;
@@ -859,12 +577,12 @@ static int eval_inner(struct tpl *t, const struct node *n, struct tv *out)
     case N_CONCAT: {
         _cleanup_buf_ struct mini_buf buf = MINI_BUF_INIT;
         for (size_t i = 0; i < n->nv; i++) {
-            if (eval_expr(t, n->v[i], &a) < 0 || tv_str(t, n->line, &a, &buf) < 0)
+            if (eval_expr(t, n->v[i], &a) < 0 || tpl_tv_str(t, n->line, &a, &buf) < 0)
                 return -1;
-            if (buf.len > tpl_mem_limit)
+            if (buf.len > tpl_mem_limit(t))
                 return tpl_charge(t, n->line, SIZE_MAX);
         }
-        return tv_from_buf(t, n->line, &buf, false, out);
+        return tpl_tv_from_buf(t, n->line, &buf, false, out);
     }
     case N_CMP:
         if (eval_expr(t, n->v[0], &a) < 0)
@@ -876,16 +594,16 @@ static int eval_inner(struct tpl *t, const struct node *n, struct tv *out)
                 break;
             a = b;
         }
-        *out = tv_bool(r);
+        *out = tpl_tv_bool(r);
         return 0;
     case N_COND:
-        if (eval_expr(t, n->b, &a) < 0 || tv_truth(t, n->line, &a, &r) < 0)
+        if (eval_expr(t, n->b, &a) < 0 || tpl_tv_truth(t, n->line, &a, &r) < 0)
             return -1;
         if (r)
             return eval_expr(t, n->a, out);
         if (n->x)
             return eval_expr(t, n->x, out);
-        *out = tv_undef(t, "the inline if-expression evaluated to false and no else section was defined");
+        *out = tpl_tv_undef(t, "the inline if-expression evaluated to false and no else section was defined");
         out->sub = 1;                   /* Jinja uses the lenient Undefined here */
         return 0;
     default:
@@ -924,9 +642,9 @@ struct try_state { bool failed; struct mini_err e; };
 
 static void try_begin(struct tpl *t, struct try_state *s)
 {
-    s->failed = t->failed;
-    if (t->e)
-        s->e = *t->e;
+    s->failed = t->a.failed;
+    if (t->a.e)
+        s->e = *t->a.e;
 }
 
 /* Forget an error raised while trying (Jinja's `except Exception: raise
@@ -935,9 +653,9 @@ static int try_end(struct tpl *t, struct try_state *s, int r)
 {
     if (r == FOLD_CONST)
         return r;
-    t->failed = s->failed;
-    if (t->e)
-        *t->e = s->e;
+    t->a.failed = s->failed;
+    if (t->a.e)
+        *t->a.e = s->e;
     return FOLD_NO;
 }
 
@@ -1009,7 +727,7 @@ static int const_slice(struct tpl *t, const struct node *n, struct tv *obj, stru
             ints = false;
     if (!sliceable || !ints) {
         char buf[64];
-        *out = tv_undef(t, "%s has no element slice(...)", type_repr(obj, buf, sizeof buf));
+        *out = tpl_tv_undef(t, "%s has no element slice(...)", type_repr(obj, buf, sizeof buf));
         return FOLD_CONST;
     }
     /* Evaluate the real slice on constant nodes. */
@@ -1046,7 +764,7 @@ static int as_const(struct tpl *t, const struct node *n, struct tv *out)
         break;
     case N_TUPLE:
     case N_LIST:
-        if (tv_new_seq(t, n->nv, n->kind == N_TUPLE ? SEQ_TUPLE : SEQ_LIST, out) < 0) {
+        if (tpl_tv_new_seq(t, n->nv, n->kind == N_TUPLE ? SEQ_TUPLE : SEQ_LIST, out) < 0) {
             r = FOLD_ERR;
             break;
         }
@@ -1055,7 +773,7 @@ static int as_const(struct tpl *t, const struct node *n, struct tv *out)
             r = as_const(t, n->v[i], &out->u.seq->v[i]);
         break;
     case N_DICT:
-        if (tv_new_dict(t, n->nv, out) < 0) {
+        if (tpl_tv_new_dict(t, n->nv, out) < 0) {
             r = FOLD_ERR;
             break;
         }
@@ -1063,7 +781,7 @@ static int as_const(struct tpl *t, const struct node *n, struct tv *out)
         for (size_t i = 0; i < n->nv && r == FOLD_CONST; i++) {
             if ((r = as_const(t, n->v[2 * i], &a)) == FOLD_CONST &&
                 (r = as_const(t, n->v[2 * i + 1], &b)) == FOLD_CONST &&
-                tv_dict_set(t, n->line, out->u.d, &a, &b) < 0)
+                tpl_tv_dict_set(t, n->line, out->u.d, &a, &b) < 0)
                 r = FOLD_ERR;               /* dict() raises TypeError: not caught */
         }
         break;
@@ -1119,10 +837,10 @@ static int as_const(struct tpl *t, const struct node *n, struct tv *out)
                 if (tpl_arith(t, n->line, n->op, &a, &b, out) < 0)
                     r = FOLD_ERR;
             } else if (n->kind == N_NOT) {
-                if (tv_truth(t, n->line, &a, &truth) < 0)
+                if (tpl_tv_truth(t, n->line, &a, &truth) < 0)
                     r = FOLD_ERR;
                 else
-                    *out = tv_bool(!truth);
+                    *out = tpl_tv_bool(!truth);
             } else {
                 struct node tmp = *n, c = { .kind = N_CONST, .line = n->line, .c = a };
                 tmp.a = &c;
@@ -1136,7 +854,7 @@ static int as_const(struct tpl *t, const struct node *n, struct tv *out)
     case N_OR:
         if ((r = as_const(t, n->a, &a)) != FOLD_CONST)
             break;
-        if (tv_truth(t, n->line, &a, &truth) < 0) {
+        if (tpl_tv_truth(t, n->line, &a, &truth) < 0) {
             r = FOLD_ERR;                   /* bool() of an undefined escapes */
             break;
         }
@@ -1149,9 +867,9 @@ static int as_const(struct tpl *t, const struct node *n, struct tv *out)
         _cleanup_buf_ struct mini_buf buf = MINI_BUF_INIT;
         r = FOLD_CONST;
         for (size_t i = 0; i < n->nv && r == FOLD_CONST; i++)
-            if ((r = as_const(t, n->v[i], &a)) == FOLD_CONST && tv_str(t, n->line, &a, &buf) < 0)
+            if ((r = as_const(t, n->v[i], &a)) == FOLD_CONST && tpl_tv_str(t, n->line, &a, &buf) < 0)
                 r = FOLD_ERR;               /* str() of an undefined escapes */
-        if (r == FOLD_CONST && tv_from_buf(t, n->line, &buf, false, out) < 0)
+        if (r == FOLD_CONST && tpl_tv_from_buf(t, n->line, &buf, false, out) < 0)
             r = FOLD_ERR;
         break;
     }
@@ -1166,13 +884,13 @@ static int as_const(struct tpl *t, const struct node *n, struct tv *out)
                 r = FOLD_ERR;
             a = b;
         }
-        *out = tv_bool(truth);
+        *out = tpl_tv_bool(truth);
         r = try_end(t, &ts, r);
         break;
     case N_COND:
         if ((r = as_const(t, n->b, &a)) != FOLD_CONST)
             break;
-        if (tv_truth(t, n->line, &a, &truth) < 0) {
+        if (tpl_tv_truth(t, n->line, &a, &truth) < 0) {
             r = FOLD_ERR;
             break;
         }
@@ -1266,7 +984,7 @@ static int fold_output(struct tpl *t, struct stmt *s)
     _cleanup_buf_ struct mini_buf b = MINI_BUF_INIT;
     try_begin(t, &ts);
     int r = as_const(t, s->expr, &v);
-    if (r == FOLD_CONST && (tv_str(t, s->line, &v, &b) < 0 || tv_from_buf(t, s->line, &b, false, &text) < 0))
+    if (r == FOLD_CONST && (tpl_tv_str(t, s->line, &v, &b) < 0 || tpl_tv_from_buf(t, s->line, &b, false, &text) < 0))
         r = FOLD_ERR;
     if (try_end(t, &ts, r) != FOLD_CONST)
         return 0;
@@ -1304,12 +1022,12 @@ static int assign(struct tpl *t, int line, const struct node *target, const stru
             return -1;
         if (ns.kind != TV_NS)
             return tpl_fail(t, line, "can't assign attribute on non-namespace object");
-        struct tv key = tv_strn(target->name, target->nlen);
-        return tv_dict_set(t, line, ns.u.d, &key, v);
+        struct tv key = tpl_tv_strn(target->name, target->nlen);
+        return tpl_tv_dict_set(t, line, ns.u.d, &key, v);
     }
     /* N_TUPLE: unpack */
     struct tseq *items;
-    if (tv_iter(t, line, v, &items) < 0)
+    if (tpl_tv_iter(t, line, v, &items) < 0)
         return -1;
     if (items->n != target->nv) {
         if (items->n > target->nv)
@@ -1336,7 +1054,7 @@ int tpl_run_for(struct tpl *t, const struct stmt *st, const struct tv *iterable,
     struct tseq *items;
     struct frame *outer = t->scope;
     int rc = -1;
-    if (tv_iter(t, st->line, iterable, &items) < 0)
+    if (tpl_tv_iter(t, st->line, iterable, &items) < 0)
         return -1;
     if (st->cond) {
         struct tseq *kept = tpl_alloc(t, sizeof *kept);
@@ -1349,7 +1067,7 @@ int tpl_run_for(struct tpl *t, const struct stmt *st, const struct tv *iterable,
             bool keep;
             f.n = 0;
             if (tpl_step(t, st->line) < 0 || assign(t, st->line, st->target, &items->v[i]) < 0 ||
-                eval_expr(t, st->cond, &c) < 0 || tv_truth(t, st->line, &c, &keep) < 0)
+                eval_expr(t, st->cond, &c) < 0 || tpl_tv_truth(t, st->line, &c, &keep) < 0)
                 goto out;
             if (keep)
                 kept->v[kept->n++] = items->v[i];
@@ -1393,7 +1111,7 @@ static int render_to_str(struct tpl *t, const struct body *b, struct tv *out)
     int rc = exec_body(t, b);
     t->out = saved;
     if (rc == 0)
-        rc = tv_from_buf(t, 0, &buf, false, out);
+        rc = tpl_tv_from_buf(t, 0, &buf, false, out);
     mini_buf_free(&buf);
     return rc;
 }
@@ -1416,12 +1134,12 @@ static int exec_stmt(struct tpl *t, const struct stmt *s)
         return emit_out(t, s->line, s->data, s->dlen);
     case S_OUT: {
         size_t before = t->out->len;
-        if (eval_expr(t, s->expr, &v) < 0 || tv_str(t, s->line, &v, t->out) < 0)
+        if (eval_expr(t, s->expr, &v) < 0 || tpl_tv_str(t, s->line, &v, t->out) < 0)
             return -1;
         return tpl_charge(t, s->line, t->out->len - before);
     }
     case S_IF:
-        if (eval_expr(t, s->expr, &v) < 0 || tv_truth(t, s->line, &v, &r) < 0)
+        if (eval_expr(t, s->expr, &v) < 0 || tpl_tv_truth(t, s->line, &v, &r) < 0)
             return -1;
         return exec_body(t, r ? &s->body : &s->orelse);
     case S_FOR:
@@ -1456,7 +1174,7 @@ static int exec_stmt(struct tpl *t, const struct stmt *s)
         if (rc < 0 || apply_chain(t, s->filter, &v, &fv) < 0)
             return -1;
         size_t before = t->out->len;
-        if (tv_str(t, s->line, &fv, t->out) < 0)
+        if (tpl_tv_str(t, s->line, &fv, t->out) < 0)
             return -1;
         return tpl_charge(t, s->line, t->out->len - before);
     }

@@ -1,7 +1,6 @@
-/* Template values with Python semantics: UTF-8 and Unicode case mapping,
- * str() / repr(), equality and ordering, len(), iteration, json.dumps. */
-#include "template_int.h"
-#include "template_unicode.h"
+/* Template values with Python semantics: str() / repr(), equality and
+ * ordering, len(), iteration, json.dumps, Python's number parsers. */
+#include "internal.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -13,358 +12,9 @@
 
 #include "mini/cleanup.h"
 
-/* ---------------------------------------------------------------- UTF-8 */
-
-uint32_t u8_decode(const char *p, size_t n, size_t *len)
-{
-    const unsigned char *s = (const unsigned char *)p;
-    unsigned c = s[0];
-    size_t need;
-    uint32_t cp;
-
-    if (c < 0x80) {
-        *len = 1;
-        return c;
-    }
-    if (c >= 0xC2 && c <= 0xDF) {
-        need = 1;
-        cp = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        need = 2;
-        cp = c & 0x0F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        need = 3;
-        cp = c & 0x07;
-    } else {
-        *len = 1;                       /* a stray byte counts as one character */
-        return 0xFFFD;
-    }
-    if (need >= n) {
-        *len = 1;
-        return 0xFFFD;
-    }
-    for (size_t i = 1; i <= need; i++) {
-        if ((s[i] & 0xC0) != 0x80) {
-            *len = 1;
-            return 0xFFFD;
-        }
-        cp = cp << 6 | (s[i] & 0x3F);
-    }
-    *len = need + 1;
-    return cp;
-}
-
-size_t u8_count(const char *p, size_t n)
-{
-    size_t count = 0, i = 0, l;
-    while (i < n) {
-        if ((unsigned char)p[i] < 0x80) {
-            i++;
-        } else {
-            u8_decode(p + i, n - i, &l);
-            i += l;
-        }
-        count++;
-    }
-    return count;
-}
-
-size_t u8_offset(const char *p, size_t n, size_t idx)
-{
-    size_t i = 0, l;
-    while (idx > 0 && i < n) {
-        if ((unsigned char)p[i] < 0x80) {
-            i++;
-        } else {
-            u8_decode(p + i, n - i, &l);
-            i += l;
-        }
-        idx--;
-    }
-    return i;
-}
-
-int u8_put(struct mini_buf *b, uint32_t cp)
-{
-    char s[4];
-    size_t n;
-    if (cp < 0x80) {
-        s[0] = (char)cp;
-        n = 1;
-    } else if (cp < 0x800) {
-        s[0] = (char)(0xC0 | cp >> 6);
-        s[1] = (char)(0x80 | (cp & 0x3F));
-        n = 2;
-    } else if (cp < 0x10000) {
-        s[0] = (char)(0xE0 | cp >> 12);
-        s[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        s[2] = (char)(0x80 | (cp & 0x3F));
-        n = 3;
-    } else {
-        s[0] = (char)(0xF0 | cp >> 18);
-        s[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-        s[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        s[3] = (char)(0x80 | (cp & 0x3F));
-        n = 4;
-    }
-    return mini_buf_append(b, s, n);
-}
-
-/* Start of the code point before byte offset i (i > 0). */
-static size_t u8_prev(const char *p, size_t i)
-{
-    size_t j = i - 1;
-    while (j > 0 && i - j < 4 && ((unsigned char)p[j] & 0xC0) == 0x80)
-        j--;
-    return j;
-}
-
-/* -------------------------------------------------------------- Unicode */
-
-bool uni_isspace(uint32_t c)
-{
-    if (c < 0x80)
-        return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20);
-    return c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) ||
-           c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
-}
-
-bool uni_islinebreak(uint32_t c)
-{
-    return (c >= 0x0A && c <= 0x0D) || (c >= 0x1C && c <= 0x1E) || c == 0x85 ||
-           c == 0x2028 || c == 0x2029;
-}
-
-static bool in_ranges(const struct tpl_range *r, size_t n, uint32_t c)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (c < r[mid].lo)
-            hi = mid;
-        else if (c > r[mid].hi)
-            lo = mid + 1;
-        else
-            return true;
-    }
-    return false;
-}
-
-static bool uni_printable(uint32_t c)
-{
-    if (c < 0x80)
-        return c >= 0x20 && c < 0x7F;
-    return !in_ranges(tpl_nonprintable, MINI_ARRAY_SIZE(tpl_nonprintable), c);
-}
-
-bool uni_cased(uint32_t c)
-{
-    if (c < 0x80)
-        return (c | 0x20) >= 'a' && (c | 0x20) <= 'z';
-    return in_ranges(tpl_cased, MINI_ARRAY_SIZE(tpl_cased), c);
-}
-
-bool uni_is(uint32_t c, int what)
-{
-    if (c < 0x80) {
-        bool alpha = (c | 0x20) >= 'a' && (c | 0x20) <= 'z', digit = c >= '0' && c <= '9';
-        return what == UNI_ALPHA ? alpha : what == UNI_ALNUM ? alpha || digit : digit;
-    }
-    switch (what) {
-    case UNI_ALPHA: return in_ranges(tpl_alpha, MINI_ARRAY_SIZE(tpl_alpha), c);
-    case UNI_NUMERIC: return in_ranges(tpl_numeric, MINI_ARRAY_SIZE(tpl_numeric), c);
-    case UNI_DIGIT: return in_ranges(tpl_digit, MINI_ARRAY_SIZE(tpl_digit), c);
-    case UNI_DECIMAL: return in_ranges(tpl_decimal, MINI_ARRAY_SIZE(tpl_decimal), c);
-    default:
-        return in_ranges(tpl_alpha, MINI_ARRAY_SIZE(tpl_alpha), c) ||
-               in_ranges(tpl_numeric, MINI_ARRAY_SIZE(tpl_numeric), c);
-    }
-}
-
-static bool uni_case_ignorable(uint32_t c)
-{
-    return in_ranges(tpl_case_ignorable, MINI_ARRAY_SIZE(tpl_case_ignorable), c);
-}
-
-/* The single-code-point mapping of c in runs r, if any. */
-static bool run_map(const struct tpl_case_run *r, size_t n, uint32_t c, uint32_t *out)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {                   /* last run with start <= c */
-        size_t mid = lo + (hi - lo) / 2;
-        if (r[mid].start <= c)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo == 0)
-        return false;
-    const struct tpl_case_run *x = &r[lo - 1];
-    uint32_t off = c - x->start;
-    if (off % x->stride || off / x->stride >= x->count)
-        return false;
-    *out = (uint32_t)((int64_t)c + x->delta);
-    return true;
-}
-
-static const struct tpl_case_multi *multi_map(const struct tpl_case_multi *m, size_t n, uint32_t c)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (m[mid].cp == c)
-            return &m[mid];
-        if (m[mid].cp < c)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
-}
-
-#define MAP(kind, c, out) \
-    ((m = multi_map(tpl_##kind##_multi, MINI_ARRAY_SIZE(tpl_##kind##_multi), c)) != NULL \
-         ? (memcpy(out, m->to, sizeof m->to), 1) \
-         : run_map(tpl_##kind##_runs, MINI_ARRAY_SIZE(tpl_##kind##_runs), c, &out[0]) \
-             ? (out[1] = out[2] = 0, 1) : 0)
-
-/* Full case mapping of c into out[0..3) (zero padded). */
-static void map_upper(uint32_t c, uint32_t out[3])
-{
-    const struct tpl_case_multi *m;
-    if (c < 0x80) {
-        out[0] = (c >= 'a' && c <= 'z') ? c - 32 : c;
-        out[1] = out[2] = 0;
-        return;
-    }
-    if (!MAP(upper, c, out)) {
-        out[0] = c;
-        out[1] = out[2] = 0;
-    }
-}
-
-static void map_title(uint32_t c, uint32_t out[3])
-{
-    const struct tpl_case_multi *m;
-    if (c >= 0x80 && MAP(title, c, out))
-        return;
-    map_upper(c, out);
-}
-
-/* Lower mapping of the code point at byte offset i of p[0..n), with
- * Python's final-sigma rule. */
-static void map_lower(const char *p, size_t n, size_t i, uint32_t c, size_t clen, uint32_t out[3])
-{
-    const struct tpl_case_multi *m;
-    out[1] = out[2] = 0;
-    if (c < 0x80) {
-        out[0] = (c >= 'A' && c <= 'Z') ? c + 32 : c;
-        return;
-    }
-    if (c == 0x3A3) {
-        size_t j = i, l;
-        uint32_t d = 0;
-        bool final = false;
-        while (j > 0) {
-            j = u8_prev(p, j);
-            d = u8_decode(p + j, n - j, &l);
-            if (!uni_case_ignorable(d)) {
-                final = uni_cased(d);
-                break;
-            }
-        }
-        if (final) {
-            for (j = i + clen; j < n; j += l) {
-                d = u8_decode(p + j, n - j, &l);
-                if (!uni_case_ignorable(d))
-                    break;
-            }
-            final = j >= n || !uni_cased(d);
-        }
-        out[0] = final ? 0x3C2 : 0x3C3;
-        return;
-    }
-    if (!MAP(lower, c, out))
-        out[0] = c;
-}
-
-int uni_case(struct mini_buf *b, const char *p, size_t n, int how)
-{
-    bool prev_cased = false;
-    uint32_t out[3];
-    size_t l;
-    for (size_t i = 0; i < n; i += l) {
-        uint32_t c = u8_decode(p + i, n - i, &l);
-        switch (how) {
-        case CASE_UPPER:
-            map_upper(c, out);
-            break;
-        case CASE_LOWER:
-            map_lower(p, n, i, c, l, out);
-            break;
-        case CASE_TITLE:
-            if (prev_cased)
-                map_lower(p, n, i, c, l, out);
-            else
-                map_title(c, out);
-            prev_cased = uni_cased(c);
-            break;
-        default:                        /* CASE_CAPITALIZE */
-            if (i == 0)
-                map_title(c, out);
-            else
-                map_lower(p, n, i, c, l, out);
-            break;
-        }
-        for (int k = 0; k < 3 && (k == 0 || out[k]); k++)
-            if (u8_put(b, out[k]) < 0)
-                return -1;
-    }
-    return 0;
-}
-
-/* Python's str.islower()/isupper() (the Lowercase/Uppercase properties are
- * approximated from the case mappings). */
-static bool cp_isupper(uint32_t c)
-{
-    uint32_t out[3];
-    if (!uni_cased(c))
-        return false;
-    map_lower("", 0, 0, c == 0x3A3 ? 0x3A3 : c, 1, out);
-    return out[0] != c || out[1];
-}
-
-bool uni_islower_str(const char *p, size_t n)
-{
-    bool cased = false;
-    size_t l;
-    for (size_t i = 0; i < n; i += l) {
-        uint32_t c = u8_decode(p + i, n - i, &l);
-        if (cp_isupper(c))
-            return false;
-        if (uni_cased(c))
-            cased = true;
-    }
-    return cased;
-}
-
-bool uni_isupper_str(const char *p, size_t n)
-{
-    bool cased = false;
-    size_t l;
-    for (size_t i = 0; i < n; i += l) {
-        uint32_t c = u8_decode(p + i, n - i, &l);
-        if (uni_cased(c) && !cp_isupper(c))
-            return false;
-        if (uni_cased(c))
-            cased = true;
-    }
-    return cased;
-}
-
 /* --------------------------------------------------------------- values */
 
-struct tv tv_undef(struct tpl *t, const char *fmt, ...)
+struct tv tpl_tv_undef(struct tpl *t, const char *fmt, ...)
 {
     char msg[300];
     va_list ap;
@@ -378,12 +28,12 @@ struct tv tv_undef(struct tpl *t, const char *fmt, ...)
     return v;
 }
 
-int tv_undef_error(struct tpl *t, int line, const struct tv *v)
+int tpl_tv_undef_error(struct tpl *t, int line, const struct tv *v)
 {
     return tpl_fail(t, line, "%s", v->u.undef ? v->u.undef : "value is undefined");
 }
 
-const char *tv_type(const struct tv *v)
+const char *tpl_tv_type(const struct tv *v)
 {
     static const char *const seqs[] = {
         [SEQ_LIST] = "list", [SEQ_TUPLE] = "tuple", [SEQ_ITEMS] = "dict_items",
@@ -405,20 +55,20 @@ const char *tv_type(const struct tv *v)
     }
 }
 
-int tv_from_buf(struct tpl *t, int line, struct mini_buf *b, bool markup, struct tv *out)
+int tpl_tv_from_buf(struct tpl *t, int line, struct mini_buf *b, bool markup, struct tv *out)
 {
     if (tpl_charge(t, line, b->len) < 0)
         return -1;
     char *p = tpl_memdup(t, b->data ? b->data : "", b->len);
     if (!p)
         return -1;
-    *out = tv_strn(p, b->len);
+    *out = tpl_tv_strn(p, b->len);
     out->sub = markup;
     mini_buf_reset(b);
     return 0;
 }
 
-int tv_new_seq(struct tpl *t, size_t n, int kind, struct tv *out)
+int tpl_tv_new_seq(struct tpl *t, size_t n, int kind, struct tv *out)
 {
     struct tseq *s = tpl_alloc(t, sizeof *s);
     if (!s)
@@ -437,7 +87,7 @@ int tv_new_seq(struct tpl *t, size_t n, int kind, struct tv *out)
     return 0;
 }
 
-int tv_new_dict(struct tpl *t, size_t cap, struct tv *out)
+int tpl_tv_new_dict(struct tpl *t, size_t cap, struct tv *out)
 {
     struct tdict *d = tpl_alloc(t, sizeof *d);
     if (!d)
@@ -457,24 +107,24 @@ int tv_new_dict(struct tpl *t, size_t cap, struct tv *out)
     return 0;
 }
 
-bool tv_hashable(const struct tv *v)
+bool tpl_tv_hashable(const struct tv *v)
 {
-    if (tv_isstrict_undef(v) || v->kind == TV_DICT ||
+    if (tpl_tv_isstrict_undef(v) || v->kind == TV_DICT ||
         (v->kind == TV_SEQ && v->sub != SEQ_TUPLE && v->sub != SEQ_RANGE))
         return false;
     if (v->kind == TV_SEQ && v->sub == SEQ_TUPLE)
         for (size_t i = 0; i < v->u.seq->n; i++)
-            if (!tv_hashable(&v->u.seq->v[i]))
+            if (!tpl_tv_hashable(&v->u.seq->v[i]))
                 return false;
     return true;
 }
 
-long tv_dict_find(struct tpl *t, int line, const struct tdict *d, const struct tv *k)
+long tpl_tv_dict_find(struct tpl *t, int line, const struct tdict *d, const struct tv *k)
 {
-    if (tv_isstrict_undef(k))
-        return tv_undef_error(t, line, k) - 1;
-    if (!tv_hashable(k))
-        return tpl_fail(t, line, "unhashable type: '%s'", tv_type(k)) - 1;
+    if (tpl_tv_isstrict_undef(k))
+        return tpl_tv_undef_error(t, line, k) - 1;
+    if (!tpl_tv_hashable(k))
+        return tpl_fail(t, line, "unhashable type: '%s'", tpl_tv_type(k)) - 1;
     for (size_t i = 0; i < d->n; i++) {
         const struct tv *x = &d->k[i];
         /* Fast path for the common case: string keys. */
@@ -484,7 +134,7 @@ long tv_dict_find(struct tpl *t, int line, const struct tdict *d, const struct t
             continue;
         }
         bool eq;
-        if (tv_eq(t, line, x, k, &eq) < 0)
+        if (tpl_tv_eq(t, line, x, k, &eq) < 0)
             return -2;
         if (eq)
             return (long)i;
@@ -492,9 +142,9 @@ long tv_dict_find(struct tpl *t, int line, const struct tdict *d, const struct t
     return -1;
 }
 
-int tv_dict_set(struct tpl *t, int line, struct tdict *d, const struct tv *k, const struct tv *v)
+int tpl_tv_dict_set(struct tpl *t, int line, struct tdict *d, const struct tv *k, const struct tv *v)
 {
-    long i = tv_dict_find(t, line, d, k);
+    long i = tpl_tv_dict_find(t, line, d, k);
     if (i < -1)
         return -1;
     if (i >= 0) {
@@ -561,25 +211,25 @@ static int raw_number(struct tpl *t, const char *s, struct tv *out)
     if (n == 0 || s[n] != 0)
         return tpl_fail(t, 0, "a raw JSON variable must be a number, not \"%.40s\"", s);
     if (strpbrk(s, ".eE")) {
-        *out = tv_float(strtod(s, NULL));
+        *out = tpl_tv_float(strtod(s, NULL));
         return 0;
     }
     int64_t v;
     bool overflow;
-    if (py_parse_int(s, n, 10, &v, &overflow) < 0 || overflow)
+    if (tpl_parse_int(s, n, 10, &v, &overflow) < 0 || overflow)
         return tpl_fail(t, 0, "integer variable %.40s is too large (ints are 64-bit)", s);
-    *out = tv_int(v);
+    *out = tpl_tv_int(v);
     return 0;
 }
 
-int tv_from_json(struct tpl *t, const cJSON *j, struct tv *out, int depth)
+int tpl_tv_from_json(struct tpl *t, const cJSON *j, struct tv *out, int depth)
 {
     if (depth > TPL_MAX_DEPTH)
         return tpl_fail(t, 0, "variables nest deeper than %d levels", TPL_MAX_DEPTH);
     if (!j || cJSON_IsNull(j) || cJSON_IsInvalid(j)) {
-        *out = tv_none();
+        *out = tpl_tv_none();
     } else if (cJSON_IsBool(j)) {
-        *out = tv_bool(cJSON_IsTrue(j));
+        *out = tpl_tv_bool(cJSON_IsTrue(j));
     } else if (cJSON_IsNumber(j)) {
         double d = j->valuedouble;
         const char *text = j->valuestring;
@@ -591,48 +241,48 @@ int tv_from_json(struct tpl *t, const cJSON *j, struct tv *out, int depth)
             bool ovf;
             const char *digits = *text == '+' ? text + 1 : text;
             if (strpbrk(text, ".eEnN"))
-                *out = tv_float(d);
-            else if (py_parse_int(digits, strlen(digits), 10, &v, &ovf) == 0 && !ovf)
-                *out = tv_int(v);
+                *out = tpl_tv_float(d);
+            else if (tpl_parse_int(digits, strlen(digits), 10, &v, &ovf) == 0 && !ovf)
+                *out = tpl_tv_int(v);
             else if (isfinite(d) && d == floor(d) && fabs(d) < 9223372036854775808.0)
-                *out = tv_int((int64_t)d);
+                *out = tpl_tv_int((int64_t)d);
             else
-                *out = tv_float(d);
+                *out = tpl_tv_float(d);
         } else if (isfinite(d) && d == floor(d) && fabs(d) <= 9007199254740992.0) {
-            *out = tv_int((int64_t)d);
+            *out = tpl_tv_int((int64_t)d);
         } else {
-            *out = tv_float(d);
+            *out = tpl_tv_float(d);
         }
     } else if (cJSON_IsRaw(j)) {
         return raw_number(t, j->valuestring ? j->valuestring : "", out);
     } else if (cJSON_IsString(j)) {
         const char *s = j->valuestring ? j->valuestring : "";
-        *out = tv_strn(s, strlen(s));
+        *out = tpl_tv_strn(s, strlen(s));
     } else if (cJSON_IsArray(j)) {
         size_t n = 0;
         for (const cJSON *c = j->child; c; c = c->next)
             n++;
-        if (tv_new_seq(t, n, SEQ_LIST, out) < 0)
+        if (tpl_tv_new_seq(t, n, SEQ_LIST, out) < 0)
             return -1;
         size_t i = 0;
         for (const cJSON *c = j->child; c; c = c->next)
-            if (tv_from_json(t, c, &out->u.seq->v[i++], depth + 1) < 0)
+            if (tpl_tv_from_json(t, c, &out->u.seq->v[i++], depth + 1) < 0)
                 return -1;
     } else if (cJSON_IsObject(j)) {
         size_t n = 0;
         for (const cJSON *c = j->child; c; c = c->next)
             n++;
-        if (tv_new_dict(t, n, out) < 0)
+        if (tpl_tv_new_dict(t, n, out) < 0)
             return -1;
         struct tdict *d = out->u.d;
         for (const cJSON *c = j->child; c; c = c->next) {
-            struct tv k = tv_strn(c->string ? c->string : "", c->string ? strlen(c->string) : 0);
+            struct tv k = tpl_tv_strn(c->string ? c->string : "", c->string ? strlen(c->string) : 0);
             struct tv v;
-            if (tv_from_json(t, c, &v, depth + 1) < 0)
+            if (tpl_tv_from_json(t, c, &v, depth + 1) < 0)
                 return -1;
             /* A repeated key keeps its last value, as Python's json does
              * (checked for small objects only: the check is quadratic). */
-            long at = n <= 256 ? tv_dict_find(t, 0, d, &k) : -1;
+            long at = n <= 256 ? tpl_tv_dict_find(t, 0, d, &k) : -1;
             if (at >= 0) {
                 d->v[at] = v;
                 continue;
@@ -641,17 +291,17 @@ int tv_from_json(struct tpl *t, const cJSON *j, struct tv *out, int depth)
             d->v[d->n++] = v;
         }
     } else {
-        *out = tv_none();
+        *out = tpl_tv_none();
     }
     return 0;
 }
 
-int tv_truth(struct tpl *t, int line, const struct tv *v, bool *out)
+int tpl_tv_truth(struct tpl *t, int line, const struct tv *v, bool *out)
 {
     switch (v->kind) {
     case TV_UNDEF:
         if (!v->sub)
-            return tv_undef_error(t, line, v);
+            return tpl_tv_undef_error(t, line, v);
         *out = false;
         break;
     case TV_NONE: *out = false; break;
@@ -668,7 +318,7 @@ int tv_truth(struct tpl *t, int line, const struct tv *v, bool *out)
 
 /* ------------------------------------------------------------- printing */
 
-void fmt_float(struct mini_buf *b, double x)
+void tpl_fmt_float(struct mini_buf *b, double x)
 {
     if (isnan(x)) {
         mini_buf_puts(b, "nan");
@@ -733,7 +383,7 @@ static int str_repr(struct mini_buf *b, const char *p, size_t n)
     mini_buf_putc(b, quote);
     size_t l;
     for (size_t i = 0; i < n; i += l) {
-        uint32_t c = u8_decode(p + i, n - i, &l);
+        uint32_t c = tpl_u8_decode(p + i, n - i, &l);
         if (c == (uint32_t)quote || c == '\\') {
             mini_buf_putc(b, '\\');
             mini_buf_putc(b, (char)c);
@@ -747,7 +397,7 @@ static int str_repr(struct mini_buf *b, const char *p, size_t n)
             mini_buf_printf(b, "\\x%02x", c);
         } else if (c < 0x7F) {
             mini_buf_putc(b, (char)c);
-        } else if (uni_printable(c)) {
+        } else if (tpl_uni_printable(c)) {
             mini_buf_append(b, p + i, l);
         } else if (c <= 0xFF) {
             mini_buf_printf(b, "\\x%02x", c);
@@ -817,7 +467,7 @@ static int repr_rec(struct repr_ctx *c, const struct tv *v)
         return tpl_fail(c->t, c->line, "maximum recursion depth exceeded while printing a value");
     if (tpl_step(c->t, c->line) < 0)
         return -1;
-    if (b->len > tpl_mem_limit)
+    if (b->len > tpl_mem_limit(c->t))
         return tpl_fail(c->t, c->line, "value too large to print");
     switch (v->kind) {
     case TV_UNDEF:
@@ -872,11 +522,11 @@ static int repr_rec(struct repr_ctx *c, const struct tv *v)
             return -1;
         return mini_buf_putc(b, '>');
     default:
-        return tv_str(c->t, c->line, v, b);
+        return tpl_tv_str(c->t, c->line, v, b);
     }
 }
 
-int tv_repr(struct tpl *t, int line, const struct tv *v, struct mini_buf *b)
+int tpl_tv_repr(struct tpl *t, int line, const struct tv *v, struct mini_buf *b)
 {
     struct repr_ctx *c = malloc(sizeof *c);
     if (!c)
@@ -892,39 +542,39 @@ int tv_repr(struct tpl *t, int line, const struct tv *v, struct mini_buf *b)
     return b->data || b->len == 0 ? 0 : tpl_oom(t);
 }
 
-int tv_str(struct tpl *t, int line, const struct tv *v, struct mini_buf *b)
+int tpl_tv_str(struct tpl *t, int line, const struct tv *v, struct mini_buf *b)
 {
     int r = 0;
     switch (v->kind) {
     case TV_UNDEF:
         if (!v->sub)
-            return tv_undef_error(t, line, v);
+            return tpl_tv_undef_error(t, line, v);
         return 0;
     case TV_NONE: r = mini_buf_puts(b, "None"); break;
     case TV_BOOL: r = mini_buf_puts(b, v->u.b ? "True" : "False"); break;
     case TV_INT: r = mini_buf_printf(b, "%" PRId64, v->u.i); break;
-    case TV_FLOAT: fmt_float(b, v->u.f); break;
+    case TV_FLOAT: tpl_fmt_float(b, v->u.f); break;
     case TV_STR: r = mini_buf_append(b, v->u.s.p, v->u.s.n); break;
     case TV_LOOP:
     case TV_FUNC:
     case TV_GEN: r = tpl_describe(t, v, b); break;
-    default: return tv_repr(t, line, v, b);
+    default: return tpl_tv_repr(t, line, v, b);
     }
     if (r < 0)
         return tpl_oom(t);
     return 0;
 }
 
-int tv_to_str(struct tpl *t, int line, const struct tv *v, struct tv *out)
+int tpl_tv_to_str(struct tpl *t, int line, const struct tv *v, struct tv *out)
 {
     if (v->kind == TV_STR) {
         *out = *v;
         return 0;
     }
     _cleanup_buf_ struct mini_buf b = MINI_BUF_INIT;
-    if (tv_str(t, line, v, &b) < 0)
+    if (tpl_tv_str(t, line, v, &b) < 0)
         return -1;
-    return tv_from_buf(t, line, &b, false, out);
+    return tpl_tv_from_buf(t, line, &b, false, out);
 }
 
 /* ----------------------------------------------------------- comparison */
@@ -997,12 +647,12 @@ static int eq_rec(struct tpl *t, int line, const struct tv *a, const struct tv *
         return tpl_fail(t, line, "maximum recursion depth exceeded in comparison");
     if (tpl_step(t, line) < 0)
         return -1;
-    if (tv_isstrict_undef(a))
-        return tv_undef_error(t, line, a);
-    if (tv_isstrict_undef(b))
-        return tv_undef_error(t, line, b);
+    if (tpl_tv_isstrict_undef(a))
+        return tpl_tv_undef_error(t, line, a);
+    if (tpl_tv_isstrict_undef(b))
+        return tpl_tv_undef_error(t, line, b);
     *out = false;
-    if (tv_isnum(a) && tv_isnum(b)) {
+    if (tpl_tv_isnum(a) && tpl_tv_isnum(b)) {
         *out = cmp_num(a, b) == 0;
         return 0;
     }
@@ -1040,7 +690,7 @@ static int eq_rec(struct tpl *t, int line, const struct tv *a, const struct tv *
         if (x->n != y->n)
             return 0;
         for (size_t i = 0; i < x->n; i++) {
-            long j = tv_dict_find(t, line, y, &x->k[i]);
+            long j = tpl_tv_dict_find(t, line, y, &x->k[i]);
             if (j < -1)
                 return -1;
             if (j < 0)
@@ -1068,7 +718,7 @@ static int eq_rec(struct tpl *t, int line, const struct tv *a, const struct tv *
     }
 }
 
-int tv_eq(struct tpl *t, int line, const struct tv *a, const struct tv *b, bool *out)
+int tpl_tv_eq(struct tpl *t, int line, const struct tv *a, const struct tv *b, bool *out)
 {
     return eq_rec(t, line, a, b, out, 0);
 }
@@ -1077,11 +727,11 @@ static int cmp_rec(struct tpl *t, int line, const struct tv *a, const struct tv 
 {
     if (depth > TPL_MAX_DEPTH)
         return tpl_fail(t, line, "maximum recursion depth exceeded in comparison");
-    if (tv_isstrict_undef(a))
-        return tv_undef_error(t, line, a);
-    if (tv_isstrict_undef(b))
-        return tv_undef_error(t, line, b);
-    if (tv_isnum(a) && tv_isnum(b)) {
+    if (tpl_tv_isstrict_undef(a))
+        return tpl_tv_undef_error(t, line, a);
+    if (tpl_tv_isstrict_undef(b))
+        return tpl_tv_undef_error(t, line, b);
+    if (tpl_tv_isnum(a) && tpl_tv_isnum(b)) {
         *out = cmp_num(a, b);
         return 0;
     }
@@ -1104,26 +754,26 @@ static int cmp_rec(struct tpl *t, int line, const struct tv *a, const struct tv 
         return 0;
     }
     return tpl_fail(t, line, "ordering comparison not supported between instances of '%s' and '%s'",
-                    tv_type(a), tv_type(b));
+                    tpl_tv_type(a), tpl_tv_type(b));
 }
 
-int tv_cmp(struct tpl *t, int line, const struct tv *a, const struct tv *b, int *out)
+int tpl_tv_cmp(struct tpl *t, int line, const struct tv *a, const struct tv *b, int *out)
 {
     return cmp_rec(t, line, a, b, out, 0);
 }
 
-int tv_len(struct tpl *t, int line, const struct tv *v, size_t *out)
+int tpl_tv_len(struct tpl *t, int line, const struct tv *v, size_t *out)
 {
     switch (v->kind) {
     case TV_UNDEF:
         if (!v->sub)
-            return tv_undef_error(t, line, v);
+            return tpl_tv_undef_error(t, line, v);
         *out = 0;
         return 0;
     case TV_STR:
         if (tpl_work(t, line, v->u.s.n) < 0)
             return -1;
-        *out = u8_count(v->u.s.p, v->u.s.n);
+        *out = tpl_u8_count(v->u.s.p, v->u.s.n);
         return 0;
     case TV_SEQ:
         *out = v->u.seq->n;
@@ -1134,15 +784,15 @@ int tv_len(struct tpl *t, int line, const struct tv *v, size_t *out)
     default:
         break;
     }
-    return tpl_fail(t, line, "object of type '%s' has no len()", tv_type(v));
+    return tpl_fail(t, line, "object of type '%s' has no len()", tpl_tv_type(v));
 }
 
-int tv_iter(struct tpl *t, int line, const struct tv *v, struct tseq **out)
+int tpl_tv_iter(struct tpl *t, int line, const struct tv *v, struct tseq **out)
 {
     switch (v->kind) {
     case TV_UNDEF: {
         if (!v->sub)
-            return tv_undef_error(t, line, v);
+            return tpl_tv_undef_error(t, line, v);
         struct tseq *s = tpl_alloc(t, sizeof *s);
         if (!s)
             return -1;
@@ -1152,14 +802,14 @@ int tv_iter(struct tpl *t, int line, const struct tv *v, struct tseq **out)
     case TV_STR: {
         if (tpl_work(t, line, v->u.s.n) < 0)
             return -1;
-        size_t n = u8_count(v->u.s.p, v->u.s.n), l;
+        size_t n = tpl_u8_count(v->u.s.p, v->u.s.n), l;
         struct tv r = { 0 };
-        if (tv_new_seq(t, n, SEQ_LIST, &r) < 0)
+        if (tpl_tv_new_seq(t, n, SEQ_LIST, &r) < 0)
             return -1;
         size_t off = 0;
         for (size_t i = 0; i < n; i++, off += l) {
-            u8_decode(v->u.s.p + off, v->u.s.n - off, &l);
-            r.u.seq->v[i] = tv_strn(v->u.s.p + off, l);
+            tpl_u8_decode(v->u.s.p + off, v->u.s.n - off, &l);
+            r.u.seq->v[i] = tpl_tv_strn(v->u.s.p + off, l);
         }
         *out = r.u.seq;
         return 0;
@@ -1179,7 +829,7 @@ int tv_iter(struct tpl *t, int line, const struct tv *v, struct tseq **out)
     case TV_GEN: {
         struct tgen *g = v->u.gen;
         struct tseq *s = tpl_alloc(t, sizeof *s);
-        if (!s || tv_gen_ready(t, line, g) < 0)
+        if (!s || tpl_tv_gen_ready(t, line, g) < 0)
             return -1;
         s->n = g->seq->n - g->pos;
         s->v = s->n ? g->seq->v + g->pos : NULL;
@@ -1188,11 +838,11 @@ int tv_iter(struct tpl *t, int line, const struct tv *v, struct tseq **out)
         return 0;
     }
     default:
-        return tpl_fail(t, line, "'%s' object is not iterable", tv_type(v));
+        return tpl_fail(t, line, "'%s' object is not iterable", tpl_tv_type(v));
     }
 }
 
-int tv_gen_ready(struct tpl *t, int line, struct tgen *g)
+int tpl_tv_gen_ready(struct tpl *t, int line, struct tgen *g)
 {
     if (g->seq)
         return 0;
@@ -1204,7 +854,7 @@ int tv_gen_ready(struct tpl *t, int line, struct tgen *g)
     if (fn->fn(t, g->line ? g->line : line, &g->input, &g->args, &r) < 0)
         return -1;
     if (r.kind != TV_SEQ)
-        return tpl_fail(t, line, "internal error: generator filter returned %s", tv_type(&r));
+        return tpl_fail(t, line, "internal error: generator filter returned %s", tpl_tv_type(&r));
     g->seq = r.u.seq;
     return 0;
 }
@@ -1216,7 +866,7 @@ static void json_str(struct mini_buf *b, const char *p, size_t n)
     mini_buf_putc(b, '"');
     size_t l;
     for (size_t i = 0; i < n; i += l) {
-        uint32_t c = u8_decode(p + i, n - i, &l);
+        uint32_t c = tpl_u8_decode(p + i, n - i, &l);
         switch (c) {
         case '"': mini_buf_puts(b, "\\\""); continue;
         case '\\': mini_buf_puts(b, "\\\\"); continue;
@@ -1250,7 +900,7 @@ static void json_float(struct mini_buf *b, double f)
     else if (isinf(f))
         mini_buf_puts(b, f < 0 ? "-Infinity" : "Infinity");
     else
-        fmt_float(b, f);
+        tpl_fmt_float(b, f);
 }
 
 struct json_ctx { struct tpl *t; int line; const char *indent; size_t ilen; };
@@ -1270,7 +920,7 @@ static int json_sort_keys(struct json_ctx *c, const struct tdict *d, size_t *idx
         while (j > 0) {
             int r;
             if (tpl_step(c->t, c->line) < 0 ||
-                tv_cmp(c->t, c->line, &d->k[idx[j - 1]], &d->k[i], &r) < 0)
+                tpl_tv_cmp(c->t, c->line, &d->k[idx[j - 1]], &d->k[i], &r) < 0)
                 return -1;
             if (r <= 0)
                 break;
@@ -1289,7 +939,7 @@ static int json_rec(struct json_ctx *c, const struct tv *v, struct mini_buf *b, 
         return tpl_fail(t, c->line, "maximum recursion depth exceeded in tojson");
     if (tpl_step(t, c->line) < 0)
         return -1;
-    if (b->len > tpl_mem_limit)
+    if (b->len > tpl_mem_limit(t))
         return tpl_fail(t, c->line, "value too large for tojson");
     switch (v->kind) {
     case TV_NONE: mini_buf_puts(b, "null"); return 0;
@@ -1327,7 +977,7 @@ static int json_rec(struct json_ctx *c, const struct tv *v, struct mini_buf *b, 
             uint8_t k = d->k[i].kind;
             if (k != TV_STR && k != TV_INT && k != TV_FLOAT && k != TV_BOOL && k != TV_NONE)
                 return tpl_fail(t, c->line, "keys must be str, int, float, bool or None, not %s",
-                                tv_type(&d->k[i]));
+                                tpl_tv_type(&d->k[i]));
         }
         size_t *idx = tpl_alloc(t, d->n * sizeof *idx);
         if (!idx || json_sort_keys(c, d, idx) < 0)
@@ -1363,12 +1013,12 @@ static int json_rec(struct json_ctx *c, const struct tv *v, struct mini_buf *b, 
     default:
         break;
     }
-    if (tv_isstrict_undef(v))
-        return tv_undef_error(t, c->line, v);
-    return tpl_fail(t, c->line, "Object of type %s is not JSON serializable", tv_type(v));
+    if (tpl_tv_isstrict_undef(v))
+        return tpl_tv_undef_error(t, c->line, v);
+    return tpl_fail(t, c->line, "Object of type %s is not JSON serializable", tpl_tv_type(v));
 }
 
-int tv_tojson(struct tpl *t, int line, const struct tv *v, const char *indent, size_t ilen,
+int tpl_tv_tojson(struct tpl *t, int line, const struct tv *v, const char *indent, size_t ilen,
               struct mini_buf *b)
 {
     struct json_ctx c = { t, line, indent, ilen };
@@ -1383,16 +1033,16 @@ static void strip_ws(const char **p, size_t *n)
 {
     size_t l;
     while (*n) {
-        uint32_t c = u8_decode(*p, *n, &l);
-        if (!uni_isspace(c))
+        uint32_t c = tpl_u8_decode(*p, *n, &l);
+        if (!tpl_uni_isspace(c))
             break;
         *p += l;
         *n -= l;
     }
     while (*n) {
-        size_t i = u8_prev(*p, *n);
-        uint32_t c = u8_decode(*p + i, *n - i, &l);
-        if (!uni_isspace(c))
+        size_t i = tpl_u8_prev(*p, *n);
+        uint32_t c = tpl_u8_decode(*p + i, *n - i, &l);
+        if (!tpl_uni_isspace(c))
             break;
         *n = i;
     }
@@ -1423,7 +1073,7 @@ static bool word_ieq(const char *p, size_t n, const char *w)
     return true;
 }
 
-int py_parse_float(const char *p, size_t n, double *out)
+int tpl_parse_float(const char *p, size_t n, double *out)
 {
     strip_ws(&p, &n);
     if (n > SIZE_MAX - 4)
@@ -1474,7 +1124,7 @@ int py_parse_float(const char *p, size_t n, double *out)
     return 0;
 }
 
-int py_parse_int(const char *p, size_t n, int base, int64_t *out, bool *overflow)
+int tpl_parse_int(const char *p, size_t n, int base, int64_t *out, bool *overflow)
 {
     *overflow = false;
     strip_ws(&p, &n);

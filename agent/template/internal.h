@@ -1,12 +1,24 @@
-/* Internals of the template engine (agent/template_*.c).
+/* Internals of the template engine, private to agent/template/.
  *
- * One render is one `struct tpl`: an arena that owns every token, node and
- * value made while rendering (freed in one go at the end), the error
- * object, and the limits.  Values (`struct tv`) are small tagged unions
- * passed by value; strings are (pointer, length) slices into the source,
- * into the caller's cJSON tree or into the arena, and are never modified. */
-#ifndef MINI_TEMPLATE_INT_H
-#define MINI_TEMPLATE_INT_H
+ * One render is one `struct tpl`: its arena (arena.h: the memory of every
+ * token, node and value made while rendering, freed in one go at the end,
+ * the limits and the first error), the tokens and the evaluation state.
+ * Values (`struct tv`) are small tagged unions passed by value; strings
+ * are (pointer, length) slices into the source, into the caller's cJSON
+ * tree or into the arena, and are never modified.
+ *
+ * The files, in the order a render uses them:
+ *   template.c      entry point (mini_tpl_render, template.h)
+ *   arena.c         arena, budget, errors (arena.h)
+ *   lex.c, parse.c  Jinja's lexer and parser: tokens, then the syntax tree
+ *   eval.c          constant folding, statements, expressions, getattr/getitem
+ *   ops.c           arithmetic, `in`, comparisons
+ *   filters.c, tests.c, methods.c, format.c, builtin.c (builtin.h)
+ *                   the builtins, their lookup by name, the % operator
+ *   value.c         values with Python semantics: str, repr, ==, <, iter, json
+ *   unicode.c       UTF-8 and Unicode (unicode.h), tables in unicode_tables.c */
+#ifndef MINI_TEMPLATE_INTERNAL_H
+#define MINI_TEMPLATE_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -15,11 +27,12 @@
 #include <cjson/cJSON.h>
 #include "mini/buf.h"
 #include "mini/err.h"
+#include "arena.h"
 #include "template.h"
+#include "unicode.h"
 
 #define TPL_MAX_NEST 200          /* nesting of expressions and blocks in the source */
 #define TPL_MAX_DEPTH 400         /* recursion while evaluating or walking values */
-#define TPL_MAX_STEPS 20000000ULL /* loop iterations, calls and items walked */
 
 /* ---- values ---- */
 
@@ -153,17 +166,12 @@ struct stmt {
 
 /* ---- a render ---- */
 
-struct tpl_chunk;
 struct frame;
 
 struct tpl {
-    struct mini_err *e;
-    bool failed;              /* an error is recorded in e */
-    struct tpl_chunk *chunks;
-    size_t mem;               /* arena bytes plus output bytes */
-    int depth;                /* parser nesting or evaluation recursion */
-    uint64_t steps;
+    struct tpl_arena a;       /* memory, budget and the first error */
     /* lexer and parser */
+    int depth;                /* parser nesting or evaluation recursion */
     struct token *toks;       /* malloc'd, owned here */
     size_t ntok, tokcap, pos;
     /* evaluation */
@@ -174,25 +182,30 @@ struct tpl {
     const struct tv *chain_base;   /* input of a {% filter %} / {% set | f %} chain */
 };
 
-/* template.c: arena and errors */
-void *tpl_alloc(struct tpl *t, size_t n);                 /* zeroed; NULL with error set */
-char *tpl_memdup(struct tpl *t, const void *p, size_t n); /* NUL-terminated copy */
+/* The arena of a render (arena.h), as the rest of the engine uses it. */
+static inline void *tpl_alloc(struct tpl *t, size_t n) { return tpl_arena_alloc(&t->a, n); }
+static inline char *tpl_memdup(struct tpl *t, const void *p, size_t n)
+{
+    return tpl_arena_memdup(&t->a, p, n);
+}
+static inline int tpl_grow(struct tpl *t, void **arr, size_t *cap, size_t need, size_t size)
+{
+    return tpl_arena_grow(&t->a, arr, cap, need, size);
+}
+static inline int tpl_oom(struct tpl *t) { return tpl_arena_oom(&t->a); }
+static inline int tpl_charge(struct tpl *t, int line, size_t n) { return tpl_arena_charge(&t->a, line, n); }
+static inline int tpl_step(struct tpl *t, int line) { return tpl_arena_step(&t->a, line); }
+static inline int tpl_work(struct tpl *t, int line, size_t n) { return tpl_arena_work(&t->a, line, n); }
+static inline bool tpl_failed(const struct tpl *t) { return t->a.failed; }
+static inline size_t tpl_mem_limit(const struct tpl *t) { return t->a.lim.mem; }
 int tpl_fail(struct tpl *t, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-int tpl_oom(struct tpl *t);
-int tpl_charge(struct tpl *t, int line, size_t n);        /* count n bytes against the limit */
-int tpl_step(struct tpl *t, int line);
-/* Count a scan of n bytes against the step limit (one step per 64 bytes). */
-int tpl_work(struct tpl *t, int line, size_t n);
-/* The limits, MINI_TPL_MEM_LIMIT and TPL_MAX_STEPS unless a test (the
- * fuzzer) lowers them before rendering. */
-extern size_t tpl_mem_limit;
-extern uint64_t tpl_max_steps;
-/* Grow a malloc'd array of `size`-byte items to hold `need`. */
-int tpl_grow(struct tpl *t, void **arr, size_t *cap, size_t need, size_t size);
 
-/* template_parse.c */
+/* lex.c, parse.c */
 int tpl_lex(struct tpl *t, const char *src, size_t len);
+const char *tpl_token_desc(int type);
 int tpl_parse(struct tpl *t, struct body *out);
+/* filters.c, tests.c: a filter or test by name (the parser resolves them
+ * when it builds the tree), NULL when there is none. */
 const struct tpl_builtin *tpl_find_filter(const char *name, size_t n);
 const struct tpl_builtin *tpl_find_test(const char *name, size_t n);
 
@@ -229,8 +242,8 @@ enum fid {
 
 struct tfunc { int id; struct tv self; const char *name; };
 
-/* template_eval.c: statements, expressions, Jinja's attribute and item
- * rules, operators, constant folding. */
+/* eval.c: statements, expressions, Jinja's attribute and item rules,
+ * constant folding. */
 int tpl_fold(struct tpl *t, struct body *b);
 int tpl_exec(struct tpl *t, const struct body *b);
 /* Python's getattr (*found false when there is no such attribute). */
@@ -241,98 +254,84 @@ int tpl_getattr(struct tpl *t, int line, const struct tv *obj, const char *name,
                 struct tv *out);
 int tpl_getitem(struct tpl *t, int line, const struct tv *obj, const struct tv *key, struct tv *out);
 struct tv tpl_undef_attr(struct tpl *t, const struct tv *obj, const char *name, size_t len);
+int tpl_run_for(struct tpl *t, const struct stmt *st, const struct tv *iterable, size_t depth0);
+/* ops.c */
 int tpl_arith(struct tpl *t, int line, int op, const struct tv *a, const struct tv *b, struct tv *out);
 int tpl_contains(struct tpl *t, int line, const struct tv *seq, const struct tv *x, bool *out);
 int tpl_compare(struct tpl *t, int line, int op, const struct tv *a, const struct tv *b, bool *out);
 int tpl_overflow(struct tpl *t, int line);
-int tpl_run_for(struct tpl *t, const struct stmt *st, const struct tv *iterable, size_t depth0);
 
-/* template_builtins.c: filters, tests, methods, global functions. */
+/* methods.c: methods and global functions. */
 int tpl_make_func(struct tpl *t, int id, const struct tv *self, const char *name, struct tv *out);
 /* The method `name` of obj's type: its id and canonical name, or false. */
 bool tpl_method(const struct tv *obj, const char *name, size_t len, int *id, const char **mname);
 int tpl_call(struct tpl *t, int line, const struct tv *callee, struct callargs *a, struct tv *out);
-/* Call a filter; a lazy one becomes a generator that runs when consumed. */
+/* "<LoopContext i/n>" and the names of functions. */
+int tpl_describe(struct tpl *t, const struct tv *v, struct mini_buf *b);
+/* filters.c: call a filter; a lazy one becomes a generator that runs when consumed. */
 int tpl_apply_filter(struct tpl *t, int line, const struct tpl_builtin *f, const struct tv *v,
                      struct callargs *a, struct tv *out);
+/* format.c: fmt % args. */
 int tpl_percent_format(struct tpl *t, int line, const struct tv *fmt, const struct tv *args,
                        struct tv *out);
+/* builtin.c: markupsafe's escaping of p[0..n), appended to b. */
 int tpl_html_escape(struct mini_buf *b, const char *p, size_t n);
 
-/* template_value.c: UTF-8 */
-uint32_t u8_decode(const char *p, size_t n, size_t *len);
-size_t u8_count(const char *p, size_t n);
-size_t u8_offset(const char *p, size_t n, size_t idx);  /* byte offset of code point idx */
-int u8_put(struct mini_buf *b, uint32_t cp);
-bool uni_isspace(uint32_t cp);
-bool uni_islinebreak(uint32_t cp);
-bool uni_cased(uint32_t cp);
-/* Python's str.isalpha/isnumeric/isdigit/isdecimal/isalnum of one character. */
-enum { UNI_ALPHA = 1, UNI_NUMERIC = 2, UNI_DIGIT = 4, UNI_DECIMAL = 8, UNI_ALNUM = 16 };
-bool uni_is(uint32_t cp, int what);
-/* Python's str.lower/upper/title/capitalize/swapcase of p[0..n), appended to b. */
-enum { CASE_LOWER, CASE_UPPER, CASE_TITLE, CASE_CAPITALIZE };
-int uni_case(struct mini_buf *b, const char *p, size_t n, int how);
-bool uni_islower_str(const char *p, size_t n);
-bool uni_isupper_str(const char *p, size_t n);
-
-/* template_value.c: values */
-static inline struct tv tv_none(void) { struct tv v = { .kind = TV_NONE }; return v; }
-static inline struct tv tv_bool(bool b) { struct tv v = { .kind = TV_BOOL, .u.b = b }; return v; }
-static inline struct tv tv_int(int64_t i) { struct tv v = { .kind = TV_INT, .u.i = i }; return v; }
-static inline struct tv tv_float(double f) { struct tv v = { .kind = TV_FLOAT, .u.f = f }; return v; }
-static inline struct tv tv_strn(const char *p, size_t n)
+/* value.c: values */
+static inline struct tv tpl_tv_none(void) { struct tv v = { .kind = TV_NONE }; return v; }
+static inline struct tv tpl_tv_bool(bool b) { struct tv v = { .kind = TV_BOOL, .u.b = b }; return v; }
+static inline struct tv tpl_tv_int(int64_t i) { struct tv v = { .kind = TV_INT, .u.i = i }; return v; }
+static inline struct tv tpl_tv_float(double f) { struct tv v = { .kind = TV_FLOAT, .u.f = f }; return v; }
+static inline struct tv tpl_tv_strn(const char *p, size_t n)
 {
     struct tv v = { .kind = TV_STR, .u.s = { p, n } };
     return v;
 }
-static inline bool tv_isnum(const struct tv *v)
+static inline bool tpl_tv_isnum(const struct tv *v)
 {
     return v->kind == TV_BOOL || v->kind == TV_INT || v->kind == TV_FLOAT;
 }
-static inline bool tv_isstrict_undef(const struct tv *v)
+static inline bool tpl_tv_isstrict_undef(const struct tv *v)
 {
     return v->kind == TV_UNDEF && !v->sub;
 }
-struct tv tv_undef(struct tpl *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int tv_undef_error(struct tpl *t, int line, const struct tv *v);
-const char *tv_type(const struct tv *v);                  /* Python type name */
+struct tv tpl_tv_undef(struct tpl *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int tpl_tv_undef_error(struct tpl *t, int line, const struct tv *v);
+const char *tpl_tv_type(const struct tv *v);                  /* Python type name */
 /* A string made from b's bytes (copied into the arena); b is reset. */
-int tv_from_buf(struct tpl *t, int line, struct mini_buf *b, bool markup, struct tv *out);
-int tv_new_seq(struct tpl *t, size_t n, int kind, struct tv *out);   /* n items, zeroed */
-int tv_new_dict(struct tpl *t, size_t cap, struct tv *out);
-int tv_dict_set(struct tpl *t, int line, struct tdict *d, const struct tv *k, const struct tv *v);
+int tpl_tv_from_buf(struct tpl *t, int line, struct mini_buf *b, bool markup, struct tv *out);
+int tpl_tv_new_seq(struct tpl *t, size_t n, int kind, struct tv *out);   /* n items, zeroed */
+int tpl_tv_new_dict(struct tpl *t, size_t cap, struct tv *out);
+int tpl_tv_dict_set(struct tpl *t, int line, struct tdict *d, const struct tv *k, const struct tv *v);
 /* Index of key in d, or -1; error (-2) when the key is unhashable. */
-long tv_dict_find(struct tpl *t, int line, const struct tdict *d, const struct tv *k);
-int tv_from_json(struct tpl *t, const cJSON *j, struct tv *out, int depth);
-bool tv_hashable(const struct tv *v);
-/* "<LoopContext i/n>" and the names of functions (template_eval.c). */
-int tpl_describe(struct tpl *t, const struct tv *v, struct mini_buf *b);
+long tpl_tv_dict_find(struct tpl *t, int line, const struct tdict *d, const struct tv *k);
+int tpl_tv_from_json(struct tpl *t, const cJSON *j, struct tv *out, int depth);
+bool tpl_tv_hashable(const struct tv *v);
 
-int tv_truth(struct tpl *t, int line, const struct tv *v, bool *out);
-int tv_str(struct tpl *t, int line, const struct tv *v, struct mini_buf *b);
-int tv_repr(struct tpl *t, int line, const struct tv *v, struct mini_buf *b);
+int tpl_tv_truth(struct tpl *t, int line, const struct tv *v, bool *out);
+int tpl_tv_str(struct tpl *t, int line, const struct tv *v, struct mini_buf *b);
+int tpl_tv_repr(struct tpl *t, int line, const struct tv *v, struct mini_buf *b);
 /* str(v) as a string value (no copy when v is a string). */
-int tv_to_str(struct tpl *t, int line, const struct tv *v, struct tv *out);
-int tv_eq(struct tpl *t, int line, const struct tv *a, const struct tv *b, bool *out);
+int tpl_tv_to_str(struct tpl *t, int line, const struct tv *v, struct tv *out);
+int tpl_tv_eq(struct tpl *t, int line, const struct tv *a, const struct tv *b, bool *out);
 /* Python ordering: *out < 0, 0, > 0; error when the types do not order. */
-int tv_cmp(struct tpl *t, int line, const struct tv *a, const struct tv *b, int *out);
-int tv_len(struct tpl *t, int line, const struct tv *v, size_t *out);
+int tpl_tv_cmp(struct tpl *t, int line, const struct tv *a, const struct tv *b, int *out);
+int tpl_tv_len(struct tpl *t, int line, const struct tv *v, size_t *out);
 /* The items iter(v) yields, as a sequence (no copy for lists and dicts);
  * consumes a generator. */
-int tv_iter(struct tpl *t, int line, const struct tv *v, struct tseq **out);
+int tpl_tv_iter(struct tpl *t, int line, const struct tv *v, struct tseq **out);
 /* Run a generator's filter if it has not run yet. */
-int tv_gen_ready(struct tpl *t, int line, struct tgen *g);
-int tv_tojson(struct tpl *t, int line, const struct tv *v, const char *indent, size_t ilen,
+int tpl_tv_gen_ready(struct tpl *t, int line, struct tgen *g);
+int tpl_tv_tojson(struct tpl *t, int line, const struct tv *v, const char *indent, size_t ilen,
               struct mini_buf *b);
-void fmt_float(struct mini_buf *b, double x);
+void tpl_fmt_float(struct mini_buf *b, double x);
 /* A string value of p[0..n) (not copied), Markup when `markup`. */
 static inline int tpl_new_str(struct tpl *t, int line, const char *p, size_t n, bool markup,
                               struct tv *out)
 {
     (void)t;
     (void)line;
-    *out = tv_strn(p, n);
+    *out = tpl_tv_strn(p, n);
     out->sub = markup;
     return 0;
 }
@@ -347,7 +346,7 @@ static inline const char *tpl_find(const char *h, size_t hn, const char *nd, siz
 }
 /* Python's float(str) and int(str, base) parsers: 0, -1 (ValueError) or
  * -2 (out of memory; float only). */
-int py_parse_float(const char *p, size_t n, double *out);
-int py_parse_int(const char *p, size_t n, int base, int64_t *out, bool *overflow);
+int tpl_parse_float(const char *p, size_t n, double *out);
+int tpl_parse_int(const char *p, size_t n, int base, int64_t *out, bool *overflow);
 
 #endif

@@ -24,8 +24,8 @@
  * Limits: MINI_YAML_MAX_DEPTH levels of nesting, MINI_YAML_MAX_VALUES
  * values and MINI_YAML_MAX_STRING_BYTES bytes of strings after expanding
  * aliases (an "alias bomb" is an error, not an allocation storm). */
-#ifndef MINI_AGENT_YAML_H
-#define MINI_AGENT_YAML_H
+#ifndef MINI_AGENT_CONFIG_YAML_H
+#define MINI_AGENT_CONFIG_YAML_H
 
 #include <stddef.h>
 #include <cjson/cJSON.h>
