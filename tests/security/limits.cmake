@@ -1,6 +1,6 @@
-# Per-command limits and the degraded path: cgroups (sandbox/cgroup.c:
+# Per-command limits and the degraded path: cgroups (sandbox/isolation/cgroup.c:
 # OOM kill reported, pids limit, kill, nothing left behind; "none" mode
-# when rootless) and Landlock (sandbox/landlock.c).  Both need real kernel
+# when rootless) and Landlock (sandbox/isolation/landlock.c).  Both need real kernel
 # features and skip (77) where those are truly absent.
 mini_c_test(test_cgroup SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_cgroup.c
             LIBS minisandbox LABELS security TIMEOUT 300)

@@ -1,5 +1,5 @@
-# Capability detection and per-profile assessment (sandbox/caps.c) and
-# `mini-sandbox check` (sandbox/cli_check.c).  test_caps_blocked re-runs
+# Capability detection and per-profile assessment (sandbox/isolation/caps.c) and
+# `mini-sandbox check` (sandbox/cli/cli_check.c).  test_caps_blocked re-runs
 # the detection where user namespaces are blocked (a seccomp filter like
 # Docker's; max_user_namespaces 0 inside a user namespace): label security.
 mini_c_test(test_caps SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_caps.c

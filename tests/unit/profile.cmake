@@ -1,4 +1,4 @@
-# Sandbox profiles and seccomp programs (sandbox/profile.c, sandbox/seccomp.c).
+# Sandbox profiles and seccomp programs (sandbox/isolation/profile.c, sandbox/isolation/seccomp.c).
 mini_c_test(test_profile SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_profile.c
             LIBS minisandbox LABELS unit ARGS ${PROJECT_SOURCE_DIR}/profiles)
 mini_c_test(test_seccomp SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_seccomp.c

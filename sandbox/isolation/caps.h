@@ -18,7 +18,7 @@
  *             confine it (no user namespaces and no Landlock, no seccomp):
  *             a one-line reason and the remedy.
  * When user namespaces are unavailable, a profile that does not require
- * them runs on the Landlock path (sandbox/landlock.h): Landlock, seccomp,
+ * them runs on the Landlock path (sandbox/isolation/landlock.h): Landlock, seccomp,
  * no_new_privs, rlimits, a process-group kill.  The built-in strict profile
  * requires every namespace, so it refuses there.
  *
@@ -160,7 +160,7 @@ const char *mini_assess_status_name(enum mini_assess_status s);   /* "full", "de
 enum mini_exec_path {
     MINI_PATH_NAMESPACES = 0,  /* spawn.c: clone3 into `namespaces`, pivot_root, ... */
     MINI_PATH_LANDLOCK,        /* no namespaces: Landlock + seccomp + no_new_privs + rlimits
-                                * + process-group kill (sandbox/landlock.h) */
+                                * + process-group kill (sandbox/isolation/landlock.h) */
 };
 const char *mini_exec_path_name(enum mini_exec_path p);   /* "namespaces", "landlock" */
 
