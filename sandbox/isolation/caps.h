@@ -1,12 +1,12 @@
-/* What isolation this machine offers, found by trying it, and what that
- * means for a profile.
+/* What isolation this machine offers, found by trying it (caps_probe.c),
+ * and what that means for a profile (caps_assess.c).
  *
  * mini_caps_detect() really probes: it clones children into each kind of
  * namespace (as spawn.c does: inside a new user namespace) and has them use
  * it, installs a trivial seccomp filter in a forked child, asks the kernel
  * for the Landlock ABI, finds the cgroup v1 and v2 hierarchies from
  * /proc/self/mountinfo and /proc/self/cgroup and tries to create and remove
- * a test cgroup in each, mounts an overlay on tmpfs inside a user
+ * a test cgroup in each (cgroup.c), mounts an overlay on tmpfs inside a user
  * namespace, and looks for signs of a container.  It takes a few
  * milliseconds; the daemon runs it once at start.
  *

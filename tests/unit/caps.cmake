@@ -1,4 +1,5 @@
-# Capability detection and per-profile assessment (sandbox/isolation/caps.c) and
+# Capability detection and per-profile assessment (sandbox/isolation/caps_probe.c,
+# caps_assess.c) and
 # `mini-sandbox check` (sandbox/cli/cli_check.c).  test_caps_blocked re-runs
 # the detection where user namespaces are blocked (a seccomp filter like
 # Docker's; max_user_namespaces 0 inside a user namespace): label security.
