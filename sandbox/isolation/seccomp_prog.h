@@ -1,8 +1,10 @@
-/* Seccomp programs: compiled once per profile in the daemon (libseccomp),
- * loaded in the child with a bare seccomp(2) call as the last step before
- * exec, so the child needs no allocation and no library state. */
-#ifndef MINI_SANDBOX_SECCOMP_H
-#define MINI_SANDBOX_SECCOMP_H
+/* Seccomp programs: compiled once per distinct policy in the daemon
+ * (libseccomp, seccomp.c), loaded in the sandbox's first process with a
+ * bare seccomp(2) call as the last step of its confinement, before it
+ * executes mini-sandbox-init (child/child.c), so that the child needs no
+ * allocation and no library state. */
+#ifndef MINI_SANDBOX_SECCOMP_PROG_H
+#define MINI_SANDBOX_SECCOMP_PROG_H
 
 #include <linux/filter.h>
 #include "mini/err.h"

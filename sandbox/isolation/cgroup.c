@@ -1,5 +1,6 @@
 /* Per-command cgroups (see cgroup.h). */
 #include "cgroup.h"
+#include "caps_util.h"
 #include "mini/cleanup.h"
 #include "mini/clock.h"
 #include "mini/io.h"
@@ -24,16 +25,6 @@
 #define DESTROY_BUDGET_MS 2000
 #define KILL_BUDGET_MS 2000
 #define FINI_BUDGET_MS 3000
-
-/* Format into a buffer, truncating silently (always NUL-terminated). */
-static void setf(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void setf(char *buf, size_t size, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, size, fmt, ap);
-    va_end(ap);
-}
 
 static void sleep_ms(unsigned ms)
 {
@@ -834,3 +825,220 @@ void mini_cgroup_destroy(struct mini_cgroup *c)
         cg->live--;
     *c = (struct mini_cgroup)MINI_CGROUP_INIT;
 }
+
+/* ------------------------------------------------- discovery (probe) */
+
+/* Decode mountinfo's octal escapes (\040 for a space) in place. */
+static void unescape(char *s)
+{
+    char *o = s;
+    for (char *p = s; *p; p++) {
+        if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' && p[3] >= '0' && p[3] <= '7') {
+            *o++ = (char)((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
+            p += 3;
+        } else {
+            *o++ = *p;
+        }
+    }
+    *o = '\0';
+}
+
+struct cg_mount {
+    bool found;
+    char point[MINI_CAPS_PATH_MAX];
+    char root[MINI_CAPS_PATH_MAX];
+};
+
+static void parse_mountinfo(struct cg_mount v1[MINI_CGC_COUNT], struct cg_mount *v2)
+{
+    _cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+    char *line = NULL;
+    size_t cap = 0;
+    while (f && getline(&line, &cap, f) > 0) {
+        line[strcspn(line, "\n")] = '\0';
+        char *sep = strstr(line, " - ");
+        if (!sep)
+            continue;
+        *sep = '\0';
+        char *save = NULL, *fields[5] = { 0 };
+        char *tok = strtok_r(line, " ", &save);
+        for (int i = 0; i < 5 && tok; i++, tok = strtok_r(NULL, " ", &save))
+            fields[i] = tok;
+        if (!fields[4])
+            continue;
+        char *save2 = NULL;
+        char *fstype = strtok_r(sep + 3, " ", &save2);
+        strtok_r(NULL, " ", &save2);   /* source */
+        char *super = strtok_r(NULL, " ", &save2);
+        if (!fstype || !super)
+            continue;
+        unescape(fields[3]);
+        unescape(fields[4]);
+        struct cg_mount m = { .found = true };
+        if (strlen(fields[4]) >= sizeof m.point || strlen(fields[3]) >= sizeof m.root)
+            continue;
+        copy_str(m.point, sizeof m.point, fields[4]);
+        copy_str(m.root, sizeof m.root, fields[3]);
+        if (strcmp(fstype, "cgroup2") == 0) {
+            if (!v2->found)
+                *v2 = m;
+        } else if (strcmp(fstype, "cgroup") == 0) {
+            for (int i = 0; i < MINI_CGC_COUNT; i++)
+                if (!v1[i].found && word_in(super, mini_cg_ctrl_name(i), ","))
+                    v1[i] = m;
+        }
+    }
+    free(line);
+}
+
+/* mount point + (own path relative to the mount's root); false when the
+ * own cgroup is not below the mount's root (another cgroup namespace). */
+static bool join_cg(char *out, size_t size, const struct cg_mount *m, const char *own)
+{
+    const char *rel = own;
+    if (strcmp(m->root, "/") != 0) {
+        size_t rl = strlen(m->root);
+        if (strncmp(own, m->root, rl) != 0 || (own[rl] != '\0' && own[rl] != '/'))
+            return false;
+        rel = own + rl;
+    }
+    if (strcmp(rel, "/") == 0)
+        rel = "";
+    int n = snprintf(out, size, "%s%s", m->point, rel);
+    return n > 0 && (size_t)n < size;
+}
+
+/* mkdir + rmdir of a test child: 0 or errno. */
+static int try_mkdir(const char *dir, bool *has_kill, bool *has_freeze)
+{
+    static unsigned seq;
+    char path[MINI_CAPS_PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/mini-probe-%d-%u", dir, (int)getpid(), ++seq);
+    if (mkdir(path, 0755) < 0)
+        return errno;
+    char f[MINI_CAPS_PATH_MAX + 96];
+    if (has_kill) {
+        snprintf(f, sizeof f, "%s/cgroup.kill", path);
+        *has_kill = path_exists(f);
+    }
+    if (has_freeze) {
+        snprintf(f, sizeof f, "%s/cgroup.freeze", path);
+        *has_freeze = path_exists(f);
+    }
+    for (int i = 0; i < 100 && rmdir(path) < 0 && errno == EBUSY; i++)
+        usleep(1000);
+    return 0;
+}
+
+static unsigned v2_bits(const char *words)
+{
+    unsigned b = 0;
+    if (word_in(words, "memory", " "))
+        b |= 1u << MINI_CGC_MEMORY;
+    if (word_in(words, "pids", " "))
+        b |= 1u << MINI_CGC_PIDS;
+    if (word_in(words, "cpu", " "))
+        b |= (1u << MINI_CGC_CPU) | (1u << MINI_CGC_CPUACCT);
+    return b;
+}
+
+void mini_cgroups_probe(struct mini_caps *c)
+{
+    struct cg_mount m1[MINI_CGC_COUNT], m2;
+    memset(m1, 0, sizeof m1);
+    memset(&m2, 0, sizeof m2);
+    parse_mountinfo(m1, &m2);
+
+    _cleanup_fclose_ FILE *f = fopen("/proc/self/cgroup", "re");
+    char *line = NULL;
+    size_t cap = 0;
+    while (f && getline(&line, &cap, f) > 0) {
+        line[strcspn(line, "\n")] = '\0';
+        char *c1 = strchr(line, ':');
+        char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c2)
+            continue;
+        *c1 = *c2 = '\0';
+        int hier = atoi(line);
+        const char *ctrls = c1 + 1, *own = c2 + 1;
+        if (hier == 0 && *ctrls == '\0') {
+            if (m2.found && join_cg(c->v2_dir, sizeof c->v2_dir, &m2, own)) {
+                c->v2_mounted = true;
+                copy_str(c->v2_mount, sizeof c->v2_mount, m2.point);
+            }
+            continue;
+        }
+        for (int i = 0; i < MINI_CGC_COUNT; i++) {
+            if (!m1[i].found || !word_in(ctrls, mini_cg_ctrl_name(i), ","))
+                continue;
+            struct mini_caps_cg1 *v = &c->v1[i];
+            v->hierarchy = hier;
+            v->mounted = join_cg(v->dir, sizeof v->dir, &m1[i], own);
+            if (!v->mounted)
+                v->dir[0] = '\0';
+        }
+    }
+    free(line);
+
+    for (int i = 0; i < MINI_CGC_COUNT; i++) {
+        struct mini_caps_cg1 *v = &c->v1[i];
+        if (v->mounted) {
+            v->err = try_mkdir(v->dir, NULL, NULL);
+            v->writable = v->err == 0;
+        }
+    }
+
+    if (c->v2_mounted) {
+        char p[MINI_CAPS_PATH_MAX + 64];
+        snprintf(p, sizeof p, "%s/cgroup.controllers", c->v2_dir);
+        if (read_small(p, c->v2_controllers_text, sizeof c->v2_controllers_text) < 0)
+            c->v2_controllers_text[0] = '\0';
+        c->v2_controllers = v2_bits(c->v2_controllers_text);
+        char sub[128];
+        snprintf(p, sizeof p, "%s/cgroup.subtree_control", c->v2_dir);
+        if (read_small(p, sub, sizeof sub) >= 0)
+            c->v2_subtree = v2_bits(sub);
+        bool freeze = false;
+        c->v2_err = try_mkdir(c->v2_dir, &c->v2_kill, &freeze);
+        c->v2_writable = c->v2_err == 0;
+        if (freeze)
+            c->v2_controllers |= 1u << MINI_CGC_FREEZER;
+        snprintf(p, sizeof p, "%s/cgroup.procs", c->v2_dir);
+        bool procs_w = access(p, W_OK) == 0;
+        snprintf(p, sizeof p, "%s/cgroup.subtree_control", c->v2_dir);
+        bool sub_w = access(p, W_OK) == 0;
+        unsigned need = (1u << MINI_CGC_MEMORY) | (1u << MINI_CGC_PIDS);
+        c->v2_delegated = c->v2_writable && procs_w && sub_w && (c->v2_controllers & need) == need;
+    }
+
+    bool v1_mem = c->v1[MINI_CGC_MEMORY].writable, v1_pids = c->v1[MINI_CGC_PIDS].writable;
+    if (c->v2_delegated) {
+        c->cg_mode = MINI_CG_V2;
+        setf(c->cg_why, sizeof c->cg_why, "cgroup v2: %s is delegated (%s)", c->v2_dir, c->v2_controllers_text);
+    } else if (v1_mem || v1_pids) {
+        c->cg_mode = MINI_CG_V1;
+        setf(c->cg_why, sizeof c->cg_why, "cgroup v1: memory %s, pids %s, cpuacct %s, freezer %s",
+                 v1_mem ? "writable" : "unavailable", v1_pids ? "writable" : "unavailable",
+                 c->v1[MINI_CGC_CPUACCT].writable ? "writable" : "unavailable",
+                 c->v1[MINI_CGC_FREEZER].writable ? "writable" : "unavailable");
+    } else {
+        c->cg_mode = MINI_CG_NONE;
+        if (!c->v2_mounted && !c->v1[MINI_CGC_MEMORY].mounted && !c->v1[MINI_CGC_PIDS].mounted) {
+            copy_str(c->cg_why, sizeof c->cg_why, "no cgroup hierarchy is mounted");
+        } else if (c->v2_mounted && !c->v2_writable) {
+            setf(c->cg_why, sizeof c->cg_why,
+                     "cgroup v2: the daemon's cgroup %s is not writable (%s): not delegated; run the daemon "
+                     "with delegation, e.g. systemd-run --user --scope -p Delegate=yes mini-sandboxd",
+                     c->v2_dir, strerror(c->v2_err));
+        } else if (c->v2_mounted) {
+            setf(c->cg_why, sizeof c->cg_why,
+                     "cgroup v2: %s lacks the memory and pids controllers (it has \"%s\")%s", c->v2_dir,
+                     c->v2_controllers_text,
+                     c->v1[MINI_CGC_MEMORY].mounted ? "; they are bound to cgroup v1, which needs root" : "");
+        } else {
+            copy_str(c->cg_why, sizeof c->cg_why, "cgroup v1: the memory and pids hierarchies are not writable "
+                     "(a v1 host needs a root daemon)");
+        }
+    }
+}
+

@@ -1,5 +1,5 @@
 /* Seccomp programs from profile policies, compiled with libseccomp for the
- * native architecture and exported as classic BPF (see seccomp.h).
+ * native architecture and exported as classic BPF (see seccomp_prog.h).
  *
  * Rules, in the order they are added:
  *   - every syscall in `deny`: ERRNO(errno_value), unconditionally;

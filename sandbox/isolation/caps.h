@@ -1,12 +1,12 @@
-/* What isolation this machine offers, found by trying it, and what that
- * means for a profile.
+/* What isolation this machine offers, found by trying it (caps_probe.c),
+ * and what that means for a profile (caps_assess.c).
  *
  * mini_caps_detect() really probes: it clones children into each kind of
  * namespace (as spawn.c does: inside a new user namespace) and has them use
  * it, installs a trivial seccomp filter in a forked child, asks the kernel
  * for the Landlock ABI, finds the cgroup v1 and v2 hierarchies from
  * /proc/self/mountinfo and /proc/self/cgroup and tries to create and remove
- * a test cgroup in each, mounts an overlay on tmpfs inside a user
+ * a test cgroup in each (cgroup.c), mounts an overlay on tmpfs inside a user
  * namespace, and looks for signs of a container.  It takes a few
  * milliseconds; the daemon runs it once at start.
  *
@@ -18,7 +18,7 @@
  *             confine it (no user namespaces and no Landlock, no seccomp):
  *             a one-line reason and the remedy.
  * When user namespaces are unavailable, a profile that does not require
- * them runs on the Landlock path (sandbox/landlock.h): Landlock, seccomp,
+ * them runs on the Landlock path (sandbox/isolation/landlock.h): Landlock, seccomp,
  * no_new_privs, rlimits, a process-group kill.  The built-in strict profile
  * requires every namespace, so it refuses there.
  *
@@ -160,7 +160,7 @@ const char *mini_assess_status_name(enum mini_assess_status s);   /* "full", "de
 enum mini_exec_path {
     MINI_PATH_NAMESPACES = 0,  /* spawn.c: clone3 into `namespaces`, pivot_root, ... */
     MINI_PATH_LANDLOCK,        /* no namespaces: Landlock + seccomp + no_new_privs + rlimits
-                                * + process-group kill (sandbox/landlock.h) */
+                                * + process-group kill (sandbox/isolation/landlock.h) */
 };
 const char *mini_exec_path_name(enum mini_exec_path p);   /* "namespaces", "landlock" */
 

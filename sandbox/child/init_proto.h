@@ -19,7 +19,7 @@ enum {
 /* init -> daemon: fixed-size messages. */
 enum mini_ctl_type {
     MINI_CTL_READY = 1,      /* root built, confined; waiting for a command */
-    MINI_CTL_ERROR,          /* setup failed: stage + errno + text */
+    MINI_CTL_ERROR,          /* setup failed: errno + text (a struct mini_err) */
     MINI_CTL_EXEC_FAILED,    /* the command could not be executed (126/127 rules) */
     MINI_CTL_STATUS,         /* the command ended: wait status and usage */
     MINI_CTL_ACCEPTED,       /* the launch was read; the command is about to be forked.  A

@@ -16,8 +16,12 @@
  *
  * The daemon talks to init over a stream socket pair ("ctl"); init's
  * messages are fixed-size struct mini_ctl_msg.  All of the child's
- * failures before the command runs arrive as MINI_CTL_ERROR with the stage
- * that failed and errno, never as a bare exit code. */
+ * failures before the command runs arrive as MINI_CTL_ERROR with a message
+ * naming the step that failed and its errno, never as a bare exit code
+ * (only a child that has lost the daemon exits 125 without one).
+ *
+ * This file's functions run in the daemon (spawn.c); what the clone runs
+ * up to the exec of init is child.c, init itself init.c. */
 #ifndef MINI_SANDBOX_SPAWN_H
 #define MINI_SANDBOX_SPAWN_H
 
@@ -81,6 +85,7 @@ struct mini_sandbox {
     bool in_cgroup;          /* joins cfg's cgroup itself (else the daemon must attach it) */
     char *overlay_work;      /* this sandbox's overlayfs work directories (removed by destroy), or NULL */
 };
+#define MINI_SANDBOX_INIT { .pid = -1, .pidfd = -1, .ctl = -1, .out = -1, .in = -1 }
 
 /* What launch sends: all strings are copied into one message. */
 struct mini_launch {
@@ -97,7 +102,9 @@ struct mini_launch {
 int mini_sandbox_prepare(const struct mini_spawn_cfg *cfg, struct mini_sandbox *sb, struct mini_err *e);
 /* Hand a command to a READY sandbox. */
 int mini_sandbox_launch(struct mini_sandbox *sb, const struct mini_launch *l, struct mini_err *e);
-/* Read one control message.  1: got one; 0: peer closed; -1: error. */
+/* Read one control message, without blocking.  1: got one; 0: peer
+ * closed (or a short message from a dying peer); -2: none yet (EAGAIN);
+ * -1: error. */
 int mini_sandbox_read_ctl(struct mini_sandbox *sb, struct mini_ctl_msg *m);
 /* SIGKILL the sandbox's init (and so its whole pid namespace). */
 void mini_sandbox_kill(struct mini_sandbox *sb);

@@ -94,6 +94,12 @@ struct mini_cgroup_result {
     enum mini_limit limit;           /* MEMORY if oom_killed, else PIDS if pids_limited, else NONE */
 };
 
+/* Discovery, for mini_caps_detect(): find the v1 and v2 hierarchies from
+ * /proc/self/mountinfo and /proc/self/cgroup, try to create and remove a
+ * test group in each, read the v2 controllers, and fill c's cgroup fields
+ * (v1[], v2_*, cg_mode and cg_why: the mode mini_cgroups_init() will pick). */
+void mini_cgroups_probe(struct mini_caps *c);
+
 /* Pick the mode from the probe (caps->cg_mode: v2 delegated, v1 writable,
  * or none) and create the daemon's parent groups.  "none" is not an
  * error: it returns 0 with cg->mode == MINI_CG_NONE and cg->note saying

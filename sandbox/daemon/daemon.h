@@ -1,0 +1,240 @@
+/* The daemon's internals, shared by its three parts:
+ *   server.c   the event loop, clients, dispatch of requests, hello, stats;
+ *   session.c  sessions (open, close) and their pool of prepared sandboxes;
+ *   exec.c     commands: exec, cancel, output, stdin, exit.
+ * Private to sandbox/daemon/; the daemon's public face is server.h. */
+#ifndef MINI_SANDBOX_DAEMON_H
+#define MINI_SANDBOX_DAEMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+#include "caps.h"
+#include "cgroup.h"
+#include "outbuf.h"
+#include "server.h"
+#include "spawn.h"
+#include "workspace.h"
+#include "mini/buf.h"
+#include "mini/profile.h"
+#include "mini/proto.h"
+
+/* A client whose unsent replies pass this is too slow: its streamed
+ * commands stop being read (they block on their pipe) until it catches up. */
+#define WQ_PAUSE (4u << 20)
+#define WQ_RESUME (1u << 20)
+/* Past WQ_PAUSE a client's requests are not read either (the kernel's
+ * socket buffer then holds its writer back); past WQ_MAX it is dropped:
+ * only replies already owed (one exit per running command) can get there. */
+#define WQ_MAX (64u << 20)
+
+/* Bounds on what clients may make the daemon hold (docs/protocol.md,
+ * "Limits"): over one, `open` and `exec` get `busy` and the connection
+ * stays usable; a connection over MAX_CLIENTS gets `busy` and is closed.
+ * Sized for a batch user on a small machine: 128 commands at once is far
+ * past what 2 cores run usefully, while each holds only pipes, a pidfd
+ * and a timer in the daemon. */
+#define MAX_CLIENTS 256
+#define MAX_SESSIONS 256
+#define MAX_SESSIONS_PER_CLIENT 16
+#define MAX_RUNNING 128
+#define MAX_RUNNING_PER_CLIENT 64
+#define MINI_STR_(x) #x
+#define MINI_STR(x) MINI_STR_(x)
+#define READ_CHUNK (256u * 1024u)
+
+enum ev_kind { EV_LISTEN, EV_SIGNAL, EV_CLIENT, EV_CTL, EV_OUT, EV_PID, EV_TIMER, EV_STDIN, EV_POOL_CTL, EV_POOL_PID };
+
+/* Prepared sandboxes: each session keeps one more than it has commands
+ * running (at most POOL_SESSION_MAX), and the daemon at most POOL_TOTAL_MAX
+ * in all.  Each is used once. */
+#define POOL_SESSION_MAX 8
+#define POOL_TOTAL_MAX 64
+
+struct ev {
+    enum ev_kind kind;
+    void *obj;
+};
+
+struct pooled;
+struct bpf_cache;
+
+/* One sandbox and what the daemon made for it, released together
+ * (slot_release): its process and channels, the command's cgroup, and on
+ * the degraded path the command's private TMPDIR.  A prepared sandbox in
+ * the pool holds one; a command takes it over. */
+struct sandbox_slot {
+    struct mini_sandbox sb;
+    struct mini_cgroup cg;          /* the command's cgroup, when cgroups are used */
+    char *tmpdir;                   /* degraded path: the command's private TMPDIR */
+};
+#define SANDBOX_SLOT_INIT { .sb = MINI_SANDBOX_INIT, .cg = MINI_CGROUP_INIT, .tmpdir = NULL }
+
+struct session {
+    struct session *next;           /* in its client's list */
+    char id[24];
+    int refs;                       /* the client's, plus one per exec */
+    bool closed;
+    struct pooled *pool;            /* prepared sandboxes, not yet used */
+    int pool_n;
+    int running;                    /* commands in flight */
+    bool pool_failed;               /* preparing failed: spawn on demand, which reports why */
+    struct mini_profile *profile;
+    const struct mini_bpf *bpf;     /* from the server's cache */
+    char *workspace;
+    int ws_fd;
+    uid_t host_uid;                 /* the host ids the sandbox's processes run as */
+    gid_t host_gid;
+    uid_t owner_uid;                /* the host ids its files in the workspace get */
+    gid_t owner_gid;
+    int uid_slot;                   /* root daemon: its slot in the server's uid range, else -1 */
+    int idmap_userns;               /* a user namespace mapping owner -> host ids, or -1 */
+    bool idmap;
+    struct mini_uid_range *uids;    /* where uid_slot goes back to */
+    struct mini_env env;
+    struct mini_assessment assess;  /* what this machine gives the profile */
+    char *overlay_dir;              /* upper/work of the session's writable root, or NULL */
+};
+
+struct pooled {
+    struct pooled *next;            /* in its session's pool, or the graveyard */
+    bool dead;
+    bool ready;
+    struct session *ss;
+    struct sandbox_slot slot;
+    struct ev ev_ctl, ev_pid;
+};
+
+struct client {
+    struct client *next;            /* in the daemon's list, or the graveyard */
+    bool dead;
+    int fd;
+    struct ev ev;
+    struct mini_frame_reader rd;
+    struct mini_buf wq;             /* encoded frames; wq_off bytes of it already sent */
+    size_t wq_off;
+    bool want_out;
+    bool closing;                   /* stop reading; close once wq is flushed */
+    bool read_paused;               /* too many unsent replies: requests wait */
+    struct session *sessions;
+    int n_sessions;
+    int running;                    /* its commands in flight */
+    pid_t pid;
+};
+
+struct exec {
+    struct exec *next;              /* in the daemon's list, or the graveyard */
+    bool dead;                      /* finished; freed after this epoll batch */
+    struct client *client;          /* NULL once the client is gone */
+    struct session *session;
+    int64_t id;
+    struct sandbox_slot slot;
+    int timer;
+    struct ev ev_ctl, ev_out, ev_pid, ev_timer, ev_stdin;
+    bool stream;
+    bool out_paused;
+    bool out_eof, reaped, have_status;
+    bool accepted;                  /* init has read the launch (MINI_CTL_ACCEPTED) */
+    bool retried;                   /* the first sandbox died before accepting: this is the second */
+    bool finished;                  /* exit sent; kept only until init is reaped */
+    int status;                     /* wait status of the command */
+    int init_status;                /* wait status of init, once reaped */
+    int64_t cpu_us, max_rss_kb;     /* from init's report, else from reaping init */
+    struct rusage ru;
+    enum mini_limit limit;
+    struct mini_err err;            /* pre-exec failure, when code != OK */
+    char *note;                     /* exec failure text */
+    struct mini_outbuf out;
+    char carry[4];                  /* incomplete UTF-8 at the end of the last chunk */
+    size_t carry_len;
+    char **argv, **envp;
+    char *cwd;
+    char *stdin_data;
+    size_t stdin_len, stdin_off;
+    int64_t start_ns;
+};
+
+struct server {
+    const struct mini_server_cfg *cfg;
+    int ep, lfd, sfd;
+    struct client *clients, *dead_clients;
+    struct exec *execs, *dead_execs;
+    struct pooled *dead_pooled;
+    size_t pooled_total;
+    uint64_t next_session;
+    int64_t execs_total, start_ns;
+    size_t n_clients;
+    int n_sessions, running;
+    bool accept_paused;             /* out of fds: the listener waits for a client to go */
+    struct ev ev_listen;
+    bool stopping;
+    char *root_dir;
+    int init_fd;                    /* mini-sandbox-init */
+    struct mini_caps caps;          /* what this machine can isolate */
+    struct mini_cgroups cgroups;
+    uint64_t next_cgroup;
+    struct bpf_cache *bpf_cache;    /* one seccomp program per distinct policy */
+    ino_t userns;
+    FILE *audit;
+    struct mini_ws_guard guard;     /* what a workspace must not be or hold */
+    struct mini_uid_range uids;     /* root daemon: host ids for sessions */
+};
+
+/* ------------------------------------------------------------ server.c */
+
+int ep_add(struct server *s, int fd, uint32_t events, struct ev *ev);
+void ep_mod(struct server *s, int fd, uint32_t events, struct ev *ev);
+void ep_del(struct server *s, int fd);
+/* Unsent reply bytes of a client. */
+size_t wq_pending(const struct client *c);
+/* Queue a reply and send what the socket takes; c may be NULL (gone). */
+void send_rep(struct server *s, struct client *c, const struct mini_rep *rep);
+void send_error(struct server *s, struct client *c, int64_t id, const struct mini_err *e);
+void send_ok(struct server *s, struct client *c, int64_t id);
+
+/* ----------------------------------------------------------- session.c */
+
+void do_open(struct server *s, struct client *c, const struct mini_req *req);
+void do_close(struct server *s, struct client *c, const struct mini_req *req);
+struct session *session_find(struct client *c, const char *id);
+/* Close a session of c: its commands are killed (why), its pool emptied. */
+void session_close(struct server *s, struct client *c, struct session *ss, enum mini_limit why);
+/* Drop a reference (the client's, or a command's); the last frees it. */
+void session_unref(struct session *ss);
+/* Prepare one sandbox for the session into slot (SANDBOX_SLOT_INIT on
+ * failure). */
+int slot_prepare(struct server *s, struct session *ss, struct sandbox_slot *slot, struct mini_err *e);
+/* Kill, reap and remove everything of the slot; leaves it SANDBOX_SLOT_INIT. */
+void slot_release(struct sandbox_slot *slot);
+/* Top the session's pool up (see session.c). */
+void pool_fill(struct server *s, struct session *ss);
+/* A live prepared sandbox for a command, ready ones first; NULL if none. */
+struct pooled *pool_take(struct server *s, struct session *ss);
+/* Bury an entry taken from the pool (freed after this epoll batch). */
+void pool_bury(struct server *s, struct pooled *p);
+/* A prepared sandbox's control socket or pidfd is readable. */
+void pool_event(struct server *s, struct pooled *p, bool exited);
+/* Remove the overlays of daemons that are gone (at start). */
+void sweep_sessions(const struct server *s);
+/* Free the seccomp programs (at stop). */
+void bpf_cache_free(struct server *s);
+
+/* -------------------------------------------------------------- exec.c */
+
+void do_exec(struct server *s, struct client *c, const struct mini_req *req);
+void do_cancel(struct server *s, struct client *c, const struct mini_req *req);
+/* Kill the command's sandbox; why becomes its limit unless it has one. */
+void exec_kill(struct exec *x, enum mini_limit why);
+void exec_free(struct exec *x);
+/* The sandbox's events: control socket, output, exit, timeout, stdin. */
+void exec_drain_ctl(struct server *s, struct exec *x);
+void exec_read_out(struct server *s, struct exec *x);
+void exec_reap(struct server *s, struct exec *x);
+void exec_timer(struct server *s, struct exec *x);
+void exec_write_stdin(struct server *s, struct exec *x);
+/* At stop: kill every command and reap it synchronously. */
+void kill_all(struct server *s);
+
+#endif

@@ -1,0 +1,605 @@
+/* mini-sandboxd's event loop (see server.h and daemon.h): one epoll set
+ * for the listening socket, the signalfd, every client and every
+ * sandbox's fds; clients and their requests; hello and stats. */
+#include "daemon.h"
+#include "mini/cleanup.h"
+#include "mini/clock.h"
+#include "mini/log.h"
+#include "mini/proto.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+int ep_add(struct server *s, int fd, uint32_t events, struct ev *ev)
+{
+    struct epoll_event ee = { .events = events, .data.ptr = ev };
+    return epoll_ctl(s->ep, EPOLL_CTL_ADD, fd, &ee);
+}
+
+void ep_mod(struct server *s, int fd, uint32_t events, struct ev *ev)
+{
+    struct epoll_event ee = { .events = events, .data.ptr = ev };
+    epoll_ctl(s->ep, EPOLL_CTL_MOD, fd, &ee);
+}
+
+void ep_del(struct server *s, int fd)
+{
+    if (fd >= 0)
+        epoll_ctl(s->ep, EPOLL_CTL_DEL, fd, NULL);
+}
+
+/* ------------------------------------------------------------- replies */
+
+static void client_flush(struct server *s, struct client *c);
+
+size_t wq_pending(const struct client *c)
+{
+    return c->wq.len - c->wq_off;
+}
+
+static void send_json(struct server *s, struct client *c, cJSON *obj)
+{
+    struct mini_err e;
+    if (!c || !obj) {
+        cJSON_Delete(obj);
+        return;
+    }
+    if (mini_frame_encode_json(&c->wq, obj, &e) < 0)
+        log_warn("dropping a reply: %s", e.msg);
+    cJSON_Delete(obj);
+    client_flush(s, c);
+}
+
+void send_rep(struct server *s, struct client *c, const struct mini_rep *rep)
+{
+    if (c)
+        send_json(s, c, mini_rep_to_json(rep));
+}
+
+void send_error(struct server *s, struct client *c, int64_t id, const struct mini_err *e)
+{
+    if (c)
+        send_json(s, c, mini_error_json(id, e));
+}
+
+void send_ok(struct server *s, struct client *c, int64_t id)
+{
+    struct mini_rep rep = { .op = MINI_OP_OK, .id = id };
+    send_rep(s, c, &rep);
+}
+
+static void do_hello(struct server *s, struct client *c, const struct mini_req *req)
+{
+    if (req->u.hello.version != MINI_PROTO_VERSION) {
+        struct mini_err e;
+        mini_err_set(&e, MINI_E_BAD_REQUEST, "hello.version: this daemon speaks version %d, not %lld",
+                     MINI_PROTO_VERSION, (long long)req->u.hello.version);
+        send_error(s, c, req->id, &e);
+        return;
+    }
+    struct mini_rep rep = { .op = MINI_OP_HELLO, .id = req->id };
+    rep.u.hello.version = MINI_PROTO_VERSION;
+    rep.u.hello.server = "mini-sandboxd " MINI_VERSION;
+    cJSON *f = cJSON_CreateObject();
+    cJSON_AddBoolToObject(f, "rootless", geteuid() != 0);
+    cJSON_AddNumberToObject(f, "uid", geteuid());
+    cJSON_AddStringToObject(f, "limits_by",
+                            s->cgroups.mode == MINI_CG_NONE ? "rlimits" : mini_cg_mode_name(s->cgroups.mode));
+    cJSON_AddBoolToObject(f, "prepared_sandboxes", true);
+    cJSON *lim = cJSON_AddObjectToObject(f, "limits");
+    cJSON_AddNumberToObject(lim, "connections", MAX_CLIENTS);
+    cJSON_AddNumberToObject(lim, "sessions", MAX_SESSIONS);
+    cJSON_AddNumberToObject(lim, "sessions_per_connection", MAX_SESSIONS_PER_CLIENT);
+    cJSON_AddNumberToObject(lim, "running", MAX_RUNNING);
+    cJSON_AddNumberToObject(lim, "running_per_connection", MAX_RUNNING_PER_CLIENT);
+    cJSON_AddNumberToObject(lim, "unread_reply_bytes", WQ_MAX);
+    cJSON *machine = mini_caps_to_json(&s->caps);
+    if (machine)
+        cJSON_AddItemToObject(f, "machine", machine);
+    rep.u.hello.features = f;
+    send_rep(s, c, &rep);
+    cJSON_Delete(f);
+}
+
+static void do_stats(struct server *s, struct client *c, const struct mini_req *req)
+{
+    struct mini_rep rep = { .op = MINI_OP_STATS, .id = req->id };
+    int64_t sessions = 0, running = 0;
+    for (struct client *k = s->clients; k; k = k->next)
+        for (struct session *ss = k->sessions; ss; ss = ss->next)
+            sessions++;
+    for (struct exec *x = s->execs; x; x = x->next)
+        running += !x->finished;
+    rep.u.stats.sessions = sessions;
+    rep.u.stats.running = running;
+    rep.u.stats.execs_total = s->execs_total;
+    rep.u.stats.clients = (int64_t)s->n_clients;
+    rep.u.stats.uptime_ms = (mini_mono_ns() - s->start_ns) / 1000000;
+    send_rep(s, c, &rep);
+}
+
+/* -------------------------------------------------------------- clients */
+
+static void client_close(struct server *s, struct client *c)
+{
+    ep_del(s, c->fd);
+    for (struct exec *x = s->execs; x; x = x->next)
+        if (x->client == c) {
+            exec_kill(x, MINI_LIMIT_DISCONNECT);
+            x->client = NULL;
+            if (x->out_paused && x->slot.sb.out >= 0) {
+                x->out_paused = false;
+                ep_mod(s, x->slot.sb.out, EPOLLIN, &x->ev_out);
+            }
+        }
+    while (c->sessions)
+        session_close(s, c, c->sessions, MINI_LIMIT_DISCONNECT);
+    for (struct client **pp = &s->clients; *pp; pp = &(*pp)->next)
+        if (*pp == c) {
+            *pp = c->next;
+            break;
+        }
+    s->n_clients--;
+    if (s->accept_paused && s->lfd >= 0) {
+        s->accept_paused = false;
+        ep_mod(s, s->lfd, EPOLLIN, &s->ev_listen);
+    }
+    mini_close(c->fd);
+    c->fd = -1;
+    c->dead = true;
+    c->next = s->dead_clients;
+    s->dead_clients = c;
+    if (s->cfg->inherit_fd >= 0)
+        s->stopping = true;
+}
+
+static void client_resume_outputs(struct server *s, struct client *c)
+{
+    for (struct exec *x = s->execs; x; x = x->next)
+        if (x->client == c && x->out_paused) {
+            x->out_paused = false;
+            if (x->slot.sb.out >= 0)
+                ep_mod(s, x->slot.sb.out, EPOLLIN, &x->ev_out);
+        }
+}
+
+static void client_flush(struct server *s, struct client *c)
+{
+    size_t off = c->wq_off;
+    while (off < c->wq.len) {
+        ssize_t n = send(c->fd, c->wq.data + off, c->wq.len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+            off += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            break;
+        /* The client is gone: drop what it will never read. */
+        off = c->wq.len;
+        c->closing = true;
+        break;
+    }
+    /* Sent bytes are dropped when all is sent, or compacted once they are
+     * half of the buffer: each byte is moved at most once. */
+    if (off == c->wq.len) {
+        mini_buf_reset(&c->wq);
+        off = 0;
+    } else if (off > c->wq.len / 2) {
+        mini_buf_consume(&c->wq, off);
+        off = 0;
+    }
+    c->wq_off = off;
+    if (wq_pending(c) > WQ_MAX && !c->closing) {
+        /* Never read, and past anything one client may hold: dropped. */
+        log_warn("client pid %d: %zu bytes of replies unread; closing the connection", (int)c->pid, wq_pending(c));
+        c->closing = true;
+        c->wq_off = c->wq.len;   /* what it will never read */
+        ep_mod(s, c->fd, EPOLLOUT | EPOLLRDHUP, &c->ev);
+        c->want_out = true;
+        return;
+    }
+    bool want = wq_pending(c) > 0;
+    /* Backpressure: a client that does not read its replies gets no
+     * more requests read either. */
+    bool pause = wq_pending(c) > WQ_PAUSE || (c->read_paused && wq_pending(c) > WQ_RESUME);
+    if (want != c->want_out || pause != c->read_paused) {
+        c->want_out = want;
+        c->read_paused = pause;
+        ep_mod(s, c->fd, (c->closing || pause ? 0 : EPOLLIN) | (want ? EPOLLOUT : 0) | EPOLLRDHUP, &c->ev);
+    }
+    if (wq_pending(c) < WQ_RESUME)
+        client_resume_outputs(s, c);
+}
+
+static void dispatch(struct server *s, struct client *c, const char *payload, size_t len)
+{
+    struct mini_req req;
+    struct mini_err e;
+    int64_t id = -1;
+    if (mini_req_decode(payload, len, &req, &id, &e) < 0) {
+        send_error(s, c, id, &e);
+        return;
+    }
+    switch (req.op) {
+    case MINI_OP_HELLO: do_hello(s, c, &req); break;
+    case MINI_OP_OPEN: do_open(s, c, &req); break;
+    case MINI_OP_EXEC: do_exec(s, c, &req); break;
+    case MINI_OP_CANCEL: do_cancel(s, c, &req); break;
+    case MINI_OP_CLOSE: do_close(s, c, &req); break;
+    case MINI_OP_STATS: do_stats(s, c, &req); break;
+    default: break;
+    }
+    mini_req_free(&req);
+}
+
+static void client_readable(struct server *s, struct client *c)
+{
+    char buf[65536];
+    for (;;) {
+        ssize_t n = recv(c->fd, buf, sizeof buf, MSG_DONTWAIT);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        struct mini_err e;
+        if (n == 0 && c->rd.in.len > c->rd.consumed) {
+            /* The peer shut its side mid-frame: say so, it may still read. */
+            mini_err_set(&e, MINI_E_BAD_REQUEST, "the stream ended inside a frame (%zu bytes of it received)",
+                         c->rd.in.len - c->rd.consumed);
+            goto bad;
+        }
+        if (n <= 0) {
+            client_close(s, c);
+            return;
+        }
+        if (mini_frame_reader_feed(&c->rd, buf, (size_t)n, &e) < 0)
+            goto bad;
+        const char *payload;
+        size_t len;
+        int r;
+        while ((r = mini_frame_reader_next(&c->rd, &payload, &len, &e)) == 1)
+            dispatch(s, c, payload, len);
+        if (r < 0)
+            goto bad;
+        continue;
+    bad:
+        /* A broken stream cannot be resynchronised: say why, then close. */
+        send_error(s, c, -1, &e);
+        c->closing = true;
+        ep_mod(s, c->fd, EPOLLOUT | EPOLLRDHUP, &c->ev);
+        c->want_out = true;
+        if (wq_pending(c) == 0)
+            client_close(s, c);
+        return;
+    }
+}
+
+static bool peer_allowed(struct server *s, int fd, pid_t *pid)
+{
+    struct ucred cr;
+    socklen_t len = sizeof cr;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
+        return false;
+    *pid = cr.pid;
+    if (cr.uid != geteuid() && cr.uid != 0) {
+        log_warn("refusing a client with uid %u", (unsigned)cr.uid);
+        return false;
+    }
+    /* Host root, as DESIGN.md promises.  A rootless daemon may not look at
+     * root's /proc/PID/ns; and no sandbox appears as uid 0 here, since
+     * sandboxes map to unprivileged host ids only. */
+    if (cr.uid == 0 && geteuid() != 0)
+        return true;
+    /* A process in another user namespace (a sandbox, say) is refused
+     * even when its uid maps to ours. */
+    char path[64];
+    struct stat st;
+    snprintf(path, sizeof path, "/proc/%d/ns/user", (int)cr.pid);
+    if (cr.pid <= 0 || stat(path, &st) < 0 || st.st_ino != s->userns) {
+        log_warn("refusing pid %d: not in the daemon's user namespace", (int)cr.pid);
+        return false;
+    }
+    return true;
+}
+
+static int client_add(struct server *s, int fd)
+{
+    struct client *c = calloc(1, sizeof *c);
+    if (!c) {
+        close(fd);
+        return -1;
+    }
+    c->fd = fd;
+    c->ev = (struct ev){ EV_CLIENT, c };
+    mini_frame_reader_init(&c->rd);
+    mini_set_nonblock(fd, 1);
+    if (ep_add(s, fd, EPOLLIN | EPOLLRDHUP, &c->ev) < 0) {
+        close(fd);
+        free(c);
+        return -1;
+    }
+    c->next = s->clients;
+    s->clients = c;
+    s->n_clients++;
+    return 0;
+}
+
+static void accept_clients(struct server *s)
+{
+    for (;;) {
+        int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                /* Out of fds: waiting clients stay in the backlog until one
+                 * of ours goes (client_close resumes), instead of a busy loop. */
+                log_warn("accept: %s: not accepting until a client closes", strerror(errno));
+                ep_mod(s, s->lfd, 0, &s->ev_listen);
+                s->accept_paused = true;
+            } else if (errno != EAGAIN && errno != EINTR) {
+                log_warn("accept: %s", strerror(errno));
+            }
+            return;
+        }
+        pid_t pid;
+        if (!peer_allowed(s, fd, &pid)) {
+            close(fd);
+            continue;
+        }
+        if (s->n_clients >= MAX_CLIENTS) {
+            struct mini_err e;
+            struct mini_buf b = MINI_BUF_INIT;
+            mini_err_set(&e, MINI_E_BUSY, "the daemon serves " MINI_STR(MAX_CLIENTS) " connections, the most it may");
+            cJSON *j = mini_error_json(-1, &e);
+            if (j && mini_frame_encode_json(&b, j, &e) == 0)
+                (void)!send(fd, b.data, b.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+            cJSON_Delete(j);
+            mini_buf_free(&b);
+            close(fd);
+            continue;
+        }
+        if (client_add(s, fd) == 0)
+            s->clients->pid = pid;
+    }
+}
+
+/* ------------------------------------------------------------ the loop */
+
+static int listen_on(struct server *s, const char *path, struct mini_err *e)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    if (strlen(path) >= sizeof sa.sun_path)
+        return mini_err_set(e, MINI_E_IO, "socket path %s: too long", path);
+    strcpy(sa.sun_path, path);
+    s->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (s->lfd < 0)
+        return mini_err_sys(e, MINI_E_IO, errno, "socket");
+    /* A socket file left by a dead daemon is replaced; a live one is not. */
+    int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof sa) == 0) {
+        close(probe);
+        return mini_err_set(e, MINI_E_BUSY, "%s: another daemon is listening there", path);
+    }
+    mini_close(probe);
+    unlink(path);
+    mode_t old = umask(0177);
+    int r = bind(s->lfd, (struct sockaddr *)&sa, sizeof sa);
+    umask(old);
+    if (r < 0)
+        return mini_err_sys(e, MINI_E_IO, errno, "binding %s", path);
+    if (listen(s->lfd, 128) < 0)
+        return mini_err_sys(e, MINI_E_IO, errno, "listening on %s", path);
+    return 0;
+}
+
+static void bury(struct server *s)
+{
+    while (s->dead_execs) {
+        struct exec *x = s->dead_execs;
+        s->dead_execs = x->next;
+        exec_free(x);
+    }
+    while (s->dead_pooled) {
+        struct pooled *p = s->dead_pooled;
+        s->dead_pooled = p->next;
+        free(p);
+    }
+    while (s->dead_clients) {
+        struct client *c = s->dead_clients;
+        s->dead_clients = c->next;
+        mini_frame_reader_free(&c->rd);
+        mini_buf_free(&c->wq);
+        free(c);
+    }
+}
+
+static bool ev_dead(const struct ev *ev)
+{
+    switch (ev->kind) {
+    case EV_CLIENT:
+        return ((const struct client *)ev->obj)->dead;
+    case EV_CTL: case EV_OUT: case EV_PID: case EV_TIMER: case EV_STDIN:
+        return ((const struct exec *)ev->obj)->dead;
+    case EV_POOL_CTL: case EV_POOL_PID:
+        return ((const struct pooled *)ev->obj)->dead;
+    default:
+        return false;
+    }
+}
+
+static void handle(struct server *s, struct ev *ev, uint32_t events)
+{
+    if (ev_dead(ev))
+        return;
+    switch (ev->kind) {
+    case EV_LISTEN:
+        accept_clients(s);
+        break;
+    case EV_SIGNAL: {
+        struct signalfd_siginfo si;
+        while (read(s->sfd, &si, sizeof si) == sizeof si) {
+            log_info("signal %u: stopping", si.ssi_signo);
+            s->stopping = true;
+        }
+        break;
+    }
+    case EV_CLIENT: {
+        struct client *c = ev->obj;
+        if ((events & EPOLLOUT) || c->closing) {
+            client_flush(s, c);
+            if (c->closing && wq_pending(c) == 0) {
+                client_close(s, c);
+                break;
+            }
+        }
+        if (!c->closing && !c->read_paused && (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
+            client_readable(s, c);
+        else if (!c->closing && (events & (EPOLLHUP | EPOLLERR)))
+            client_close(s, c);
+        break;
+    }
+    case EV_CTL:
+        exec_drain_ctl(s, ev->obj);
+        break;
+    case EV_OUT:
+        exec_read_out(s, ev->obj);
+        break;
+    case EV_PID:
+        exec_reap(s, ev->obj);
+        break;
+    case EV_TIMER:
+        exec_timer(s, ev->obj);
+        break;
+    case EV_STDIN:
+        exec_write_stdin(s, ev->obj);
+        break;
+    case EV_POOL_CTL:
+    case EV_POOL_PID:
+        pool_event(s, ev->obj, ev->kind == EV_POOL_PID);
+        break;
+    }
+}
+
+static void server_free(struct server *s)
+{
+    kill_all(s);
+    while (s->clients)
+        client_close(s, s->clients);
+    bury(s);
+    mini_cgroups_fini(&s->cgroups);
+    mini_ws_guard_free(&s->guard);
+    mini_uid_range_free(&s->uids);
+    bpf_cache_free(s);
+    if (s->lfd >= 0 && s->cfg->socket_path)
+        unlink(s->cfg->socket_path);
+    mini_close(s->lfd);
+    mini_close(s->sfd);
+    mini_close(s->ep);
+    mini_close(s->init_fd);
+    free(s->root_dir);
+    if (s->audit)
+        fclose(s->audit);
+}
+
+int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
+{
+    struct server s = { .cfg = cfg, .ep = -1, .lfd = -1, .sfd = -1, .init_fd = -1, .start_ns = mini_mono_ns(),
+                        .ev_listen = { EV_LISTEN, NULL } };
+    struct ev ev_sig = { EV_SIGNAL, NULL };
+    int rc = -1;
+    struct stat st;
+    if (stat("/proc/self/ns/user", &st) < 0) {
+        mini_err_sys(e, MINI_E_IO, errno, "/proc/self/ns/user");
+        goto out;
+    }
+    s.userns = st.st_ino;
+    if ((s.init_fd = mini_sandbox_open_init(e)) < 0)
+        goto out;
+    /* What this machine can isolate, and per-command cgroups where the
+     * daemon may create them; the probe is corrected to what was set up so
+     * that no reply promises more than the commands get. */
+    if (mini_caps_detect(&s.caps, e) < 0)
+        goto out;
+    struct mini_err cge;
+    if (mini_cgroups_init_limits(&s.cgroups, &s.caps, &cge) < 0)
+        log_warn("cgroups: %s; limits fall back to rlimits", cge.msg);
+    mini_cgroups_update_caps(&s.cgroups, &s.caps);
+    log_info("cgroups: %s", s.cgroups.note);
+    if (asprintf(&s.root_dir, "%s/root", cfg->state_dir) < 0) {
+        s.root_dir = NULL;
+        mini_err_set(e, MINI_E_NOMEM, "out of memory");
+        goto out;
+    }
+    if (mkdir(s.root_dir, 0700) < 0 && errno != EEXIST) {
+        mini_err_sys(e, MINI_E_IO, errno, "creating %s", s.root_dir);
+        goto out;
+    }
+    char *sockdir = cfg->socket_path ? strdup(cfg->socket_path) : NULL;
+    char *slash = sockdir ? strrchr(sockdir, '/') : NULL;
+    if (slash)
+        slash[slash == sockdir] = '\0';
+    int gr = mini_ws_guard_init(&s.guard, slash ? sockdir : NULL, cfg->state_dir, e);
+    free(sockdir);
+    if (gr < 0 || (geteuid() == 0 && mini_uid_range_init(&s.uids, e) < 0))
+        goto out;
+    sweep_sessions(&s);
+    if (cfg->audit_log && !(s.audit = fopen(cfg->audit_log, "ae"))) {
+        mini_err_sys(e, MINI_E_IO, errno, "opening the audit log %s", cfg->audit_log);
+        goto out;
+    }
+    s.ep = epoll_create1(EPOLL_CLOEXEC);
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    sigprocmask(SIG_BLOCK, &mask, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    s.sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (s.ep < 0 || s.sfd < 0 || ep_add(&s, s.sfd, EPOLLIN, &ev_sig) < 0) {
+        mini_err_sys(e, MINI_E_IO, errno, "setting up the event loop");
+        goto out;
+    }
+    if (cfg->inherit_fd >= 0) {
+        if (client_add(&s, cfg->inherit_fd) < 0) {
+            mini_err_sys(e, MINI_E_IO, errno, "serving fd %d", cfg->inherit_fd);
+            goto out;
+        }
+    } else {
+        if (listen_on(&s, cfg->socket_path, e) < 0 || ep_add(&s, s.lfd, EPOLLIN, &s.ev_listen) < 0)
+            goto out;
+        log_info("listening on %s", cfg->socket_path);
+        if (cfg->ready_fd > 0) {
+            mini_write_all(cfg->ready_fd, "1", 1);
+            close(cfg->ready_fd);
+        }
+    }
+    while (!s.stopping) {
+        struct epoll_event evs[64];
+        int n = epoll_wait(s.ep, evs, 64, -1);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            mini_err_sys(e, MINI_E_IO, errno, "epoll_wait");
+            goto out;
+        }
+        for (int i = 0; i < n; i++)
+            handle(&s, evs[i].data.ptr, evs[i].events);
+        /* Objects finished in this batch may still have had events in it. */
+        bury(&s);
+    }
+    rc = 0;
+out:
+    server_free(&s);
+    return rc;
+}

@@ -1,0 +1,646 @@
+/* Sessions: a profile, a workspace and the ids its sandboxes run as,
+ * opened by `open` and closed by `close` or the connection's end; and each
+ * session's pool of prepared sandboxes (docs/sandbox-lifecycle.md). */
+#include "daemon.h"
+#include "landlock.h"
+#include "seccomp_prog.h"
+#include "mini/cleanup.h"
+#include "mini/io.h"
+#include "mini/log.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------- sessions */
+
+void session_unref(struct session *ss)
+{
+    if (!ss || --ss->refs > 0)
+        return;
+    if (ss->overlay_dir) {
+        struct mini_err e;
+        if (mini_rm_rf(ss->overlay_dir, &e) < 0)
+            log_warn("session %s: %s", ss->id, e.msg);
+        free(ss->overlay_dir);
+    }
+    mini_profile_free(ss->profile);
+    free(ss->workspace);
+    mini_close(ss->ws_fd);
+    mini_close(ss->idmap_userns);
+    if (ss->uids)
+        mini_uid_range_put(ss->uids, ss->uid_slot);
+    mini_env_free(&ss->env);
+    free(ss);
+}
+
+struct session *session_find(struct client *c, const char *id)
+{
+    for (struct session *ss = c->sessions; ss; ss = ss->next)
+        if (strcmp(ss->id, id) == 0)
+            return ss;
+    return NULL;
+}
+
+/* Seccomp programs, compiled once per distinct policy (a profile's
+ * seccomp section as canonical JSON) and kept for the daemon's life. */
+struct bpf_cache {
+    struct bpf_cache *next;
+    char *key;
+    struct mini_bpf bpf;
+};
+
+static const struct mini_bpf *seccomp_for(struct server *s, const struct mini_profile *p, struct mini_err *e)
+{
+    cJSON *pj = mini_profile_to_json(p);
+    char *key = pj ? cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(pj, "seccomp")) : NULL;
+    cJSON_Delete(pj);
+    if (!key) {
+        mini_err_set(e, MINI_E_NOMEM, "out of memory");
+        return NULL;
+    }
+    for (struct bpf_cache *c = s->bpf_cache; c; c = c->next)
+        if (strcmp(c->key, key) == 0) {
+            free(key);
+            return &c->bpf;
+        }
+    struct bpf_cache *c = calloc(1, sizeof *c);
+    if (!c || mini_seccomp_compile(&p->seccomp, &c->bpf, e) < 0) {
+        if (!c)
+            mini_err_set(e, MINI_E_NOMEM, "out of memory");
+        free(c);
+        free(key);
+        return NULL;
+    }
+    c->key = key;
+    c->next = s->bpf_cache;
+    s->bpf_cache = c;
+    return &c->bpf;
+}
+
+void bpf_cache_free(struct server *s)
+{
+    while (s->bpf_cache) {
+        struct bpf_cache *c = s->bpf_cache;
+        s->bpf_cache = c->next;
+        mini_bpf_free(&c->bpf);
+        free(c->key);
+        free(c);
+    }
+}
+
+
+/* The assessment (what the commands really get), plus this session's ids
+ * and workspace. */
+static cJSON *isolation_json(const struct server *s, const struct session *ss)
+{
+    cJSON *o = mini_assessment_to_json(&ss->assess);
+    if (!o)
+        return NULL;
+    cJSON_AddStringToObject(o, "network", ss->profile->network == MINI_NET_NONE ? "none" : "host");
+    cJSON_AddStringToObject(o, "limits_by", ss->assess.cgroups ? mini_cg_mode_name(s->cgroups.mode) : "rlimits");
+    char map[64];
+    snprintf(map, sizeof map, "0 %u 1", (unsigned)ss->host_uid);
+    cJSON_AddStringToObject(o, "uid_map", map);
+    snprintf(map, sizeof map, "0 %u 1", (unsigned)ss->host_gid);
+    cJSON_AddStringToObject(o, "gid_map", map);
+    snprintf(map, sizeof map, "%u:%u", (unsigned)ss->owner_uid, (unsigned)ss->owner_gid);
+    cJSON_AddStringToObject(o, "files_owned_by", map);
+    cJSON_AddBoolToObject(o, "own_uid", ss->uid_slot >= 0);
+    cJSON_AddBoolToObject(o, "idmapped_workspace", ss->idmap);
+    cJSON_AddStringToObject(o, "workspace", ss->workspace);
+    cJSON_AddBoolToObject(o, "workspace_writable", ss->profile->workspace_writable);
+    cJSON_AddBoolToObject(o, "session_overlay", ss->overlay_dir != NULL);
+    return o;
+}
+
+/* The directories of the session's writable overlay on the profile's
+ * binds: <state>/sessions/<daemon pid>-<session>/{upper,work}, reached by
+ * the sandbox through an fd (the session directory is 0711), owned by the
+ * sandbox's host ids.  Removed with the session. */
+static int session_overlay(struct server *s, struct session *ss, struct mini_err *e)
+{
+    char *dir = NULL, path[4096];
+    snprintf(path, sizeof path, "%s/sessions", s->cfg->state_dir);
+    if (mkdir(path, 0700) < 0 && errno != EEXIST)
+        return mini_err_sys(e, MINI_E_IO, errno, "creating %s", path);
+    if (asprintf(&dir, "%s/%d-%s", path, (int)getpid(), ss->id) < 0)
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    ss->overlay_dir = dir;
+    if (mkdir(dir, 0711) < 0)
+        return mini_err_sys(e, MINI_E_IO, errno, "creating %s", dir);
+    static const char *const sub[] = { "upper", "work" };
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, sub[i]);
+        if (mkdir(path, 0700) < 0 || (geteuid() == 0 && chown(path, ss->host_uid, ss->host_gid) < 0))
+            return mini_err_sys(e, MINI_E_IO, errno, "creating %s", path);
+    }
+    return 0;
+}
+
+/* Overlays left in <state>/sessions by a daemon that is gone (killed,
+ * crashed): its pid is no process now, or is this daemon's own, which was
+ * free when it started.  Removed at start, so that a later daemon with the
+ * same pid cannot trip over them and they do not stay on the disk. */
+void sweep_sessions(const struct server *s)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/sessions", s->cfg->state_dir);
+    DIR *d = opendir(path);
+    if (!d)
+        return;
+    for (struct dirent *de; (de = readdir(d));) {
+        char *end;
+        long pid = strtol(de->d_name, &end, 10);
+        if (end == de->d_name || *end != '-' || pid <= 0)
+            continue;
+        if (pid != getpid() && (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+            continue;
+        char dir[4096 + 256];
+        struct mini_err e;
+        snprintf(dir, sizeof dir, "%s/%s", path, de->d_name);
+        if (mini_rm_rf(dir, &e) < 0)
+            log_warn("removing a dead daemon's overlay: %s", e.msg);
+        else
+            log_info("removed a dead daemon's overlay %s", dir);
+    }
+    closedir(d);
+}
+
+/* ------------------------------------------------------ prepared pool */
+
+static void session_spawn_cfg(const struct server *s, const struct session *ss, struct mini_spawn_cfg *cfg)
+{
+    *cfg = (struct mini_spawn_cfg){
+        .profile = ss->profile,
+        .seccomp = ss->bpf,
+        .workspace = ss->workspace,
+        .workspace_fd = ss->ws_fd,
+        .root_dir = s->root_dir,
+        .host_uid = ss->host_uid,
+        .host_gid = ss->host_gid,
+        .idmap_workspace = ss->idmap,
+        .idmap_userns = ss->idmap_userns,
+        .init_fd = s->init_fd,
+        .overlay_dir = ss->overlay_dir,
+        .namespaces = ss->assess.namespaces,
+        .cgroup_memory = ss->assess.cgroups && (s->cgroups.ctrls & (1u << MINI_CGC_MEMORY)),
+        .cgroup_pids = ss->assess.cgroups && (s->cgroups.ctrls & (1u << MINI_CGC_PIDS)),
+        .cgroup_fd = -1,
+    };
+}
+
+/* The degraded path's private TMPDIR: under /tmp (every uid can reach
+ * it; the daemon's state directory is private), owned by the sandbox's
+ * host ids.  Landlock lets the command write there and nowhere else but
+ * the workspace. */
+static char *sandbox_tmpdir(const struct session *ss, struct mini_err *e)
+{
+    char *dir = strdup("/tmp/mini-tmp.XXXXXX");
+    if (!dir || !mkdtemp(dir)) {
+        mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "creating a private TMPDIR");
+        free(dir);
+        return NULL;
+    }
+    if (geteuid() == 0 && chown(dir, ss->host_uid, ss->host_gid) < 0) {
+        mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "chown %s", dir);
+        rmdir(dir);
+        free(dir);
+        return NULL;
+    }
+    return dir;
+}
+
+void slot_release(struct sandbox_slot *slot)
+{
+    mini_sandbox_destroy(&slot->sb);
+    mini_cgroup_destroy(&slot->cg);
+    if (slot->tmpdir) {
+        struct mini_err e;
+        if (mini_rm_rf(slot->tmpdir, &e) < 0)
+            log_warn("%s", e.msg);
+        free(slot->tmpdir);
+        slot->tmpdir = NULL;
+    }
+}
+
+static int landlock_allow_init(const struct server *s, struct mini_landlock_plan *plan, struct mini_err *e)
+{
+    char fdpath[32], path[4096];
+    snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", s->init_fd);
+    ssize_t n = readlink(fdpath, path, sizeof path - 1);
+    if (n < 0)
+        return mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "locating mini-sandbox-init");
+    path[n] = '\0';
+    return mini_landlock_plan_add(plan, path, MINI_LL_FS_EXECUTE | MINI_LL_FS_READ_FILE, e);
+}
+
+/* The v1 cgroup.procs fds a child writes itself into, open only while it
+ * is being cloned. */
+struct cgroup_procs {
+    int fds[MINI_CG_HIER_MAX];
+    size_t n;
+};
+
+static void cgroup_procs_close(struct cgroup_procs *p)
+{
+    for (size_t i = 0; i < p->n; i++)
+        close(p->fds[i]);
+    p->n = 0;
+}
+
+/* The command's cgroup, which the sandbox joins from its first step (see
+ * mini_spawn_cfg): created with the profile's limits, and its v1
+ * cgroup.procs opened for the child. */
+static int slot_cgroup(struct server *s, struct session *ss, struct sandbox_slot *slot, struct cgroup_procs *procs,
+                       struct mini_spawn_cfg *cfg, struct mini_err *e)
+{
+    if (!ss->assess.cgroups || s->cgroups.mode == MINI_CG_NONE)
+        return 0;
+    char name[32];
+    snprintf(name, sizeof name, "x%llu", (unsigned long long)++s->next_cgroup);
+    int n = -1;
+    if (mini_cgroup_create(&s->cgroups, name, &ss->profile->limits, &slot->cg, e) < 0 ||
+        (n = mini_cgroup_open_procs(&slot->cg, procs->fds, e)) < 0)
+        return mini_err_prefix(e, "the command's cgroup");
+    procs->n = (size_t)n;
+    cfg->cgroup_fd = slot->cg.fd;
+    cfg->cgroup_procs = procs->fds;
+    cfg->n_cgroup_procs = procs->n;
+    return 0;
+}
+
+/* The degraded path: the command's TMPDIR and the Landlock plan that
+ * confines it, which must also let the sandbox execute mini-sandbox-init
+ * once Landlock is in force. */
+static int slot_landlock(struct server *s, struct session *ss, struct sandbox_slot *slot,
+                         struct mini_landlock_plan *plan, struct mini_spawn_cfg *cfg, struct mini_err *e)
+{
+    if (ss->assess.path != MINI_PATH_LANDLOCK)
+        return 0;
+    if (!(slot->tmpdir = sandbox_tmpdir(ss, e)) ||
+        mini_landlock_plan(plan, ss->profile, ss->workspace, slot->tmpdir, e) < 0 ||
+        landlock_allow_init(s, plan, e) < 0)
+        return -1;
+    cfg->landlock = plan;
+    return 0;
+}
+
+/* Where the clone could not join the cgroup itself (clone without
+ * CLONE_INTO_CGROUP), the daemon moves it in. */
+static int slot_attach(struct sandbox_slot *slot, struct mini_err *e)
+{
+    if (slot->cg.cg && !slot->sb.in_cgroup && mini_cgroup_attach(&slot->cg, slot->sb.pid, e) < 0)
+        return mini_err_prefix(e, "the command's cgroup");
+    return 0;
+}
+
+/* Prepare one sandbox for the session: its cgroup first, then the clone,
+ * on the namespace path or on the degraded path with its Landlock plan and
+ * TMPDIR. */
+int slot_prepare(struct server *s, struct session *ss, struct sandbox_slot *slot, struct mini_err *e)
+{
+    _cleanup_(cgroup_procs_close) struct cgroup_procs procs = { .n = 0 };
+    _cleanup_(mini_landlock_plan_free) struct mini_landlock_plan plan = { 0 };   /* the child has its copy */
+    struct mini_spawn_cfg cfg;
+    *slot = (struct sandbox_slot)SANDBOX_SLOT_INIT;
+    session_spawn_cfg(s, ss, &cfg);
+    if (slot_cgroup(s, ss, slot, &procs, &cfg, e) < 0 || slot_landlock(s, ss, slot, &plan, &cfg, e) < 0 ||
+        mini_sandbox_prepare(&cfg, &slot->sb, e) < 0 || slot_attach(slot, e) < 0) {
+        slot_release(slot);
+        return -1;
+    }
+    return 0;
+}
+
+static void pool_unlink(struct session *ss, struct pooled *p)
+{
+    for (struct pooled **pp = &ss->pool; *pp; pp = &(*pp)->next)
+        if (*pp == p) {
+            *pp = p->next;
+            ss->pool_n--;
+            return;
+        }
+}
+
+/* Bury an entry (it may still have events in this epoll batch). */
+void pool_bury(struct server *s, struct pooled *p)
+{
+    s->pooled_total--;
+    p->dead = true;
+    p->next = s->dead_pooled;
+    s->dead_pooled = p;
+}
+
+static void pool_discard(struct server *s, struct pooled *p)
+{
+    pool_unlink(p->ss, p);
+    ep_del(s, p->slot.sb.ctl);
+    ep_del(s, p->slot.sb.pidfd);
+    slot_release(&p->slot);
+    pool_bury(s, p);
+}
+
+/* Top the session's pool up: one prepared sandbox more than it has
+ * commands running.  Preparing runs in the sandbox's own process; here it
+ * costs the clone and the id maps. */
+void pool_fill(struct server *s, struct session *ss)
+{
+    /* A session overlay is mounted by each sandbox on the same upper
+     * directory; overlayfs does not allow two mounts of one upper at once
+     * ("upperdir is in-use"), so such a session keeps none prepared. */
+    if (ss->overlay_dir)
+        return;
+    int want = ss->running + 1 < POOL_SESSION_MAX ? ss->running + 1 : POOL_SESSION_MAX;
+    while (!ss->closed && !ss->pool_failed && ss->pool_n < want && s->pooled_total < POOL_TOTAL_MAX) {
+        struct pooled *p = calloc(1, sizeof *p);
+        if (!p)
+            return;
+        struct mini_err e;
+        if (slot_prepare(s, ss, &p->slot, &e) < 0) {
+            /* Commands of this session now spawn on demand, which reports the error. */
+            log_warn("session %s: preparing a sandbox: %s", ss->id, e.msg);
+            ss->pool_failed = true;
+            free(p);
+            return;
+        }
+        p->ss = ss;
+        p->ev_ctl = (struct ev){ EV_POOL_CTL, p };
+        p->ev_pid = (struct ev){ EV_POOL_PID, p };
+        if (ep_add(s, p->slot.sb.ctl, EPOLLIN, &p->ev_ctl) < 0 || ep_add(s, p->slot.sb.pidfd, EPOLLIN, &p->ev_pid) < 0) {
+            ep_del(s, p->slot.sb.ctl);
+            slot_release(&p->slot);
+            free(p);
+            ss->pool_failed = true;
+            return;
+        }
+        p->next = ss->pool;
+        ss->pool = p;
+        ss->pool_n++;
+        s->pooled_total++;
+    }
+}
+
+/* Whether a prepared sandbox has died (killed from outside) without its
+ * events having been handled yet: its control socket hung up or its pidfd
+ * is readable. */
+static bool pool_dead(const struct pooled *p)
+{
+    struct pollfd f[2] = { { .fd = p->slot.sb.ctl, .events = POLLRDHUP }, { .fd = p->slot.sb.pidfd, .events = POLLIN } };
+    if (poll(f, 2, 0) <= 0)
+        return false;
+    return (f[0].revents & (POLLRDHUP | POLLHUP | POLLERR)) || (f[1].revents & POLLIN);
+}
+
+/* A live prepared sandbox for a command, ready ones first; NULL if none.
+ * Dead ones found on the way are discarded. */
+struct pooled *pool_take(struct server *s, struct session *ss)
+{
+    struct pooled *best = NULL;
+    for (struct pooled *p = ss->pool, *next; p; p = next) {
+        next = p->next;
+        if (pool_dead(p))
+            pool_discard(s, p);
+        else if (!best || (p->ready && !best->ready))
+            best = p;
+    }
+    if (best)
+        pool_unlink(ss, best);
+    return best;
+}
+
+void pool_event(struct server *s, struct pooled *p, bool exited)
+{
+    bool failed = true;
+    if (!exited) {
+        struct mini_ctl_msg m;
+        int r = mini_sandbox_read_ctl(&p->slot.sb, &m);
+        if (r == -2)
+            return;
+        if (r == 1 && m.type == MINI_CTL_READY) {
+            p->ready = true;
+            return;
+        }
+        if (r == 1 && m.type == MINI_CTL_ERROR)
+            log_warn("session %s: a prepared sandbox failed: %s", p->ss->id, m.text);
+        else
+            failed = !p->ready;
+    } else {
+        failed = !p->ready;
+    }
+    /* Preparing failed: the session's commands spawn on demand from now
+     * on, which reports why.  A ready sandbox that died was killed from
+     * outside (a user, the OOM killer): replace it. */
+    struct session *ss = p->ss;
+    if (failed)
+        ss->pool_failed = true;
+    pool_discard(s, p);
+    if (!failed)
+        pool_fill(s, ss);
+}
+
+/* mini's configuration directories (their .env holds the API keys) are
+ * hidden in every profile: the daemon's own, and for a root daemon the
+ * workspace owner's. */
+static int session_hide_secrets(struct server *s, struct session *ss, struct mini_err *e)
+{
+    struct stat st;
+    if (geteuid() == 0 && fstat(ss->ws_fd, &st) == 0) {
+        struct passwd *pw = getpwuid(st.st_uid);
+        if (pw && mini_ws_guard_add_home(&s->guard, pw->pw_dir) < 0)
+            return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < s->guard.n_secrets; i++)
+        if (mini_profile_add_hide(ss->profile, s->guard.secrets[i]) < 0)
+            return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    return 0;
+}
+
+/* Whose ids the session's sandboxes run as, and whose its files get (see
+ * docs/isolation.md, "Whose ids a sandbox runs as"):
+ *   - rootless: the daemon's own, for both;
+ *   - root, workspace owned by root: refused (files the sandbox made
+ *     would be root's on the host; there is no safe mapping);
+ *   - root, owned by uid W: the processes run as a uid of the session's
+ *     own from the daemon's range, and see the workspace through an
+ *     idmapped mount in which W's files are theirs and what they create
+ *     is W's, with W's ordinary group (mini_ws_owner_group) -- never the
+ *     directory's group.  Per-uid kernel quotas are then the session's
+ *     own.  Where the workspace's filesystem cannot be idmapped, or on
+ *     the Landlock path (no user namespaces), they run as W itself. */
+static int session_ids(struct server *s, struct session *ss, struct mini_err *e)
+{
+    struct stat st;
+    if (fstat(ss->ws_fd, &st) < 0)
+        return mini_err_sys(e, MINI_E_WORKSPACE_INVALID, errno, "workspace %s", ss->workspace);
+    if (geteuid() != 0) {
+        ss->host_uid = ss->owner_uid = geteuid();
+        ss->host_gid = ss->owner_gid = getegid();
+        return 0;
+    }
+    if (st.st_uid == 0)
+        return mini_err_set(e, MINI_E_WORKSPACE_INVALID,
+                            "workspace %s is owned by root: files a sandbox writes there would be root's on the "
+                            "host, and a root daemon never runs a sandbox as root; remedy: give the directory to an "
+                            "unprivileged user (chown -R USER: %s; the sandbox then writes as that user), or run "
+                            "mini-sandboxd (and mini) as that user",
+                            ss->workspace, ss->workspace);
+    ss->owner_uid = ss->host_uid = st.st_uid;
+    ss->owner_gid = ss->host_gid = mini_ws_owner_group(st.st_uid);
+    if (ss->assess.path == MINI_PATH_LANDLOCK)
+        return 0;
+    int slot = mini_uid_range_take(&s->uids);
+    if (slot < 0)
+        return mini_err_set(e, MINI_E_BUSY, "every uid of the daemon's range (%u) is in use", s->uids.count);
+    ss->uid_slot = slot;
+    ss->uids = &s->uids;
+    uid_t uid = s->uids.uid_base + (uid_t)slot;
+    gid_t gid = s->uids.gid_base + (gid_t)slot;
+    if ((ss->idmap_userns = mini_idmap_userns(ss->owner_uid, uid, ss->owner_gid, gid, e)) < 0)
+        return -1;
+    /* Whether this filesystem can be idmapped at all: try it once here. */
+    int probe = open_tree(ss->ws_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+    struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)ss->idmap_userns };
+    int r = probe < 0 ? -1 : mount_setattr(probe, "", AT_EMPTY_PATH, &attr, sizeof attr);
+    int err = errno;
+    mini_close(probe);
+    if (r < 0 && (err == EINVAL || err == EOPNOTSUPP || err == ENOSYS)) {
+        log_warn("workspace %s: its filesystem cannot be idmapped (%s): the sandbox runs as its owner, uid %u",
+                 ss->workspace, strerror(err), (unsigned)ss->owner_uid);
+        mini_close(ss->idmap_userns);
+        ss->idmap_userns = -1;
+        mini_uid_range_put(&s->uids, slot);
+        ss->uid_slot = -1;
+        ss->uids = NULL;
+        return 0;
+    }
+    if (r < 0)
+        return mini_err_sys(e, MINI_E_SPAWN_FAILED, err, "idmapping the workspace %s", ss->workspace);
+    ss->host_uid = uid;
+    ss->host_gid = gid;
+    ss->idmap = true;
+    return 0;
+}
+
+void do_open(struct server *s, struct client *c, const struct mini_req *req)
+{
+    const struct mini_req_open *o = &req->u.open;
+    struct mini_err e;
+    mini_err_clear(&e);
+    if (c->n_sessions >= MAX_SESSIONS_PER_CLIENT || s->n_sessions >= MAX_SESSIONS) {
+        mini_err_set(&e, MINI_E_BUSY, "%s", c->n_sessions >= MAX_SESSIONS_PER_CLIENT
+                     ? "this connection has " MINI_STR(MAX_SESSIONS_PER_CLIENT) " sessions open, the most it may; close one"
+                     : "the daemon has " MINI_STR(MAX_SESSIONS) " sessions open, the most it serves; try again later");
+        send_error(s, c, req->id, &e);
+        return;
+    }
+    struct session *ss = calloc(1, sizeof *ss);
+    if (!ss) {
+        mini_err_set(&e, MINI_E_NOMEM, "out of memory");
+        goto fail;
+    }
+    ss->ws_fd = -1;
+    ss->idmap_userns = -1;
+    ss->uid_slot = -1;
+    ss->refs = 1;
+    if (o->profile_data)
+        ss->profile = mini_profile_from_json(o->profile_data, "profile_data", &e);
+    else
+        ss->profile = mini_profile_load_builtin(s->cfg->profile_dir, o->profile ? o->profile : "standard", &e);
+    if (!ss->profile)
+        goto fail;
+    if (o->overrides && mini_profile_apply_overrides(ss->profile, o->overrides, &e) < 0)
+        goto fail;
+    /* What this machine can give the profile: full, degraded (said in
+     * every reply) or refused with the reason and the remedy. */
+    mini_caps_assess(&s->caps, ss->profile, &ss->assess);
+    if (mini_assessment_check(&ss->assess, ss->profile->name, &e) < 0)
+        goto fail;
+
+    if (!(ss->bpf = seccomp_for(s, ss->profile, &e)))
+        goto fail;
+    if (mini_ws_open(o->workspace, &ss->workspace, &ss->ws_fd, &e) < 0 || session_hide_secrets(s, ss, &e) < 0 ||
+        mini_ws_check(&s->guard, ss->profile, ss->workspace, ss->ws_fd, &e) < 0 || session_ids(s, ss, &e) < 0)
+        goto fail;
+    snprintf(ss->id, sizeof ss->id, "s%llu", (unsigned long long)++s->next_session);
+    if (ss->profile->overlay_root && (ss->assess.features & MINI_FEAT_OVERLAY) &&
+        session_overlay(s, ss, &e) < 0)
+        goto fail;
+    for (size_t i = 0; i < o->env.n; i++)
+        if (mini_env_add(&ss->env, o->env.keys[i], o->env.values[i]) < 0) {
+            mini_err_set(&e, MINI_E_NOMEM, "out of memory");
+            goto fail;
+        }
+    ss->next = c->sessions;
+    c->sessions = ss;
+    c->n_sessions++;
+    s->n_sessions++;
+
+    struct mini_rep rep = { .op = MINI_OP_OPENED, .id = req->id };
+    /* The summary, then what is missing and what stands in for it. */
+    char *notes[MINI_ASSESS_MAX_ITEMS + 2] = { NULL };
+    char items[MINI_ASSESS_MAX_ITEMS][300];
+    size_t nn = 0;
+    notes[nn++] = ss->assess.summary;
+    for (size_t i = 0; i < ss->assess.n_items && nn < MINI_ASSESS_MAX_ITEMS; i++) {
+        snprintf(items[i], sizeof items[i], "%s: %s", ss->assess.items[i].feature, ss->assess.items[i].replacement);
+        notes[nn++] = items[i];
+    }
+    rep.u.opened.session = ss->id;
+    rep.u.opened.profile = ss->profile->name;
+    rep.u.opened.isolation = isolation_json(s, ss);
+    rep.u.opened.notes = notes;
+    rep.u.opened.n_notes = nn;
+    send_rep(s, c, &rep);
+    cJSON_Delete(rep.u.opened.isolation);
+    log_info("session %s: profile %s, workspace %s", ss->id, ss->profile->name, ss->workspace);
+    pool_fill(s, ss);
+    return;
+fail:
+    if (e.code == MINI_E_PROFILE_INVALID && o->profile && !o->profile_data)
+        mini_err_prefix(&e, "profile %s", o->profile);
+    send_error(s, c, req->id, &e);
+    session_unref(ss);
+}
+
+void session_close(struct server *s, struct client *c, struct session *ss, enum mini_limit why)
+{
+    for (struct session **pp = &c->sessions; *pp; pp = &(*pp)->next)
+        if (*pp == ss) {
+            *pp = ss->next;
+            break;
+        }
+    for (struct exec *x = s->execs; x; x = x->next)
+        if (x->session == ss)
+            exec_kill(x, why);
+    ss->closed = true;
+    c->n_sessions--;
+    s->n_sessions--;
+    while (ss->pool)
+        pool_discard(s, ss->pool);
+    session_unref(ss);
+}
+
+void do_close(struct server *s, struct client *c, const struct mini_req *req)
+{
+    struct session *ss = session_find(c, req->u.close.session);
+    if (!ss) {
+        struct mini_err e;
+        mini_err_set(&e, MINI_E_NO_SUCH_SESSION, "no session \"%s\" on this connection", req->u.close.session);
+        send_error(s, c, req->id, &e);
+        return;
+    }
+    session_close(s, c, ss, MINI_LIMIT_CANCELLED);
+    send_ok(s, c, req->id);
+}
+
