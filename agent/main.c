@@ -249,7 +249,7 @@ int main(int argc, char **argv)
     agent_ready = true;
 
     mini_model_set_cancel(model, &agent.interrupt);
-    mini_ui_hooks(ui, &agent.hooks);
+    mini_ui_attach(ui, &agent);
     current_agent = &agent;
 
     int r = mini_agent_run(&agent, task, &e);
