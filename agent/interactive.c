@@ -234,24 +234,19 @@ static enum line_result read_lines(struct mini_ui *ui, enum hist h, char **text)
 {
     *text = NULL;
     mini_display_printf(ui->d, MINI_STYLE_DIM, "Several lines: end with a line holding only \".\", or Ctrl-D.\n");
-    struct mini_buf b = MINI_BUF_INIT;
+    _cleanup_buf_ struct mini_buf b = MINI_BUF_INIT;
     for (;;) {
-        char *line = NULL;
+        _cleanup_free_ char *line = NULL;
         enum line_result r = read_line(ui, mini_display_utf8(ui->d) ? "\u2026 " : ". ", h, &line);
-        if (r == LINE_CUT) {
-            mini_buf_free(&b);
+        if (r == LINE_CUT)
             return LINE_CUT;
-        }
-        if (r == LINE_EOF || strcmp(line, ".") == 0) {
-            free(line);
+        if (r == LINE_EOF || strcmp(line, ".") == 0)
             break;
-        }
         if (b.len)
             mini_buf_putc(&b, '\n');
         mini_buf_puts(&b, line);
-        free(line);
     }
-    *text = b.data ? mini_buf_steal(&b, NULL) : strdup("");
+    *text = mini_buf_steal(&b, NULL);
     return *text ? LINE_OK : LINE_EOF;
 }
 
@@ -891,9 +886,14 @@ static void add_secrets(struct mini_display *d, const cJSON *model)
     }
 }
 
+static void ui_freep(struct mini_ui **ui)
+{
+    mini_ui_free(*ui);
+}
+
 struct mini_ui *mini_ui_new(const struct mini_ui_opts *o, struct mini_err *e)
 {
-    struct mini_ui *ui = calloc(1, sizeof *ui);
+    _cleanup_(ui_freep) struct mini_ui *ui = calloc(1, sizeof *ui);
     if (!ui) {
         mini_err_set(e, MINI_E_NOMEM, "out of memory");
         return NULL;
@@ -902,7 +902,7 @@ struct mini_ui *mini_ui_new(const struct mini_ui_opts *o, struct mini_err *e)
     int m = mini_ui_parse_mode(cJSON_IsString(mode) ? mode->valuestring : "confirm");
     if (m < 0) {
         mini_err_set(e, MINI_E_CONFIG, "agent.mode: must be human, confirm or yolo");
-        goto fail;
+        return NULL;
     }
     /* The default agent class is mini-swe-agent's DefaultAgent: it never asks. */
     bool dflt = default_class(o->agent);
@@ -911,20 +911,17 @@ struct mini_ui *mini_ui_new(const struct mini_ui_opts *o, struct mini_err *e)
     const cJSON *ce = cJSON_GetObjectItemCaseSensitive(o->agent, "confirm_exit");
     ui->confirm_exit = !cJSON_IsFalse(ce);
     if (compile_whitelist(ui, cJSON_GetObjectItemCaseSensitive(o->agent, "whitelist_actions"), e) < 0)
-        goto fail;
+        return NULL;
     if (!(ui->d = mini_display_new(o->out, o->color, isatty(fileno(o->out))))) {
         mini_err_set(e, MINI_E_NOMEM, "out of memory");
-        goto fail;
+        return NULL;
     }
     add_secrets(ui->d, o->model);
     if (o->interactive && setup_editline(ui, o->out, o->history_dir) < 0) {
         mini_err_set(e, MINI_E_IO, "setting up line editing (libedit) on the terminal failed");
-        goto fail;
+        return NULL;
     }
-    return ui;
-fail:
-    mini_ui_free(ui);
-    return NULL;
+    return TAKE_PTR(ui);
 }
 
 void mini_ui_free(struct mini_ui *ui)
