@@ -111,14 +111,6 @@ static bool is_exit(const cJSON *msg)
 
 void mini_agent_add_message(struct mini_agent *a, cJSON *msg)
 {
-    if (is_exit(msg)) {
-        const cJSON *extra = cJSON_GetObjectItemCaseSensitive(msg, "extra");
-        const char *status = str(extra, "exit_status"), *submission = str(extra, "submission");
-        free(a->exit_status);
-        free(a->submission);
-        a->exit_status = strdup(status ? status : "");
-        a->submission = strdup(submission ? submission : "");
-    }
     cJSON_AddItemToArray(a->messages, msg);
     if (a->ops->on_message)
         a->ops->on_message(a->ops_arg, msg, mini_model_calls(a->model), mini_model_cost(a->model));
@@ -127,8 +119,17 @@ void mini_agent_add_message(struct mini_agent *a, cJSON *msg)
 void mini_agent_add_messages(struct mini_agent *a, struct mini_flow *f)
 {
     cJSON *m;
-    while (f->messages && (m = cJSON_DetachItemFromArray(f->messages, 0)))
+    while (f->messages && (m = cJSON_DetachItemFromArray(f->messages, 0))) {
+        if (is_exit(m)) {
+            const cJSON *extra = cJSON_GetObjectItemCaseSensitive(m, "extra");
+            const char *status = str(extra, "exit_status"), *submission = str(extra, "submission");
+            free(a->exit_status);
+            free(a->submission);
+            a->exit_status = strdup(status ? status : "");
+            a->submission = strdup(submission ? submission : "");
+        }
         mini_agent_add_message(a, m);
+    }
     mini_flow_clear(f);
 }
 
@@ -156,9 +157,11 @@ static bool flow_exits(const struct mini_flow *f)
     return is_exit(cJSON_GetArrayItem(f->messages, cJSON_GetArraySize(f->messages) - 1));
 }
 
+/* Whether a flow's exit message (always the last message added) ended the
+ * run.  Only a flow's counts: a message the model made is never one. */
 static bool run_ended(const struct mini_agent *a)
 {
-    return is_exit(cJSON_GetArrayItem(a->messages, cJSON_GetArraySize(a->messages) - 1));
+    return a->exit_status != NULL;
 }
 
 /* ---- the trajectory ------------------------------------------------------- */
@@ -230,18 +233,17 @@ static struct mini_flow first_messages(struct mini_agent *a, struct mini_err *e)
  * handle_uncaught_exception).  -1 when the run ended that way. */
 static int add_flow(struct mini_agent *a, struct mini_flow *f, struct mini_err *e)
 {
-    mini_agent_add_messages(a, f);
-    switch (f->kind) {
-    case MINI_FLOW_ERROR:
-        mini_agent_add_message(a, exit_message(exit_name(e), "", e->msg));
-        return -1;
-    case MINI_FLOW_INTERRUPTED:
+    int rc = -1;
+    if (f->kind == MINI_FLOW_ERROR) {
+        mini_flow_push(f, exit_message(exit_name(e), "", e->msg));
+    } else if (f->kind == MINI_FLOW_INTERRUPTED) {
         mini_err_set(e, MINI_E_INTERNAL, "interrupted");
-        mini_agent_add_message(a, exit_message("KeyboardInterrupt", "", "Interrupted by the user."));
-        return -1;
-    default:
-        return 0;
+        mini_flow_push(f, exit_message("KeyboardInterrupt", "", "Interrupted by the user."));
+    } else {
+        rc = 0;
     }
+    mini_agent_add_messages(a, f);
+    return rc;
 }
 
 /* Save after a step; failing to is the run's error unless it has one. */

@@ -64,7 +64,7 @@ struct mini_agent {
     cJSON *template_vars;          /* agent config + environment + model + task */
     long format_errors;            /* consecutive */
     double start;                  /* monotonic seconds */
-    char *exit_status;             /* from the exit message, once added */
+    char *exit_status;             /* from the exit message, once added; NULL: the run goes on */
     char *submission;
     volatile int interrupt;        /* set from a SIGINT handler */
     volatile int terminate;        /* set from a SIGTERM/SIGHUP handler (with
@@ -94,10 +94,11 @@ struct mini_flow mini_agent_query(struct mini_agent *a, const cJSON **msg, struc
 /* mini_agent_run_actions, then the submission or the observations. */
 struct mini_flow mini_agent_execute_actions(struct mini_agent *a, const cJSON *msg, struct mini_err *e);
 
-/* Add msg (taken) to the trajectory; an exit message sets the exit status
- * and the submission. */
+/* Add msg (taken) to the trajectory. */
 void mini_agent_add_message(struct mini_agent *a, cJSON *msg);
-/* Add the messages of f now (f keeps its kind, without messages). */
+/* Add the messages of f now (f keeps its kind, without messages).  An exit
+ * message among them ends the run: it sets the exit status and the
+ * submission. */
 void mini_agent_add_messages(struct mini_agent *a, struct mini_flow *f);
 /* Run the actions of msg (extra.actions) in order, their results into
  * outputs; a Ctrl-C stops the rest, and so does a submission

@@ -56,6 +56,7 @@ struct mini_ui {
     long step;                  /* model calls and cost, as of the last message */
     double cost;
     int n_actions;              /* commands of the last step */
+    const cJSON *own_command;   /* the message of the person's command (human mode) */
     /* Line editing. */
     EditLine *el;
     History *hist[HIST_COUNT];
@@ -693,7 +694,7 @@ static struct mini_flow ui_query(struct mini_agent *a, const cJSON **msg, struct
 {
     struct mini_ui *ui = a->ops_arg;
     _cleanup_free_ char *command = NULL;
-    *msg = NULL;
+    *msg = ui->own_command = NULL;
     switch (ask_command(ui, &command)) {
     case HUMAN_COMMAND: {
         _cleanup_buf_ struct mini_buf text = MINI_BUF_INIT;
@@ -706,7 +707,7 @@ static struct mini_flow ui_query(struct mini_agent *a, const cJSON **msg, struct
         cJSON_AddStringToObject(act, "command", command);
         cJSON_AddItemToArray(cJSON_AddArrayToObject(cJSON_AddObjectToObject(m, "extra"), "actions"), act);
         mini_agent_add_message(a, m);
-        *msg = m;
+        *msg = ui->own_command = m;
         return MINI_FLOW(MINI_FLOW_NONE);
     }
     case HUMAN_INTERRUPT:
@@ -746,11 +747,9 @@ static struct mini_flow not_run(struct mini_agent *a, const cJSON *msg, enum con
 static struct mini_flow ui_execute_actions(struct mini_agent *a, const cJSON *msg, struct mini_err *e)
 {
     struct mini_ui *ui = a->ops_arg;
-    const cJSON *role = cJSON_GetObjectItemCaseSensitive(msg, "role");
     const cJSON *actions = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(msg, "extra"),
                                                             "actions");
-    if (cJSON_IsString(role) && strcmp(role->valuestring, "assistant") == 0 && !a->interrupt &&
-        cJSON_GetArraySize(actions) > 0) {
+    if (msg != ui->own_command && !a->interrupt && cJSON_GetArraySize(actions) > 0) {
         _cleanup_free_ char *comment = NULL;
         enum confirm c = ask_confirm(ui, actions, &comment);
         if (c != CONFIRM_RUN)
