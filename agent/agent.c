@@ -286,8 +286,8 @@ struct mini_flow mini_agent_step(struct mini_agent *a, struct mini_err *e)
     struct mini_flow f = a->ops->query(a, &msg, e);
     if (f.kind == MINI_FLOW_NONE)
         f = a->ops->execute_actions(a, msg, e);
-    /* Ctrl-C on the way: the run stops unless the flow already ends it.  An
-     * error is moot then (the interruption caused it), and has no messages. */
+    /* Ctrl-C on the way: the flow is an interruption unless it already ends
+     * the run.  An error is moot then (the interruption caused it). */
     if (a->interrupt && !flow_exits(&f))
         f.kind = MINI_FLOW_INTERRUPTED;
     return f;
@@ -364,7 +364,7 @@ int mini_agent_run_actions(struct mini_agent *a, const cJSON *msg, cJSON *output
                                                             "actions");
     const cJSON *act;
     cJSON_ArrayForEach(act, actions) {
-        if (a->interrupt)
+        if (a->interrupt)       /* also one that came with the reply: nothing runs */
             break;
         cJSON *result = NULL;
         if (execute(a, act, &result, e) < 0)

@@ -57,6 +57,8 @@ static inline void mini_cjson_deletep(cJSON **p)
 {
     cJSON_Delete(*p);
 }
+#ifndef _cleanup_json_
 #define _cleanup_json_ __attribute__((cleanup(mini_cjson_deletep)))
+#endif
 
 #endif

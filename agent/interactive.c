@@ -749,6 +749,7 @@ static struct mini_flow ui_execute_actions(struct mini_agent *a, const cJSON *ms
     struct mini_ui *ui = a->ops_arg;
     const cJSON *actions = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(msg, "extra"),
                                                             "actions");
+    /* Nothing to ask after a Ctrl-C (nothing runs then), nor for no commands. */
     if (msg != ui->own_command && !a->interrupt && cJSON_GetArraySize(actions) > 0) {
         _cleanup_free_ char *comment = NULL;
         enum confirm c = ask_confirm(ui, actions, &comment);
