@@ -1,3 +1,4 @@
+/* The agent loop (agent.h): run, step, query, execute_actions. */
 #include "agent.h"
 #include "model.h"
 #include "template/template.h"
@@ -5,18 +6,27 @@
 #include "mini/clock.h"
 #include "mini/io.h"
 
-#include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define TRAJECTORY_FORMAT "mini-swe-agent-1.1"
+
+static const struct mini_agent_ops default_ops = {
+    .step = mini_agent_step,
+    .query = mini_agent_query,
+    .execute_actions = mini_agent_execute_actions,
+};
 
 static double num(const cJSON *obj, const char *key, double def)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     return cJSON_IsNumber(v) ? v->valuedouble : def;
+}
+
+static const char *str(const cJSON *obj, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
 /* a | b for JSON objects, recursively (b wins), into a. */
@@ -48,6 +58,12 @@ static const char *exit_name(const struct mini_err *e)
     }
 }
 
+static struct mini_flow nomem(struct mini_err *e)
+{
+    mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    return MINI_FLOW(MINI_FLOW_ERROR);
+}
+
 int mini_agent_init(struct mini_agent *a, cJSON *config, struct mini_model *model, struct mini_environment *env,
                     const char *output_path, struct mini_err *e)
 {
@@ -56,6 +72,7 @@ int mini_agent_init(struct mini_agent *a, cJSON *config, struct mini_model *mode
     a->model = model;
     a->env = env;
     a->output_path = output_path;
+    a->ops = &default_ops;
     const cJSON *agent = cJSON_GetObjectItemCaseSensitive(config, "agent");
     const cJSON *mcfg = cJSON_GetObjectItemCaseSensitive(config, "model");
     a->step_limit = (long)num(agent, "step_limit", 0);
@@ -66,17 +83,12 @@ int mini_agent_init(struct mini_agent *a, cJSON *config, struct mini_model *mode
     a->messages = cJSON_CreateArray();
     /* agent config | environment | model, as render_template merges them. */
     a->template_vars = agent ? cJSON_Duplicate(agent, true) : cJSON_CreateObject();
-    cJSON *ev = mini_environment_template_vars(env);
-    cJSON *mv = mini_model_template_vars(model);
-    if (!a->messages || !a->template_vars || !ev || !mv) {
-        cJSON_Delete(ev);
-        cJSON_Delete(mv);
+    _cleanup_json_ cJSON *ev = mini_environment_template_vars(env);
+    _cleanup_json_ cJSON *mv = mini_model_template_vars(model);
+    if (!a->messages || !a->template_vars || !ev || !mv)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-    }
     merge_into(a->template_vars, ev);
     merge_into(a->template_vars, mv);
-    cJSON_Delete(ev);
-    cJSON_Delete(mv);
     return 0;
 }
 
@@ -89,11 +101,36 @@ void mini_agent_fini(struct mini_agent *a)
     memset(a, 0, sizeof *a);
 }
 
-static void add_message(struct mini_agent *a, cJSON *msg)
+/* ---- messages ------------------------------------------------------------- */
+
+static bool is_exit(const cJSON *msg)
+{
+    const char *role = str(msg, "role");
+    return role && strcmp(role, "exit") == 0;
+}
+
+void mini_agent_add_message(struct mini_agent *a, cJSON *msg)
 {
     cJSON_AddItemToArray(a->messages, msg);
-    if (a->hooks.on_message)
-        a->hooks.on_message(a->hooks.arg, msg, mini_model_calls(a->model), mini_model_cost(a->model));
+    if (a->ops->on_message)
+        a->ops->on_message(a->ops_arg, msg, mini_model_calls(a->model), mini_model_cost(a->model));
+}
+
+void mini_agent_add_messages(struct mini_agent *a, struct mini_flow *f)
+{
+    cJSON *m;
+    while (f->messages && (m = cJSON_DetachItemFromArray(f->messages, 0))) {
+        if (is_exit(m)) {
+            const cJSON *extra = cJSON_GetObjectItemCaseSensitive(m, "extra");
+            const char *status = str(extra, "exit_status"), *submission = str(extra, "submission");
+            free(a->exit_status);
+            free(a->submission);
+            a->exit_status = strdup(status ? status : "");
+            a->submission = strdup(submission ? submission : "");
+        }
+        mini_agent_add_message(a, m);
+    }
+    mini_flow_clear(f);
 }
 
 static cJSON *text_message(const char *role, const char *content)
@@ -104,33 +141,32 @@ static cJSON *text_message(const char *role, const char *content)
     return m;
 }
 
-static int render(struct mini_agent *a, const char *key, struct mini_buf *out, struct mini_err *e)
+/* The message that ends the run: it carries the exit status and the
+ * submission; its content is `content`, else the submission. */
+static cJSON *exit_message(const char *status, const char *submission, const char *content)
 {
-    const cJSON *agent = cJSON_GetObjectItemCaseSensitive(a->config, "agent");
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(agent, key);
-    if (!cJSON_IsString(t))
-        return mini_err_set(e, MINI_E_CONFIG, "agent.%s: missing (a template string is required)", key);
-    if (mini_tpl_render(t->valuestring, strlen(t->valuestring), a->template_vars, out, e) < 0)
-        return mini_err_prefix(e, "agent.%s", key);
-    return 0;
-}
-
-/* End the run: the exit message carries the status and the submission. */
-static void finish(struct mini_agent *a, const char *status, const char *submission, const char *content)
-{
-    free(a->exit_status);
-    free(a->submission);
-    a->exit_status = strdup(status);
-    a->submission = strdup(submission ? submission : "");
-    cJSON *m = text_message("exit", content ? content : (submission ? submission : ""));
+    cJSON *m = text_message("exit", content ? content : submission);
     cJSON *extra = cJSON_AddObjectToObject(m, "extra");
     cJSON_AddStringToObject(extra, "exit_status", status);
-    cJSON_AddStringToObject(extra, "submission", a->submission ? a->submission : "");
-    add_message(a, m);
+    cJSON_AddStringToObject(extra, "submission", submission);
+    return m;
 }
 
-cJSON *mini_agent_serialize(struct mini_agent *a);
-cJSON *mini_agent_serialize(struct mini_agent *a)
+static bool flow_exits(const struct mini_flow *f)
+{
+    return is_exit(cJSON_GetArrayItem(f->messages, cJSON_GetArraySize(f->messages) - 1));
+}
+
+/* Whether a flow's exit message (always the last message added) ended the
+ * run.  Only a flow's counts: a message the model made is never one. */
+static bool run_ended(const struct mini_agent *a)
+{
+    return a->exit_status != NULL;
+}
+
+/* ---- the trajectory ------------------------------------------------------- */
+
+static cJSON *serialize(struct mini_agent *a)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON *info = cJSON_AddObjectToObject(root, "info");
@@ -141,14 +177,12 @@ cJSON *mini_agent_serialize(struct mini_agent *a)
     const cJSON *agent = cJSON_GetObjectItemCaseSensitive(a->config, "agent");
     cJSON_AddItemToObject(cfg, "agent", agent ? cJSON_Duplicate(agent, true) : cJSON_CreateObject());
     cJSON_AddStringToObject(cfg, "agent_type", "mini.DefaultAgent");
-    cJSON *ms = mini_model_serialize(a->model);
-    cJSON *es = mini_environment_serialize(a->env);
+    _cleanup_json_ cJSON *ms = mini_model_serialize(a->model);
+    _cleanup_json_ cJSON *es = mini_environment_serialize(a->env);
     if (ms)
         merge_into(root, ms);
     if (es)
         merge_into(root, es);
-    cJSON_Delete(ms);
-    cJSON_Delete(es);
     cJSON_AddStringToObject(info, "mini_version", MINI_VERSION);
     cJSON_AddStringToObject(info, "exit_status", a->exit_status ? a->exit_status : "");
     cJSON_AddStringToObject(info, "submission", a->submission ? a->submission : "");
@@ -161,230 +195,66 @@ int mini_agent_save(struct mini_agent *a, struct mini_err *e)
 {
     if (!a->output_path)
         return 0;
-    cJSON *root = mini_agent_serialize(a);
-    char *text = root ? cJSON_Print(root) : NULL;
-    cJSON_Delete(root);
+    _cleanup_json_ cJSON *root = serialize(a);
+    _cleanup_free_ char *text = root ? cJSON_Print(root) : NULL;
     if (!text)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-    int r = mini_write_file_atomic(a->output_path, text, strlen(text), 0644, e);
-    free(text);
-    return r < 0 ? mini_err_prefix(e, "saving the trajectory") : 0;
-}
-
-/* Outcome of one step. */
-enum step_result { STEP_GO_ON, STEP_DONE, STEP_ERROR };
-
-static bool time_exceeded(struct mini_agent *a)
-{
-    if (a->wall_time_limit > 0 && mini_mono_s() - a->start >= a->wall_time_limit) {
-        /* Always final: asking would only spend more of the time that is up. */
-        finish(a, "TimeExceeded", "", "Wall time limit exceeded.");
-        return true;
-    }
-    return false;
-}
-
-static enum step_result check_limits(struct mini_agent *a)
-{
-    for (;;) {
-        long calls = mini_model_calls(a->model);
-        double cost = mini_model_cost(a->model);
-        bool over_steps = a->step_limit > 0 && a->step_limit <= calls;
-        bool over_cost = a->cost_limit > 0 && a->cost_limit <= cost;
-        if (!over_steps && !over_cost)
-            return STEP_GO_ON;
-        if (a->hooks.on_limit && a->hooks.on_limit(a->hooks.arg, &a->step_limit, &a->cost_limit))
-            continue;
-        finish(a, "LimitsExceeded", "", over_steps ? "Step limit exceeded." : "Cost limit exceeded.");
-        return STEP_DONE;
-    }
-}
-
-/* A user message from the person, marked with what it is
- * (extra.interrupt_type, as mini-swe-agent marks them). */
-static cJSON *user_note(const char *content, const char *type)
-{
-    cJSON *m = text_message("user", content);
-    cJSON *extra = cJSON_AddObjectToObject(m, "extra");
-    cJSON_AddStringToObject(extra, "interrupt_type", type);
-    return m;
-}
-
-/* Add the observations of the actions of `msg` for `outputs` (those that
- * ran, in order; may be NULL).  Tool calls without an output are answered
- * as not executed, so that every call the model made has its answer. */
-static int add_observations(struct mini_agent *a, const cJSON *msg, const cJSON *outputs, struct mini_err *e)
-{
-    cJSON *obs = mini_model_observations(a->model, msg, outputs, a->template_vars, e);
-    if (!obs)
-        return -1;
-    cJSON *m;
-    while ((m = cJSON_DetachItemFromArray(obs, 0)))
-        add_message(a, m);
-    cJSON_Delete(obs);
+    if (mini_write_file_atomic(a->output_path, text, strlen(text), 0644, e) < 0)
+        return mini_err_prefix(e, "saving the trajectory");
     return 0;
 }
 
-/* Run the actions of `msg` (an assistant message, or the person's command
- * in human mode) and add their observations.  A Ctrl-C stops the rest of
- * the actions; a submission ends the run unless the front end goes on. */
-static enum step_result run_actions(struct mini_agent *a, const cJSON *msg, struct mini_err *e)
+/* ---- the run -------------------------------------------------------------- */
+
+static int render(struct mini_agent *a, const char *key, struct mini_buf *out, struct mini_err *e)
 {
-    const cJSON *actions = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(msg, "extra"),
-                                                            "actions");
-    cJSON *outputs = cJSON_CreateArray();
-    if (!outputs) {
-        mini_err_set(e, MINI_E_NOMEM, "out of memory");
-        return STEP_ERROR;
-    }
-    char *sub = NULL;
-    const cJSON *act;
-    cJSON_ArrayForEach(act, actions) {
-        if (a->interrupt)
-            break;
-        const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(act, "command");
-        cJSON *result = NULL;
-        if (!cJSON_IsString(cmd)) {
-            result = cJSON_CreateObject();
-            cJSON_AddStringToObject(result, "output", "");
-            cJSON_AddNumberToObject(result, "returncode", -1);
-            cJSON_AddStringToObject(result, "exception_info", "The action has no command.");
-        } else {
-            if (a->hooks.on_command)
-                a->hooks.on_command(a->hooks.arg, cmd->valuestring, NULL);
-            if (mini_environment_execute(a->env, cmd->valuestring, NULL, 0, a->hooks.on_output, a->hooks.arg,
-                                         &result, e) < 0) {
-                cJSON_Delete(outputs);
-                return STEP_ERROR;
-            }
-            if (a->hooks.on_command)
-                a->hooks.on_command(a->hooks.arg, cmd->valuestring, result);
-        }
-        cJSON_AddItemToArray(outputs, result);
-        if (!a->interrupt && (sub = mini_submission(result)))
-            break;
-    }
-    if (sub) {
-        char *more = a->hooks.on_submit ? a->hooks.on_submit(a->hooks.arg, sub) : NULL;
-        if (!more) {
-            finish(a, "Submitted", sub, NULL);
-            free(sub);
-            cJSON_Delete(outputs);
-            return STEP_DONE;
-        }
-        free(sub);
-        /* The person goes on: the submission is an ordinary observation. */
-        int r = add_observations(a, msg, outputs, e);
-        cJSON_Delete(outputs);
-        if (r == 0 && *more) {
-            _cleanup_buf_ struct mini_buf text = MINI_BUF_INIT;
-            mini_buf_printf(&text, "The user has a new task for you:\n\n%s", more);
-            add_message(a, user_note(text.data ? text.data : more, "UserNewTask"));
-        }
-        free(more);
-        return r < 0 ? STEP_ERROR : STEP_GO_ON;
-    }
-    int r = add_observations(a, msg, outputs, e);
-    cJSON_Delete(outputs);
-    return r < 0 ? STEP_ERROR : STEP_GO_ON;
+    const cJSON *agent = cJSON_GetObjectItemCaseSensitive(a->config, "agent");
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(agent, key);
+    if (!cJSON_IsString(t))
+        return mini_err_set(e, MINI_E_CONFIG, "agent.%s: missing (a template string is required)", key);
+    if (mini_tpl_render(t->valuestring, strlen(t->valuestring), a->template_vars, out, e) < 0)
+        return mini_err_prefix(e, "agent.%s", key);
+    return 0;
 }
 
-/* Human mode: the person's command is the step's action, carried by a
- * user message (mini-swe-agent's shape); its output comes back as a user
- * observation. */
-static enum step_result human_step(struct mini_agent *a, const char *command, struct mini_err *e)
+/* The system message and the task (agent.instance_template). */
+static struct mini_flow first_messages(struct mini_agent *a, struct mini_err *e)
 {
-    _cleanup_buf_ struct mini_buf text = MINI_BUF_INIT;
-    if (mini_buf_printf(&text, "The user ran this command:\n```bash\n%s\n```", command) < 0) {
-        mini_err_set(e, MINI_E_NOMEM, "out of memory");
-        return STEP_ERROR;
-    }
-    cJSON *m = text_message("user", text.data);
-    cJSON *act = cJSON_CreateObject();
-    cJSON_AddStringToObject(act, "command", command);
-    cJSON_AddItemToArray(cJSON_AddArrayToObject(cJSON_AddObjectToObject(m, "extra"), "actions"), act);
-    add_message(a, m);
-    return run_actions(a, m, e);
+    _cleanup_buf_ struct mini_buf sys = MINI_BUF_INIT, inst = MINI_BUF_INIT;
+    if (render(a, "system_template", &sys, e) < 0 || render(a, "instance_template", &inst, e) < 0)
+        return MINI_FLOW(MINI_FLOW_ERROR);
+    struct mini_flow f = mini_flow_of(MINI_FLOW_NONE, text_message("system", sys.data));
+    mini_flow_push(&f, text_message("user", inst.data));
+    return f;
 }
 
-static enum step_result step(struct mini_agent *a, struct mini_err *e)
+/* Add what a stage ended with: its messages, then, when no stage caught a
+ * failure or a Ctrl-C, the exit message naming it (as mini-swe-agent's
+ * handle_uncaught_exception).  -1 when the run ended that way. */
+static int add_flow(struct mini_agent *a, struct mini_flow *f, struct mini_err *e)
 {
-    if (time_exceeded(a))
-        return STEP_DONE;
-    if (a->hooks.human_command) {
-        char *command = NULL;
-        switch (a->hooks.human_command(a->hooks.arg, &command)) {
-        case MINI_HUMAN_COMMAND: {
-            enum step_result r = human_step(a, command ? command : "", e);
-            free(command);
-            return r;
-        }
-        case MINI_HUMAN_INTERRUPT:
-            free(command);
-            a->interrupt = 1;
-            return STEP_GO_ON;
-        case MINI_HUMAN_NONE:
-            free(command);
-            break;
-        }
+    int rc = -1;
+    if (f->kind == MINI_FLOW_ERROR) {
+        mini_flow_push(f, exit_message(exit_name(e), "", e->msg));
+    } else if (f->kind == MINI_FLOW_INTERRUPTED) {
+        mini_err_set(e, MINI_E_INTERNAL, "interrupted");
+        mini_flow_push(f, exit_message("KeyboardInterrupt", "", "Interrupted by the user."));
+    } else {
+        rc = 0;
     }
-    enum step_result r = check_limits(a);
-    if (r != STEP_GO_ON)
-        return r;
-    cJSON *assistant = NULL, *format_error = NULL;
-    if (a->hooks.on_query)
-        a->hooks.on_query(a->hooks.arg, true);
-    int qr = mini_model_query(a->model, a->messages, &assistant, &format_error, e);
-    if (a->hooks.on_query)
-        a->hooks.on_query(a->hooks.arg, false);
-    if (qr < 0) {
-        if (e->code != MINI_E_FORMAT) {
-            cJSON_Delete(format_error);
-            return STEP_ERROR;
-        }
-        /* Not added as an assistant message: the model is told what was wrong. */
-        cJSON *m;
-        if (cJSON_IsArray(format_error)) {
-            while ((m = cJSON_DetachItemFromArray(format_error, 0)))
-                add_message(a, m);
-            cJSON_Delete(format_error);
-        } else {
-            add_message(a, format_error ? format_error : text_message("user", e->msg));
-        }
-        a->format_errors++;
-        if (a->max_format_errors > 0 && a->format_errors >= a->max_format_errors) {
-            finish(a, "RepeatedFormatError", "", e->msg);
-            return STEP_DONE;
-        }
-        return STEP_GO_ON;
-    }
-    a->format_errors = 0;
-    add_message(a, assistant);
+    mini_agent_add_messages(a, f);
+    return rc;
+}
 
-    const cJSON *actions = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(assistant, "extra"),
-                                                            "actions");
-    /* Ctrl-C as the reply arrived: nothing runs. */
-    if (a->interrupt)
-        return add_observations(a, assistant, NULL, e) < 0 ? STEP_ERROR : STEP_GO_ON;
-    if (a->hooks.confirm && cJSON_GetArraySize(actions) > 0) {
-        char *comment = NULL;
-        enum mini_confirm c = a->hooks.confirm(a->hooks.arg, actions, &comment);
-        if (c != MINI_CONFIRM_RUN) {
-            int rr = add_observations(a, assistant, NULL, e);
-            if (rr == 0 && c == MINI_CONFIRM_REJECT) {
-                _cleanup_buf_ struct mini_buf text = MINI_BUF_INIT;
-                mini_buf_printf(&text, "Command not executed. The user rejected your command.%s%s",
-                                comment && *comment ? "\nThe user said: " : "", comment ? comment : "");
-                add_message(a, user_note(text.data ? text.data : "", "UserRejection"));
-            } else if (c == MINI_CONFIRM_INTERRUPT) {
-                a->interrupt = 1;
-            }
-            free(comment);
-            return rr < 0 ? STEP_ERROR : STEP_GO_ON;
-        }
-        free(comment);
+/* Save after a step; failing to is the run's error unless it has one. */
+static int save_step(struct mini_agent *a, int rc, struct mini_err *e)
+{
+    struct mini_err save_err;
+    if (mini_agent_save(a, &save_err) < 0 && rc == 0) {
+        *e = save_err;
+        return -1;
     }
-    return run_actions(a, assistant, e);
+    return rc;
 }
 
 int mini_agent_run(struct mini_agent *a, const char *task, struct mini_err *e)
@@ -392,55 +262,147 @@ int mini_agent_run(struct mini_agent *a, const char *task, struct mini_err *e)
     cJSON_DeleteItemFromObjectCaseSensitive(a->template_vars, "task");
     cJSON_AddStringToObject(a->template_vars, "task", task);
     a->start = mini_mono_s();
-    _cleanup_buf_ struct mini_buf sys = MINI_BUF_INIT, inst = MINI_BUF_INIT;
-    int rc = 0;
-    if (render(a, "system_template", &sys, e) < 0 || render(a, "instance_template", &inst, e) < 0) {
-        finish(a, exit_name(e), "", e->msg);
-        rc = -1;
-        goto save;
-    }
-    add_message(a, text_message("system", sys.data));
-    add_message(a, text_message("user", inst.data));
-    for (;;) {
-        struct mini_err save_err;
-        enum step_result r = a->interrupt ? STEP_GO_ON : step(a, e);
-        if (a->interrupt && r != STEP_DONE) {
-            /* Ctrl-C: a front end may ask the person what to do. */
-            char *comment = !a->terminate && a->hooks.on_interrupt ? a->hooks.on_interrupt(a->hooks.arg) : NULL;
-            if (comment && !a->terminate) {
-                a->interrupt = 0;
-                if (*comment) {
-                    _cleanup_buf_ struct mini_buf text = MINI_BUF_INIT;
-                    mini_buf_printf(&text, "The user interrupted you and said: %s", comment);
-                    add_message(a, user_note(text.data ? text.data : comment, "UserInterruption"));
-                }
-                r = STEP_GO_ON;
-            } else {
-                mini_err_set(e, MINI_E_INTERNAL, "interrupted");
-                finish(a, "KeyboardInterrupt", "", "Interrupted by the user.");
-                rc = -1;
-                r = STEP_DONE;
-            }
-            free(comment);
-        } else if (r == STEP_ERROR) {
-            finish(a, exit_name(e), "", e->msg);
-            rc = -1;
-            r = STEP_DONE;
-        }
-        if (mini_agent_save(a, &save_err) < 0 && rc == 0) {
-            *e = save_err;
-            return -1;
-        }
-        if (r == STEP_DONE)
-            return rc;
-    }
-save:
-    {
-        struct mini_err save_err;
-        if (mini_agent_save(a, &save_err) < 0 && rc == 0) {
-            *e = save_err;
-            rc = -1;
-        }
+    struct mini_flow f = first_messages(a, e);
+    int rc = add_flow(a, &f, e);
+    if (rc < 0)
+        return save_step(a, rc, e);
+    while (rc == 0 && !run_ended(a)) {
+        f = a->ops->step(a, e);
+        rc = save_step(a, add_flow(a, &f, e), e);
     }
     return rc;
+}
+
+/* ---- the stages ----------------------------------------------------------- */
+
+struct mini_flow mini_agent_step(struct mini_agent *a, struct mini_err *e)
+{
+    if (a->interrupt)
+        return MINI_FLOW(MINI_FLOW_INTERRUPTED);
+    /* Always final: asking would only spend more of the time that is up. */
+    if (a->wall_time_limit > 0 && mini_mono_s() - a->start >= a->wall_time_limit)
+        return mini_flow_of(MINI_FLOW_LIMITS_EXCEEDED, exit_message("TimeExceeded", "", "Wall time limit exceeded."));
+    const cJSON *msg = NULL;
+    struct mini_flow f = a->ops->query(a, &msg, e);
+    if (f.kind == MINI_FLOW_NONE)
+        f = a->ops->execute_actions(a, msg, e);
+    /* Ctrl-C on the way: the flow is an interruption unless it already ends
+     * the run.  An error is moot then (the interruption caused it). */
+    if (a->interrupt && !flow_exits(&f))
+        f.kind = MINI_FLOW_INTERRUPTED;
+    return f;
+}
+
+/* The reply had no valid action: the model is told what was wrong (the
+ * reply is not added as an assistant message). */
+static struct mini_flow format_error(struct mini_agent *a, cJSON *msgs, struct mini_err *e)
+{
+    struct mini_flow f = MINI_FLOW(MINI_FLOW_FORMAT_ERROR);
+    if (cJSON_IsArray(msgs))
+        f.messages = msgs;
+    else
+        mini_flow_push(&f, msgs ? msgs : text_message("user", e->msg));
+    a->format_errors++;
+    if (a->max_format_errors > 0 && a->format_errors >= a->max_format_errors)
+        mini_flow_push(&f, exit_message("RepeatedFormatError", "", e->msg));
+    return f;
+}
+
+struct mini_flow mini_agent_query(struct mini_agent *a, const cJSON **msg, struct mini_err *e)
+{
+    *msg = NULL;
+    long calls = mini_model_calls(a->model);
+    double cost = mini_model_cost(a->model);
+    bool over_steps = a->step_limit > 0 && a->step_limit <= calls;
+    if (over_steps || (a->cost_limit > 0 && a->cost_limit <= cost))
+        return mini_flow_of(MINI_FLOW_LIMITS_EXCEEDED,
+                            exit_message("LimitsExceeded", "", over_steps ? "Step limit exceeded."
+                                                                          : "Cost limit exceeded."));
+    cJSON *assistant = NULL, *errors = NULL;
+    if (a->ops->on_query)
+        a->ops->on_query(a->ops_arg, true);
+    int r = mini_model_query(a->model, a->messages, &assistant, &errors, e);
+    if (a->ops->on_query)
+        a->ops->on_query(a->ops_arg, false);
+    if (r < 0 && e->code == MINI_E_FORMAT)
+        return format_error(a, errors, e);
+    cJSON_Delete(errors);
+    if (r < 0)
+        return MINI_FLOW(MINI_FLOW_ERROR);
+    a->format_errors = 0;
+    mini_agent_add_message(a, assistant);
+    *msg = assistant;
+    return MINI_FLOW(MINI_FLOW_NONE);
+}
+
+/* Run one action; its result (the environment's, or one saying that the
+ * action has no command) in *result. */
+static int execute(struct mini_agent *a, const cJSON *action, cJSON **result, struct mini_err *e)
+{
+    const char *cmd = str(action, "command");
+    if (!cmd) {
+        *result = cJSON_CreateObject();
+        cJSON_AddStringToObject(*result, "output", "");
+        cJSON_AddNumberToObject(*result, "returncode", -1);
+        cJSON_AddStringToObject(*result, "exception_info", "The action has no command.");
+        return 0;
+    }
+    if (a->ops->on_command)
+        a->ops->on_command(a->ops_arg, cmd, NULL);
+    if (mini_environment_execute(a->env, cmd, NULL, 0, a->ops->on_output, a->ops_arg, result, e) < 0)
+        return -1;
+    if (a->ops->on_command)
+        a->ops->on_command(a->ops_arg, cmd, *result);
+    return 0;
+}
+
+int mini_agent_run_actions(struct mini_agent *a, const cJSON *msg, cJSON *outputs, char **submission,
+                           struct mini_err *e)
+{
+    *submission = NULL;
+    const cJSON *actions = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(msg, "extra"),
+                                                            "actions");
+    const cJSON *act;
+    cJSON_ArrayForEach(act, actions) {
+        if (a->interrupt)       /* also one that came with the reply: nothing runs */
+            break;
+        cJSON *result = NULL;
+        if (execute(a, act, &result, e) < 0)
+            return -1;
+        cJSON_AddItemToArray(outputs, result);
+        if (!a->interrupt && (*submission = mini_submission(result)))
+            break;
+    }
+    return 0;
+}
+
+int mini_agent_observe(struct mini_agent *a, const cJSON *msg, const cJSON *outputs, struct mini_err *e)
+{
+    cJSON *obs = mini_model_observations(a->model, msg, outputs, a->template_vars, e);
+    if (!obs)
+        return -1;
+    struct mini_flow f = { .kind = MINI_FLOW_NONE, .messages = obs };
+    mini_agent_add_messages(a, &f);
+    return 0;
+}
+
+struct mini_flow mini_agent_submitted(const char *submission)
+{
+    return mini_flow_of(MINI_FLOW_SUBMITTED, exit_message("Submitted", submission, NULL));
+}
+
+struct mini_flow mini_agent_execute_actions(struct mini_agent *a, const cJSON *msg, struct mini_err *e)
+{
+    _cleanup_json_ cJSON *outputs = cJSON_CreateArray();
+    _cleanup_free_ char *submission = NULL;
+    if (!outputs)
+        return nomem(e);
+    if (mini_agent_run_actions(a, msg, outputs, &submission, e) < 0)
+        return MINI_FLOW(MINI_FLOW_ERROR);
+    /* The run ends with the submission, without the observations. */
+    if (submission)
+        return mini_agent_submitted(submission);
+    if (mini_agent_observe(a, msg, outputs, e) < 0)
+        return MINI_FLOW(MINI_FLOW_ERROR);
+    return MINI_FLOW(MINI_FLOW_NONE);
 }

@@ -1,62 +1,48 @@
-/* The agent loop of mini-swe-agent: run = system and task messages, then
- * steps (query the model, execute its actions, add the observations) until
- * a submission, a limit or an error ends it.  The message list is the
- * trajectory; it is saved atomically after every step. */
+/* The agent loop of mini-swe-agent (its DefaultAgent):
+ *
+ *   run              the system and task messages, then steps until the
+ *                    last message is an exit message; the trajectory is
+ *                    saved after every step.
+ *   step             query, then execute_actions.
+ *   query            the model's next message (limits reached and format
+ *                    errors are flows instead).
+ *   execute_actions  run the message's commands and add their
+ *                    observations (a submission is a flow instead).
+ *
+ * Each stage returns a flow (flow.h): what to add to the trajectory, and
+ * whether the run goes on.  The stages sit in an ops table; the default
+ * one is the plain agent, which never asks anyone.  The interactive front
+ * end (interactive.h, mini-swe-agent's InteractiveAgent) puts in its own
+ * stages, which ask the person and call the mini_agent_* defaults below. */
 #ifndef MINI_AGENT_AGENT_H
 #define MINI_AGENT_AGENT_H
 
 #include <stdbool.h>
 #include <cjson/cJSON.h>
 #include "environment.h"
+#include "flow.h"
 #include "mini/err.h"
 
 struct mini_model;
+struct mini_agent;
 
-/* What an interactive front end may decide about the actions of a step. */
-enum mini_confirm {
-    MINI_CONFIRM_RUN = 0,      /* run them */
-    MINI_CONFIRM_REJECT,       /* do not run; *comment (may be NULL) goes to the model */
-    MINI_CONFIRM_INTERRUPT,    /* do not run; the person pressed Ctrl-C at the question:
-                                  handled as an interruption (on_interrupt) */
-};
+struct mini_agent_ops {
+    /* The stages; never NULL. */
+    struct mini_flow (*step)(struct mini_agent *a, struct mini_err *e);
+    /* A flow of kind MINI_FLOW_NONE sets *msg to the message (already in
+     * the trajectory) whose actions the step executes. */
+    struct mini_flow (*query)(struct mini_agent *a, const cJSON **msg, struct mini_err *e);
+    struct mini_flow (*execute_actions)(struct mini_agent *a, const cJSON *msg, struct mini_err *e);
 
-/* Whether a step's command comes from the person (human mode). */
-enum mini_human {
-    MINI_HUMAN_NONE = 0,       /* no: query the model */
-    MINI_HUMAN_COMMAND,        /* yes: *command (malloc'd) runs as the step's action */
-    MINI_HUMAN_INTERRUPT,      /* the person pressed Ctrl-C: handled as an interruption */
-};
-
-/* Hooks for a front end; every one may be NULL. */
-struct mini_agent_hooks {
-    void *arg;
+    /* For a display; each may be NULL; arg is the agent's ops_arg. */
     /* A message was added (role, content, step number, cost so far). */
     void (*on_message)(void *arg, const cJSON *msg, long step, double cost);
     /* The model is being asked (start) / has answered or failed (!start). */
     void (*on_query)(void *arg, bool start);
-    /* Before the model is asked: the person may type the step's command
-     * instead (human mode).  The command becomes a user message carrying
-     * extra.actions, and its output a user observation. */
-    enum mini_human (*human_command)(void *arg, char **command);
-    /* The actions of a step, before they run. */
-    enum mini_confirm (*confirm)(void *arg, const cJSON *actions, char **comment);
     /* A command starts (result NULL) or has ended (its result). */
     void (*on_command)(void *arg, const char *command, const cJSON *result);
     /* Output of a running command, as it arrives. */
     mini_env_output_fn on_output;
-    /* A step or cost limit was reached: may raise the limits (return true)
-     * or not (false: the run ends with LimitsExceeded). */
-    bool (*on_limit)(void *arg, long *step_limit, double *cost_limit);
-    /* The model submitted: NULL ends the run (Submitted); otherwise the run
-     * goes on, with the returned text (malloc'd) as a new task unless it
-     * is empty. */
-    char *(*on_submit)(void *arg, const char *submission);
-    /* The run was interrupted (Ctrl-C while the model was thinking, while
-     * a command ran, or at a question).  NULL: stop (KeyboardInterrupt);
-     * otherwise the run goes on, with the returned text (malloc'd) sent to
-     * the model unless it is empty.  Without this hook an interrupt stops
-     * the run. */
-    char *(*on_interrupt)(void *arg);
 };
 
 struct mini_agent {
@@ -64,7 +50,8 @@ struct mini_agent {
     struct mini_model *model;      /* borrowed */
     struct mini_environment *env;  /* borrowed */
     const char *output_path;       /* trajectory file; NULL: not saved */
-    struct mini_agent_hooks hooks;
+    const struct mini_agent_ops *ops;  /* the plain agent's unless a front end sets its own */
+    void *ops_arg;                 /* the front end's, for its ops */
 
     /* limits, from config.agent */
     long step_limit;
@@ -77,14 +64,15 @@ struct mini_agent {
     cJSON *template_vars;          /* agent config + environment + model + task */
     long format_errors;            /* consecutive */
     double start;                  /* monotonic seconds */
-    char *exit_status;
+    char *exit_status;             /* from the exit message, once added; NULL: the run goes on */
     char *submission;
     volatile int interrupt;        /* set from a SIGINT handler */
     volatile int terminate;        /* set from a SIGTERM/SIGHUP handler (with
                                       interrupt): stop without asking */
 };
 
-/* Read limits and templates from cfg.agent; 0 or -1 with e filled. */
+/* Read the limits from cfg.agent, gather the template variables; 0, or -1
+ * with e filled. */
 int mini_agent_init(struct mini_agent *a, cJSON *config, struct mini_model *model, struct mini_environment *env,
                     const char *output_path, struct mini_err *e);
 /* Run the task to its end.  The exit status is in a->exit_status (also
@@ -94,5 +82,34 @@ int mini_agent_run(struct mini_agent *a, const char *task, struct mini_err *e);
 /* Write the trajectory now (atomically). */
 int mini_agent_save(struct mini_agent *a, struct mini_err *e);
 void mini_agent_fini(struct mini_agent *a);
+
+/* ---- the plain agent's stages, and their parts, for a front end's own ---- */
+
+/* Ctrl-C (a->interrupt) first; then the wall-time limit; then query and
+ * execute_actions.  A Ctrl-C seen on the way makes the flow
+ * MINI_FLOW_INTERRUPTED unless it already ends the run. */
+struct mini_flow mini_agent_step(struct mini_agent *a, struct mini_err *e);
+/* The step and cost limits (MINI_FLOW_LIMITS_EXCEEDED), then the model. */
+struct mini_flow mini_agent_query(struct mini_agent *a, const cJSON **msg, struct mini_err *e);
+/* mini_agent_run_actions, then the submission or the observations. */
+struct mini_flow mini_agent_execute_actions(struct mini_agent *a, const cJSON *msg, struct mini_err *e);
+
+/* Add msg (taken) to the trajectory. */
+void mini_agent_add_message(struct mini_agent *a, cJSON *msg);
+/* Add the messages of f now (f keeps its kind, without messages).  An exit
+ * message among them ends the run: it sets the exit status and the
+ * submission. */
+void mini_agent_add_messages(struct mini_agent *a, struct mini_flow *f);
+/* Run the actions of msg (extra.actions) in order, their results into
+ * outputs; a Ctrl-C stops the rest, and so does a submission
+ * (*submission, malloc'd; NULL when none).  -1 when the environment broke. */
+int mini_agent_run_actions(struct mini_agent *a, const cJSON *msg, cJSON *outputs, char **submission,
+                           struct mini_err *e);
+/* Add the observations of the actions of msg for outputs (those that ran,
+ * in order; may be NULL).  Tool calls without an output are answered as
+ * not executed, so that every call the model made has its answer. */
+int mini_agent_observe(struct mini_agent *a, const cJSON *msg, const cJSON *outputs, struct mini_err *e);
+/* The flow ending the run with the submission. */
+struct mini_flow mini_agent_submitted(const char *submission);
 
 #endif

@@ -1,5 +1,5 @@
 /* mini's interactive front end (interactive.h): modes, questions, line
- * editing, and the display hooks. */
+ * editing, the display of a run, and the agent's stages that ask. */
 #include "interactive.h"
 #include "display.h"
 #include "mini/buf.h"
@@ -16,6 +16,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -55,6 +56,7 @@ struct mini_ui {
     long step;                  /* model calls and cost, as of the last message */
     double cost;
     int n_actions;              /* commands of the last step */
+    const cJSON *own_command;   /* the message of the person's command (human mode) */
     /* Line editing. */
     EditLine *el;
     History *hist[HIST_COUNT];
@@ -233,24 +235,19 @@ static enum line_result read_lines(struct mini_ui *ui, enum hist h, char **text)
 {
     *text = NULL;
     mini_display_printf(ui->d, MINI_STYLE_DIM, "Several lines: end with a line holding only \".\", or Ctrl-D.\n");
-    struct mini_buf b = MINI_BUF_INIT;
+    _cleanup_buf_ struct mini_buf b = MINI_BUF_INIT;
     for (;;) {
-        char *line = NULL;
+        _cleanup_free_ char *line = NULL;
         enum line_result r = read_line(ui, mini_display_utf8(ui->d) ? "\u2026 " : ". ", h, &line);
-        if (r == LINE_CUT) {
-            mini_buf_free(&b);
+        if (r == LINE_CUT)
             return LINE_CUT;
-        }
-        if (r == LINE_EOF || strcmp(line, ".") == 0) {
-            free(line);
+        if (r == LINE_EOF || strcmp(line, ".") == 0)
             break;
-        }
         if (b.len)
             mini_buf_putc(&b, '\n');
         mini_buf_puts(&b, line);
-        free(line);
     }
-    *text = b.data ? mini_buf_steal(&b, NULL) : strdup("");
+    *text = mini_buf_steal(&b, NULL);
     return *text ? LINE_OK : LINE_EOF;
 }
 
@@ -399,9 +396,9 @@ int mini_ui_ask_task(struct mini_ui *ui, char **task)
     }
 }
 
-/* ---- the hooks ------------------------------------------------------------ */
+/* ---- the display of a run ------------------------------------------------- */
 
-static void ui_message(void *arg, const cJSON *msg, long step, double cost)
+static void show_message(void *arg, const cJSON *msg, long step, double cost)
 {
     struct mini_ui *ui = arg;
     ui->step = step;
@@ -412,7 +409,7 @@ static void ui_message(void *arg, const cJSON *msg, long step, double cost)
     mini_display_message(ui->d, msg, step, cost);
 }
 
-static void ui_query(void *arg, bool start)
+static void show_query(void *arg, bool start)
 {
     struct mini_ui *ui = arg;
     if (start) {
@@ -425,6 +422,24 @@ static void ui_query(void *arg, bool start)
     }
 }
 
+static void show_command(void *arg, const char *command, const cJSON *result)
+{
+    struct mini_ui *ui = arg;
+    if (!result)
+        /* The command was just shown; name it again when the step has several. */
+        mini_display_command_start(ui->d, command, ui->n_actions > 1);
+    else
+        mini_display_command_end(ui->d, result);
+}
+
+static void show_output(void *arg, const char *data, size_t len)
+{
+    struct mini_ui *ui = arg;
+    mini_display_output(ui->d, data, len);
+}
+
+/* ---- the questions of a step ---------------------------------------------- */
+
 static bool whitelisted(struct mini_ui *ui, const char *command)
 {
     for (size_t i = 0; i < ui->n_whitelist; i++)
@@ -433,12 +448,18 @@ static bool whitelisted(struct mini_ui *ui, const char *command)
     return false;
 }
 
-static enum mini_confirm ui_confirm(void *arg, const cJSON *actions, char **comment)
+/* What the person decides about the model's commands. */
+enum confirm {
+    CONFIRM_RUN,        /* run them */
+    CONFIRM_REJECT,     /* do not run; *comment (may be NULL) goes to the model */
+    CONFIRM_INTERRUPT,  /* do not run; Ctrl-C at the question (or nobody to ask) */
+};
+
+static enum confirm ask_confirm(struct mini_ui *ui, const cJSON *actions, char **comment)
 {
-    struct mini_ui *ui = arg;
     *comment = NULL;
     if (ui->mode == MINI_MODE_YOLO)
-        return MINI_CONFIRM_RUN;
+        return CONFIRM_RUN;
     int n = 0;
     bool all_listed = true;
     const cJSON *act;
@@ -450,11 +471,11 @@ static enum mini_confirm ui_confirm(void *arg, const cJSON *actions, char **comm
     }
     if (all_listed && ui->mode == MINI_MODE_CONFIRM) {
         mini_display_printf(ui->d, MINI_STYLE_DIM, "(whitelisted: runs without asking)\n");
-        return MINI_CONFIRM_RUN;
+        return CONFIRM_RUN;
     }
     /* Never run unasked: without anyone to ask, the run stops. */
     if (!ui->asks)
-        return MINI_CONFIRM_INTERRUPT;
+        return CONFIRM_INTERRUPT;
     char lead[64];
     snprintf(lead, sizeof lead, n == 1 ? "Run this command?" : "Run these %d commands?", n);
     for (;;) {
@@ -463,31 +484,37 @@ static enum mini_confirm ui_confirm(void *arg, const cJSON *actions, char **comm
         case ANS_TEXT:
             if (!*text) {
                 free(text);
-                return MINI_CONFIRM_RUN;
+                return CONFIRM_RUN;
             }
             *comment = text;
-            return MINI_CONFIRM_REJECT;
+            return CONFIRM_REJECT;
         case ANS_MODE:
             if (ui->mode == MINI_MODE_YOLO)
-                return MINI_CONFIRM_RUN;
+                return CONFIRM_RUN;
             if (ui->mode == MINI_MODE_HUMAN)
-                return MINI_CONFIRM_REJECT;
+                return CONFIRM_REJECT;
             continue;
         case ANS_CUT:
         case ANS_EOF:
-            return MINI_CONFIRM_INTERRUPT;
+            return CONFIRM_INTERRUPT;
         }
     }
 }
 
-static enum mini_human ui_human(void *arg, char **command)
+/* Whether the step's command comes from the person (human mode). */
+enum human {
+    HUMAN_NONE,         /* no: the model is asked */
+    HUMAN_COMMAND,      /* yes: *command (malloc'd) is the step's action */
+    HUMAN_INTERRUPT,    /* Ctrl-C at the question (or nobody to ask) */
+};
+
+static enum human ask_command(struct mini_ui *ui, char **command)
 {
-    struct mini_ui *ui = arg;
     *command = NULL;
     if (ui->mode != MINI_MODE_HUMAN)
-        return MINI_HUMAN_NONE;
+        return HUMAN_NONE;
     if (!ui->asks)
-        return MINI_HUMAN_INTERRUPT;
+        return HUMAN_INTERRUPT;
     char label[64];
     snprintf(label, sizeof label, "your turn, %s mode", mini_ui_mode_name(ui->mode));
     mini_display_rule(ui->d, label);
@@ -498,35 +525,19 @@ static enum mini_human ui_human(void *arg, char **command)
         case ANS_TEXT:
             if (*text) {
                 *command = text;
-                return MINI_HUMAN_COMMAND;
+                return HUMAN_COMMAND;
             }
             free(text);
             continue;
         case ANS_MODE:
             if (ui->mode != MINI_MODE_HUMAN)
-                return MINI_HUMAN_NONE;
+                return HUMAN_NONE;
             continue;
         case ANS_CUT:
         case ANS_EOF:
-            return MINI_HUMAN_INTERRUPT;
+            return HUMAN_INTERRUPT;
         }
     }
-}
-
-static void ui_command(void *arg, const char *command, const cJSON *result)
-{
-    struct mini_ui *ui = arg;
-    if (!result)
-        /* The command was just shown; name it again when the step has several. */
-        mini_display_command_start(ui->d, command, ui->n_actions > 1);
-    else
-        mini_display_command_end(ui->d, result);
-}
-
-static void ui_output(void *arg, const char *data, size_t len)
-{
-    struct mini_ui *ui = arg;
-    mini_display_output(ui->d, data, len);
 }
 
 static bool over(long steps, double cost, long step_limit, double cost_limit)
@@ -534,9 +545,10 @@ static bool over(long steps, double cost, long step_limit, double cost_limit)
     return (step_limit > 0 && step_limit <= steps) || (cost_limit > 0 && cost_limit <= cost);
 }
 
-static bool ui_limit(void *arg, long *step_limit, double *cost_limit)
+/* A step or cost limit was reached: true when the person raised the
+ * limits enough to go on. */
+static bool ask_limits(struct mini_ui *ui, long *step_limit, double *cost_limit)
 {
-    struct mini_ui *ui = arg;
     if (!ui->asks)
         return false;
     struct mini_display *d = ui->d;
@@ -581,10 +593,10 @@ static bool ui_limit(void *arg, long *step_limit, double *cost_limit)
     return false;
 }
 
-static char *ui_submit(void *arg, const char *submission)
+/* The model submitted: NULL ends the run; otherwise it goes on, with the
+ * text (malloc'd) as a new task unless it is empty. */
+static char *ask_new_task(struct mini_ui *ui)
 {
-    struct mini_ui *ui = arg;
-    (void)submission;
     if (!ui->asks || !ui->confirm_exit)
         return NULL;
     mini_display_flush(ui->d);
@@ -608,9 +620,10 @@ static char *ui_submit(void *arg, const char *submission)
     }
 }
 
-static char *ui_interrupt(void *arg)
+/* After Ctrl-C: NULL ends the run; otherwise it goes on, with the text
+ * (malloc'd) sent to the model unless it is empty. */
+static char *ask_comment(struct mini_ui *ui)
 {
-    struct mini_ui *ui = arg;
     if (!ui->asks)
         return NULL;
     mini_display_spinner_stop(ui->d);
@@ -630,19 +643,151 @@ static char *ui_interrupt(void *arg)
     return NULL;
 }
 
-void mini_ui_hooks(struct mini_ui *ui, struct mini_agent_hooks *h)
+/* ---- the interactive agent (mini-swe-agent's InteractiveAgent) ------------ */
+
+static cJSON *text_message(const char *role, const char *content)
 {
-    memset(h, 0, sizeof *h);
-    h->arg = ui;
-    h->on_message = ui_message;
-    h->on_query = ui_query;
-    h->human_command = ui_human;
-    h->confirm = ui_confirm;
-    h->on_command = ui_command;
-    h->on_output = ui_output;
-    h->on_limit = ui_limit;
-    h->on_submit = ui_submit;
-    h->on_interrupt = ui_interrupt;
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "role", role);
+    cJSON_AddStringToObject(m, "content", content);
+    return m;
+}
+
+/* A user message from the person, marked with what it is
+ * (extra.interrupt_type, as mini-swe-agent marks them). */
+static __attribute__((format(printf, 2, 3))) cJSON *user_note(const char *type, const char *fmt, ...)
+{
+    _cleanup_buf_ struct mini_buf b = MINI_BUF_INIT;
+    va_list ap;
+    va_start(ap, fmt);
+    mini_buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    cJSON *m = text_message("user", b.data ? b.data : "");
+    cJSON *extra = cJSON_AddObjectToObject(m, "extra");
+    cJSON_AddStringToObject(extra, "interrupt_type", type);
+    return m;
+}
+
+/* Ctrl-C: the person may comment and go on, unless the run was ended
+ * (SIGTERM, SIGHUP). */
+static struct mini_flow ui_step(struct mini_agent *a, struct mini_err *e)
+{
+    struct mini_flow f = mini_agent_step(a, e);
+    if (f.kind != MINI_FLOW_INTERRUPTED || a->terminate)
+        return f;
+    /* What the step brought is shown before the question. */
+    mini_agent_add_messages(a, &f);
+    _cleanup_free_ char *comment = ask_comment(a->ops_arg);
+    if (!comment || a->terminate)
+        return f;
+    a->interrupt = 0;
+    if (!*comment)
+        return MINI_FLOW(MINI_FLOW_USER);
+    return mini_flow_of(MINI_FLOW_USER, user_note("UserInterruption", "The user interrupted you and said: %s",
+                                                  comment));
+}
+
+/* Human mode: the person's command is the step's action, carried by a user
+ * message (mini-swe-agent's shape); its output comes back as a user
+ * observation.  Otherwise the model, and new limits when it reached one. */
+static struct mini_flow ui_query(struct mini_agent *a, const cJSON **msg, struct mini_err *e)
+{
+    struct mini_ui *ui = a->ops_arg;
+    _cleanup_free_ char *command = NULL;
+    *msg = ui->own_command = NULL;
+    switch (ask_command(ui, &command)) {
+    case HUMAN_COMMAND: {
+        _cleanup_buf_ struct mini_buf text = MINI_BUF_INIT;
+        if (mini_buf_printf(&text, "The user ran this command:\n```bash\n%s\n```", command) < 0) {
+            mini_err_set(e, MINI_E_NOMEM, "out of memory");
+            return MINI_FLOW(MINI_FLOW_ERROR);
+        }
+        cJSON *m = text_message("user", text.data);
+        cJSON *act = cJSON_CreateObject();
+        cJSON_AddStringToObject(act, "command", command);
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(cJSON_AddObjectToObject(m, "extra"), "actions"), act);
+        mini_agent_add_message(a, m);
+        *msg = ui->own_command = m;
+        return MINI_FLOW(MINI_FLOW_NONE);
+    }
+    case HUMAN_INTERRUPT:
+        a->interrupt = 1;
+        return MINI_FLOW(MINI_FLOW_INTERRUPTED);
+    case HUMAN_NONE:
+        break;
+    }
+    for (;;) {
+        struct mini_flow f = mini_agent_query(a, msg, e);
+        if (f.kind != MINI_FLOW_LIMITS_EXCEEDED || !ask_limits(ui, &a->step_limit, &a->cost_limit))
+            return f;
+        mini_flow_clear(&f);
+    }
+}
+
+/* The model's commands, not run: every tool call is answered as not
+ * executed, then the person's reason goes to the model, or the Ctrl-C at
+ * the question is handled. */
+static struct mini_flow not_run(struct mini_agent *a, const cJSON *msg, enum confirm c, const char *comment,
+                                struct mini_err *e)
+{
+    if (c == CONFIRM_INTERRUPT)
+        a->interrupt = 1;
+    if (mini_agent_observe(a, msg, NULL, e) < 0)
+        return MINI_FLOW(MINI_FLOW_ERROR);
+    if (c == CONFIRM_INTERRUPT)
+        return MINI_FLOW(MINI_FLOW_NONE);
+    return mini_flow_of(MINI_FLOW_USER,
+                        user_note("UserRejection", "Command not executed. The user rejected your command.%s%s",
+                                  comment && *comment ? "\nThe user said: " : "", comment ? comment : ""));
+}
+
+/* The model's commands run once the person agrees (the person's own in
+ * human mode run at once); a submission ends the run unless the person
+ * has a new task. */
+static struct mini_flow ui_execute_actions(struct mini_agent *a, const cJSON *msg, struct mini_err *e)
+{
+    struct mini_ui *ui = a->ops_arg;
+    const cJSON *actions = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(msg, "extra"),
+                                                            "actions");
+    /* Nothing to ask after a Ctrl-C (nothing runs then), nor for no commands. */
+    if (msg != ui->own_command && !a->interrupt && cJSON_GetArraySize(actions) > 0) {
+        _cleanup_free_ char *comment = NULL;
+        enum confirm c = ask_confirm(ui, actions, &comment);
+        if (c != CONFIRM_RUN)
+            return not_run(a, msg, c, comment, e);
+    }
+    _cleanup_json_ cJSON *outputs = cJSON_CreateArray();
+    _cleanup_free_ char *submission = NULL, *more = NULL;
+    if (!outputs) {
+        mini_err_set(e, MINI_E_NOMEM, "out of memory");
+        return MINI_FLOW(MINI_FLOW_ERROR);
+    }
+    if (mini_agent_run_actions(a, msg, outputs, &submission, e) < 0)
+        return MINI_FLOW(MINI_FLOW_ERROR);
+    if (submission && !(more = ask_new_task(ui)))
+        return mini_agent_submitted(submission);
+    /* Going on: a submission is an ordinary observation. */
+    if (mini_agent_observe(a, msg, outputs, e) < 0)
+        return MINI_FLOW(MINI_FLOW_ERROR);
+    if (more && *more)
+        return mini_flow_of(MINI_FLOW_USER, user_note("UserNewTask", "The user has a new task for you:\n\n%s", more));
+    return MINI_FLOW(MINI_FLOW_NONE);
+}
+
+static const struct mini_agent_ops ui_ops = {
+    .step = ui_step,
+    .query = ui_query,
+    .execute_actions = ui_execute_actions,
+    .on_message = show_message,
+    .on_query = show_query,
+    .on_command = show_command,
+    .on_output = show_output,
+};
+
+void mini_ui_attach(struct mini_ui *ui, struct mini_agent *a)
+{
+    a->ops = &ui_ops;
+    a->ops_arg = ui;
 }
 
 /* ---- setting up ----------------------------------------------------------- */
@@ -741,9 +886,14 @@ static void add_secrets(struct mini_display *d, const cJSON *model)
     }
 }
 
+static void ui_freep(struct mini_ui **ui)
+{
+    mini_ui_free(*ui);
+}
+
 struct mini_ui *mini_ui_new(const struct mini_ui_opts *o, struct mini_err *e)
 {
-    struct mini_ui *ui = calloc(1, sizeof *ui);
+    _cleanup_(ui_freep) struct mini_ui *ui = calloc(1, sizeof *ui);
     if (!ui) {
         mini_err_set(e, MINI_E_NOMEM, "out of memory");
         return NULL;
@@ -752,7 +902,7 @@ struct mini_ui *mini_ui_new(const struct mini_ui_opts *o, struct mini_err *e)
     int m = mini_ui_parse_mode(cJSON_IsString(mode) ? mode->valuestring : "confirm");
     if (m < 0) {
         mini_err_set(e, MINI_E_CONFIG, "agent.mode: must be human, confirm or yolo");
-        goto fail;
+        return NULL;
     }
     /* The default agent class is mini-swe-agent's DefaultAgent: it never asks. */
     bool dflt = default_class(o->agent);
@@ -761,20 +911,17 @@ struct mini_ui *mini_ui_new(const struct mini_ui_opts *o, struct mini_err *e)
     const cJSON *ce = cJSON_GetObjectItemCaseSensitive(o->agent, "confirm_exit");
     ui->confirm_exit = !cJSON_IsFalse(ce);
     if (compile_whitelist(ui, cJSON_GetObjectItemCaseSensitive(o->agent, "whitelist_actions"), e) < 0)
-        goto fail;
+        return NULL;
     if (!(ui->d = mini_display_new(o->out, o->color, isatty(fileno(o->out))))) {
         mini_err_set(e, MINI_E_NOMEM, "out of memory");
-        goto fail;
+        return NULL;
     }
     add_secrets(ui->d, o->model);
     if (o->interactive && setup_editline(ui, o->out, o->history_dir) < 0) {
         mini_err_set(e, MINI_E_IO, "setting up line editing (libedit) on the terminal failed");
-        goto fail;
+        return NULL;
     }
-    return ui;
-fail:
-    mini_ui_free(ui);
-    return NULL;
+    return TAKE_PTR(ui);
 }
 
 void mini_ui_free(struct mini_ui *ui)

@@ -73,8 +73,9 @@ bool mini_ui_needs_terminal(const cJSON *agent, const char **mode);
 struct mini_ui *mini_ui_new(const struct mini_ui_opts *opts, struct mini_err *e);
 void mini_ui_free(struct mini_ui *ui);
 
-/* The hooks to give the agent (hooks.arg is ui). */
-void mini_ui_hooks(struct mini_ui *ui, struct mini_agent_hooks *hooks);
+/* Make the agent interactive: its ops become the front end's (the display,
+ * and the stages that ask: mini-swe-agent's InteractiveAgent). */
+void mini_ui_attach(struct mini_ui *ui, struct mini_agent *a);
 
 /* Ask the person for the task.  0: *task is set (malloc'd); 1: no task
  * (Ctrl-D, or not interactive); 2: Ctrl-C (or SIGTERM). */

@@ -82,7 +82,17 @@ static char *default_output(void)
     return p;
 }
 
-int main(int argc, char **argv)
+/* The command line. */
+struct args {
+    const char *task, *model_name, *cost_limit, *output;
+    const char *model_class, *env_class, *sandbox, *workspace;
+    bool yolo, exit_immediately;
+    const char **specs;            /* argc + 1 slots */
+    size_t n_specs;
+};
+
+/* -1: go on; otherwise the exit code. */
+static int parse_args(int argc, char **argv, struct args *o)
 {
     enum { OPT_EXIT = 256, OPT_MODEL_CLASS, OPT_ENV_CLASS, OPT_SANDBOX, OPT_WORKSPACE, OPT_VERSION };
     static const struct option opts[] = {
@@ -97,135 +107,137 @@ int main(int argc, char **argv)
         { "help", no_argument, NULL, 'h' },              { "version", no_argument, NULL, OPT_VERSION },
         { 0 },
     };
-    mini_log_init(argv[0], MINI_LOG_WARN);
-    /* Characters for line editing and the display; numbers stay in "C". */
-    setlocale(LC_CTYPE, "");
-    const char *task = NULL, *model_name = NULL, *cost_limit = NULL, *output = NULL;
-    const char *model_class = NULL, *env_class = NULL, *sandbox = NULL, *workspace = NULL;
-    bool yolo = false, exit_immediately = false;
-    const char **specs = calloc((size_t)argc + 1, sizeof *specs);
-    size_t n_specs = 0;
     int c;
     while ((c = getopt_long(argc, argv, "t:m:c:yl:o:h", opts, NULL)) != -1) {
         switch (c) {
-        case 't': task = optarg; break;
-        case 'm': model_name = optarg; break;
-        case 'c': specs[n_specs++] = optarg; break;
-        case 'y': yolo = true; break;
-        case 'l': cost_limit = optarg; break;
-        case 'o': output = optarg; break;
-        case OPT_EXIT: exit_immediately = true; break;
-        case OPT_MODEL_CLASS: model_class = optarg; break;
-        case OPT_ENV_CLASS: env_class = optarg; break;
-        case OPT_SANDBOX: sandbox = optarg; break;
-        case OPT_WORKSPACE: workspace = optarg; break;
-        case 'h': usage(stdout); free(specs); return 0;
-        case OPT_VERSION: printf("mini %s\n", MINI_VERSION); free(specs); return 0;
-        default: usage(stderr); free(specs); return 2;
+        case 't': o->task = optarg; break;
+        case 'm': o->model_name = optarg; break;
+        case 'c': o->specs[o->n_specs++] = optarg; break;
+        case 'y': o->yolo = true; break;
+        case 'l': o->cost_limit = optarg; break;
+        case 'o': o->output = optarg; break;
+        case OPT_EXIT: o->exit_immediately = true; break;
+        case OPT_MODEL_CLASS: o->model_class = optarg; break;
+        case OPT_ENV_CLASS: o->env_class = optarg; break;
+        case OPT_SANDBOX: o->sandbox = optarg; break;
+        case OPT_WORKSPACE: o->workspace = optarg; break;
+        case 'h': usage(stdout); return 0;
+        case OPT_VERSION: printf("mini %s\n", MINI_VERSION); return 0;
+        default: usage(stderr); return 2;
         }
     }
     if (optind < argc) {
         fprintf(stderr, "mini: unexpected argument: %s (the task goes after -t)\n", argv[optind]);
-        free(specs);
         return 2;
     }
+    return -1;
+}
 
+static int fail(const struct mini_err *e)
+{
+    fprintf(stderr, "mini: %s\n", e->msg);
+    return e->code == MINI_E_CONFIG ? 2 : 1;
+}
+
+/* The flags win over the config files.  0; -1 with e; 2 for bad usage
+ * (said). */
+static int apply_flags(cJSON *cfg, const struct args *o, struct mini_err *e)
+{
+    if (o->model_name && set_path(cfg, "model.model_name", cJSON_CreateString(o->model_name), e) < 0)
+        return -1;
+    if (o->model_class && set_path(cfg, "model.model_class", cJSON_CreateString(o->model_class), e) < 0)
+        return -1;
+    if (o->cost_limit) {
+        char *end;
+        double v = strtod(o->cost_limit, &end);
+        if (*end || v < 0) {
+            fprintf(stderr, "mini: --cost-limit: not a non-negative number: %s\n", o->cost_limit);
+            return 2;
+        }
+        if (set_path(cfg, "agent.cost_limit", cJSON_CreateNumber(v), e) < 0)
+            return -1;
+    }
+    if (o->yolo && set_path(cfg, "agent.mode", cJSON_CreateString("yolo"), e) < 0)
+        return -1;
+    if (o->exit_immediately && set_path(cfg, "agent.confirm_exit", cJSON_CreateFalse(), e) < 0)
+        return -1;
+    if (o->sandbox) {
+        bool off = strcmp(o->sandbox, "off") == 0;
+        if (set_path(cfg, "environment.environment_class", cJSON_CreateString(off ? "local" : "sandbox"), e) < 0 ||
+            (!off && set_path(cfg, "environment.profile", cJSON_CreateString(o->sandbox), e) < 0))
+            return -1;
+    }
+    if (o->env_class && set_path(cfg, "environment.environment_class", cJSON_CreateString(o->env_class), e) < 0)
+        return -1;
+    if (o->workspace && set_path(cfg, "environment.workspace", cJSON_CreateString(o->workspace), e) < 0)
+        return -1;
+    return mini_config_validate(cfg, e) < 0 ? -1 : 0;
+}
+
+/* The config: the global .env (variables already set win), the config
+ * files, the flags.  NULL with *rc the exit code (said). */
+static cJSON *load_config(const struct args *o, int *rc)
+{
     struct mini_err e;
     mini_err_clear(&e);
-    int rc = 1;
-    cJSON *cfg = NULL;
-    struct mini_model *model = NULL;
-    struct mini_environment *env = NULL;
-    struct mini_agent agent;
-    bool agent_ready = false;
-    struct mini_ui *ui = NULL;
-    _cleanup_free_ char *asked_task = NULL;
-    _cleanup_free_ char *out_default = NULL;
     _cleanup_free_ char *dotenv = NULL;
-
-    /* The global .env: variables already set win. */
     const char *gdir = mini_config_global_dir();
-    if (gdir && asprintf(&dotenv, "%s/.env", gdir) >= 0 && access(dotenv, F_OK) == 0 &&
-        mini_config_load_dotenv(dotenv, &e) < 0)
-        goto fail;
-
-    if (!(cfg = mini_config_load(specs, n_specs, &e)))
-        goto fail;
-    /* Flags win over the config files. */
-    if (model_name && set_path(cfg, "model.model_name", cJSON_CreateString(model_name), &e) < 0)
-        goto fail;
-    if (model_class && set_path(cfg, "model.model_class", cJSON_CreateString(model_class), &e) < 0)
-        goto fail;
-    if (cost_limit) {
-        char *end;
-        double v = strtod(cost_limit, &end);
-        if (*end || v < 0) {
-            fprintf(stderr, "mini: --cost-limit: not a non-negative number: %s\n", cost_limit);
-            rc = 2;
-            goto out;
-        }
-        if (set_path(cfg, "agent.cost_limit", cJSON_CreateNumber(v), &e) < 0)
-            goto fail;
+    _cleanup_json_ cJSON *cfg = NULL;
+    if ((gdir && asprintf(&dotenv, "%s/.env", gdir) >= 0 && access(dotenv, F_OK) == 0 &&
+         mini_config_load_dotenv(dotenv, &e) < 0) ||
+        !(cfg = mini_config_load(o->specs, o->n_specs, &e))) {
+        *rc = fail(&e);
+        return NULL;
     }
-    if (yolo && set_path(cfg, "agent.mode", cJSON_CreateString("yolo"), &e) < 0)
-        goto fail;
-    if (exit_immediately && set_path(cfg, "agent.confirm_exit", cJSON_CreateFalse(), &e) < 0)
-        goto fail;
-    if (sandbox) {
-        bool off = strcmp(sandbox, "off") == 0;
-        if (set_path(cfg, "environment.environment_class", cJSON_CreateString(off ? "local" : "sandbox"), &e) < 0 ||
-            (!off && set_path(cfg, "environment.profile", cJSON_CreateString(sandbox), &e) < 0))
-            goto fail;
+    int r = apply_flags(cfg, o, &e);
+    if (r != 0) {
+        *rc = r < 0 ? fail(&e) : r;
+        return NULL;
     }
-    if (env_class && set_path(cfg, "environment.environment_class", cJSON_CreateString(env_class), &e) < 0)
-        goto fail;
-    if (workspace && set_path(cfg, "environment.workspace", cJSON_CreateString(workspace), &e) < 0)
-        goto fail;
-    if (mini_config_validate(cfg, &e) < 0)
-        goto fail;
+    return TAKE_PTR(cfg);
+}
 
-    /* Nobody to ask: never run the model's commands unasked. */
-    const cJSON *agent_cfg = mini_config_get(cfg, "agent");
-    bool tty = isatty(STDIN_FILENO);
+/* Nobody to ask: never run the model's commands unasked, and the task must
+ * be given.  0, or 2 (said). */
+static int check_usage(const cJSON *cfg, bool tty, const char **task)
+{
     const char *mode = NULL;
-    if (!tty && mini_ui_needs_terminal(agent_cfg, &mode)) {
+    if (!tty && mini_ui_needs_terminal(mini_config_get(cfg, "agent"), &mode)) {
         if (strcmp(mode, "human") == 0)
             fprintf(stderr, "mini: agent.mode is human (you type the commands), but stdin is not a terminal; "
                             "pass -y to let the model work without asking\n");
         else
             fprintf(stderr, "mini: agent.mode is %s: mini asks before running the model's commands, but stdin "
                             "is not a terminal; pass -y to run them without asking\n", mode);
-        rc = 2;
-        goto out;
+        return 2;
     }
     const cJSON *cfg_task = mini_config_get(cfg, "run.task");
-    if (!task && cJSON_IsString(cfg_task))
-        task = cfg_task->valuestring;
-    if (!task && !tty) {
+    if (!*task && cJSON_IsString(cfg_task))
+        *task = cfg_task->valuestring;
+    if (!*task && !tty) {
         fprintf(stderr, "mini: no task given (use -t TEXT; stdin is not a terminal to ask for one)\n");
-        rc = 2;
-        goto out;
+        return 2;
     }
+    return 0;
+}
 
-    const cJSON *ecls = mini_config_get(cfg, "environment.environment_class");
-    if (!(model = mini_model_new(mini_config_get(cfg, "model"), NULL, &e)))
-        goto fail;
-    if (!(env = mini_environment_new(mini_config_get(cfg, "environment"),
-                                     cJSON_IsString(ecls) ? ecls->valuestring : "local", &e)))
-        goto fail;
-    /* The front end: it shows the run, and asks when there is a terminal. */
+/* The front end: it shows the run, and asks when there is a terminal. */
+static struct mini_ui *new_ui(const cJSON *cfg, bool tty, struct mini_err *e)
+{
     const char *no_color = getenv("NO_COLOR");
     struct mini_ui_opts uo = {
-        .agent = agent_cfg,
+        .agent = mini_config_get(cfg, "agent"),
         .model = mini_config_get(cfg, "model"),
         .interactive = tty,
         .out = stdout,
         .color = isatty(STDOUT_FILENO) && !(no_color && *no_color),
         .history_dir = mini_config_global_dir(),
     };
-    if (!(ui = mini_ui_new(&uo, &e)))
-        goto fail;
-    current_env = env;
+    return mini_ui_new(&uo, e);
+}
+
+static void catch_signals(void)
+{
     /* libcurl runs with CURLOPT_NOSIGNAL: a peer closing a TLS connection
      * must not kill mini. */
     signal(SIGPIPE, SIG_IGN);
@@ -234,47 +246,91 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
-    if (!task) {
+}
+
+/* The run's summary on stderr, and mini's exit code. */
+static int report(const struct mini_agent *agent, const struct mini_model *model, const char *output, int r,
+                  const struct mini_err *e)
+{
+    fflush(stdout);
+    bool stopped = agent->exit_status && strcmp(agent->exit_status, "KeyboardInterrupt") == 0;
+    fprintf(stderr, "mini: %s after %ld model calls, cost $%.4f; trajectory: %s\n",
+            agent->exit_status ? agent->exit_status : "stopped", mini_model_calls(model), mini_model_cost(model),
+            output ? output : "(not saved)");
+    if (r < 0 && !stopped)
+        fprintf(stderr, "mini: %s\n", e->msg);
+    return stopped ? 130 : (agent->exit_status && strcmp(agent->exit_status, "Submitted") == 0) ? 0 : 1;
+}
+
+/* The signal handler lets go of the agent and the environment before they
+ * are freed. */
+static void agent_finip(struct mini_agent *a)
+{
+    current_agent = NULL;
+    mini_agent_fini(a);
+}
+
+static void env_freep(struct mini_environment **env)
+{
+    current_env = NULL;
+    mini_environment_free(*env);
+}
+
+static void model_freep(struct mini_model **m) { mini_model_free(*m); }
+static void ui_freep(struct mini_ui **ui) { mini_ui_free(*ui); }
+
+static int run(struct args *o)
+{
+    int rc;
+    _cleanup_json_ cJSON *cfg = load_config(o, &rc);
+    if (!cfg)
+        return rc;
+    bool tty = isatty(STDIN_FILENO);
+    if ((rc = check_usage(cfg, tty, &o->task)) != 0)
+        return rc;
+    struct mini_err e;
+    mini_err_clear(&e);
+    const cJSON *ecls = mini_config_get(cfg, "environment.environment_class");
+    _cleanup_(model_freep) struct mini_model *model = mini_model_new(mini_config_get(cfg, "model"), NULL, &e);
+    if (!model)
+        return fail(&e);
+    _cleanup_(env_freep) struct mini_environment *env =
+        mini_environment_new(mini_config_get(cfg, "environment"), cJSON_IsString(ecls) ? ecls->valuestring : "local",
+                             &e);
+    if (!env)
+        return fail(&e);
+    _cleanup_(ui_freep) struct mini_ui *ui = new_ui(cfg, tty, &e);
+    if (!ui)
+        return fail(&e);
+    _cleanup_(agent_finip) struct mini_agent agent = { 0 };
+    current_env = env;
+    catch_signals();
+    _cleanup_free_ char *asked_task = NULL, *out_default = NULL;
+    if (!o->task) {
         int tr = mini_ui_ask_task(ui, &asked_task);
         if (tr != 0) {
             fprintf(stderr, tr == 2 ? "mini: interrupted\n" : "mini: no task given\n");
-            rc = tr == 2 ? 130 : 1;
-            goto out;
+            return tr == 2 ? 130 : 1;
         }
-        task = asked_task;
+        o->task = asked_task;
     }
-    if (!output)
-        output = out_default = default_output();
-    if (mini_agent_init(&agent, cfg, model, env, output, &e) < 0)
-        goto fail;
-    agent_ready = true;
-
+    if (!o->output)
+        o->output = out_default = default_output();
+    if (mini_agent_init(&agent, cfg, model, env, o->output, &e) < 0)
+        return fail(&e);
     mini_model_set_cancel(model, &agent.interrupt);
-    mini_ui_hooks(ui, &agent.hooks);
+    mini_ui_attach(ui, &agent);
     current_agent = &agent;
+    return report(&agent, model, o->output, mini_agent_run(&agent, o->task, &e), &e);
+}
 
-    int r = mini_agent_run(&agent, task, &e);
-    fflush(stdout);
-    bool stopped = agent.exit_status && strcmp(agent.exit_status, "KeyboardInterrupt") == 0;
-    fprintf(stderr, "mini: %s after %ld model calls, cost $%.4f; trajectory: %s\n",
-            agent.exit_status ? agent.exit_status : "stopped", mini_model_calls(model), mini_model_cost(model),
-            output ? output : "(not saved)");
-    if (r < 0 && !stopped)
-        fprintf(stderr, "mini: %s\n", e.msg);
-    rc = stopped ? 130 : (agent.exit_status && strcmp(agent.exit_status, "Submitted") == 0) ? 0 : 1;
-    goto out;
-fail:
-    fprintf(stderr, "mini: %s\n", e.msg);
-    rc = e.code == MINI_E_CONFIG ? 2 : 1;
-out:
-    current_agent = NULL;
-    current_env = NULL;
-    if (agent_ready)
-        mini_agent_fini(&agent);
-    mini_ui_free(ui);
-    mini_environment_free(env);
-    mini_model_free(model);
-    cJSON_Delete(cfg);
-    free(specs);
-    return rc;
+int main(int argc, char **argv)
+{
+    mini_log_init(argv[0], MINI_LOG_WARN);
+    /* Characters for line editing and the display; numbers stay in "C". */
+    setlocale(LC_CTYPE, "");
+    _cleanup_free_ const char **specs = calloc((size_t)argc + 1, sizeof *specs);
+    struct args o = { .specs = specs };
+    int rc = parse_args(argc, argv, &o);
+    return rc >= 0 ? rc : run(&o);
 }
