@@ -302,7 +302,7 @@ int mini_ws_guard_init(struct mini_ws_guard *g, const char *socket_dir, const ch
         guard_fd(g, state_dir, "state directory", e) < 0)
         return -1;
     /* mini's global configuration directory, as mini itself finds it
-     * (agent/config.c), for the environment the daemon was started in. */
+     * (agent/config/config.c), for the environment the daemon was started in. */
     int r = 0;
     const char *v = getenv("MSWEA_GLOBAL_CONFIG_DIR");
     if (v && v[0] == '/')

@@ -1,6 +1,6 @@
 #!/bin/bash
 # End-to-end correctness of mini-sandboxd's pool of prepared sandboxes
-# (sandbox/server.c: pool_fill, pool_take; each session keeps one more
+# (sandbox/daemon/session.c: the pool; each session keeps one more
 # prepared sandbox than it has commands running, at most 8), through the
 # wire protocol (docs/protocol.md) with tests/integration/pool_client.py.
 # The checks themselves are in tests/integration/pool_checks.py; every one

@@ -1,4 +1,4 @@
-/* Per-command cgroups (sandbox/cgroup.c) on the real kernel.
+/* Per-command cgroups (sandbox/isolation/cgroup.c) on the real kernel.
  *
  * As root with cgroup v1 or a delegated v2 (this is the daemon's mode):
  *   - memory limit 64 MB, a child that touches 256 MB is OOM-killed and

@@ -1,4 +1,4 @@
-/* The degraded path's confinement (sandbox/landlock.c) on the real kernel.
+/* The degraded path's confinement (sandbox/isolation/landlock.c) on the real kernel.
  * A forked child applies a profile with a temporary workspace and tmpdir,
  * then tries things and reports each result through a pipe; the parent
  * checks them:

@@ -1,4 +1,4 @@
-/* Capability detection (sandbox/caps.c): the probe against independent
+/* Capability detection (sandbox/isolation/caps_probe.c): the probe against independent
  * ground truth taken here with plain system calls, its JSON, and the
  * full / degraded / refused decision on real and on synthetic machines.
  * argv[1]: the source tree's profiles/ directory. */

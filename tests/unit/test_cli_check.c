@@ -1,4 +1,4 @@
-/* `mini-sandbox check` (sandbox/cli_check.c): the table, --json, exit
+/* `mini-sandbox check` (sandbox/cli/cli_check.c): the table, --json, exit
  * statuses, a profile file, and a refusal (a profile requiring cgroups,
  * assessed as an unprivileged user, when that user has none).
  * argv[1]: the source tree's profiles/ directory. */
