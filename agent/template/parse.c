@@ -76,6 +76,12 @@ static struct node *new_node(struct tpl *t, int kind, int line)
 /* A growable list of node pointers, in malloc'd memory until finished. */
 struct nlist { struct node **v; size_t n, cap; };
 
+/* Frees what nl_finish did not move into the arena (_cleanup_(nl_freep)). */
+static inline void nl_freep(struct nlist *l)
+{
+    free(l->v);
+}
+
 static int nl_push(struct tpl *t, struct nlist *l, struct node *x)
 {
     if (tpl_grow(t, (void **)&l->v, &l->cap, l->n + 1, sizeof *l->v) < 0)
@@ -218,12 +224,11 @@ static struct node *parse_compare(struct tpl *t)
     struct node *e = parse_math1(t);
     if (!e)
         return NULL;
-    struct nlist ops = { 0 };
-    uint8_t *opv = NULL;
+    _cleanup_(nl_freep) struct nlist ops = { 0 };
+    _cleanup_free_ uint8_t *opv = NULL;
     size_t nops = 0, opcap = 0;
-    struct node *r = NULL;
     if (nl_push(t, &ops, e) < 0)
-        goto out;
+        return NULL;
     for (;;) {
         struct token *k = cur(t);
         int op = -1;
@@ -244,31 +249,26 @@ static struct node *parse_compare(struct tpl *t)
         if (op < 0)
             break;
         if (tpl_grow(t, (void **)&opv, &opcap, nops + 1, 1) < 0)
-            goto out;
+            return NULL;
         next(t);
         if (op == CMP_NOTIN)
             next(t);
         struct node *x = parse_math1(t);
         if (!x || nl_push(t, &ops, x) < 0)
-            goto out;
+            return NULL;
         opv[nops++] = (uint8_t)op;
         line = cur(t)->line;
     }
-    if (nops == 0) {
-        r = e;
-        goto out;
-    }
-    r = new_node(t, N_CMP, line);
+    if (nops == 0)
+        return e;
+    struct node *r = new_node(t, N_CMP, line);
     if (!r)
-        goto out;
+        return NULL;
     r->nv = ops.n;
     r->v = nl_finish(t, &ops);
     r->ops = (uint8_t *)tpl_memdup(t, opv, nops);
     if (!r->v || !r->ops)
-        r = NULL;
-out:
-    free(ops.v);
-    free(opv);
+        return NULL;
     return r;
 }
 
@@ -301,25 +301,22 @@ static struct node *parse_concat(struct tpl *t)
     struct node *first = parse_math2(t);
     if (!first || cur(t)->type != TK_TILDE)
         return first;
-    struct nlist args = { 0 };
-    struct node *r = NULL;
+    _cleanup_(nl_freep) struct nlist args = { 0 };
     if (nl_push(t, &args, first) < 0)
-        goto out;
+        return NULL;
     while (cur(t)->type == TK_TILDE) {
         next(t);
         struct node *x = parse_math2(t);
         if (!x || nl_push(t, &args, x) < 0)
-            goto out;
+            return NULL;
     }
-    r = new_node(t, N_CONCAT, line);
+    struct node *r = new_node(t, N_CONCAT, line);
     if (r) {
         r->nv = args.n;
         r->v = nl_finish(t, &args);
         if (!r->v)
             r = NULL;
     }
-out:
-    free(args.v);
     return r;
 }
 
@@ -389,35 +386,32 @@ static struct node *parse_unary(struct tpl *t, bool with_filter)
 
 static struct node *parse_list(struct tpl *t, int close, int kind, int line)
 {
-    struct nlist items = { 0 };
-    struct node *r = NULL;
+    _cleanup_(nl_freep) struct nlist items = { 0 };
     while (cur(t)->type != close) {
         if (items.n && expect(t, TK_COMMA) < 0)
-            goto out;
+            return NULL;
         if (cur(t)->type == close)
             break;
         struct node *k = parse_expression(t, true);
         if (!k || nl_push(t, &items, k) < 0)
-            goto out;
+            return NULL;
         if (kind == N_DICT) {
             if (expect(t, TK_COLON) < 0)
-                goto out;
+                return NULL;
             struct node *v = parse_expression(t, true);
             if (!v || nl_push(t, &items, v) < 0)
-                goto out;
+                return NULL;
         }
     }
     if (expect(t, close) < 0)
-        goto out;
-    r = new_node(t, kind, line);
+        return NULL;
+    struct node *r = new_node(t, kind, line);
     if (r) {
         r->nv = kind == N_DICT ? items.n / 2 : items.n;
         r->v = nl_finish(t, &items);
         if (items.n && !r->v)
             r = NULL;
     }
-out:
-    free(items.v);
     return r;
 }
 
@@ -590,60 +584,51 @@ out:
 static int parse_call_args(struct tpl *t, struct node *n)
 {
     int line = cur(t)->line;
-    struct nlist args = { 0 };
-    struct kwarg *kw = NULL;
+    _cleanup_(nl_freep) struct nlist args = { 0 };
+    _cleanup_free_ struct kwarg *kw = NULL;
     size_t nkw = 0, kwcap = 0;
-    int rc = -1;
     if (expect(t, TK_LPAREN) < 0)
-        goto out;
+        return -1;
     bool need_comma = false;
     while (cur(t)->type != TK_RPAREN) {
         if (need_comma) {
             if (expect(t, TK_COMMA) < 0)
-                goto out;
+                return -1;
             if (cur(t)->type == TK_RPAREN)
                 break;
         }
-        if (cur(t)->type == TK_MUL || cur(t)->type == TK_POW) {
-            tpl_fail(t, cur(t)->line, "*args and **kwargs in calls are not supported");
-            goto out;
-        }
+        if (cur(t)->type == TK_MUL || cur(t)->type == TK_POW)
+            return tpl_fail(t, cur(t)->line, "*args and **kwargs in calls are not supported");
         if (cur(t)->type == TK_NAME && look(t)->type == TK_ASSIGN) {
             struct token *name = next(t);
             next(t);
             struct node *v = parse_expression(t, true);
             if (!v || tpl_grow(t, (void **)&kw, &kwcap, nkw + 1, sizeof *kw) < 0)
-                goto out;
+                return -1;
             kw[nkw++] = (struct kwarg){ name->p, name->n, v };
         } else {
-            if (nkw) {
-                tpl_fail(t, line, "invalid syntax for function call expression");
-                goto out;
-            }
+            if (nkw)
+                return tpl_fail(t, line, "invalid syntax for function call expression");
             struct node *v = parse_expression(t, true);
             if (!v || nl_push(t, &args, v) < 0)
-                goto out;
+                return -1;
         }
         need_comma = true;
     }
     if (expect(t, TK_RPAREN) < 0)
-        goto out;
+        return -1;
     n->nv = args.n;
     n->v = nl_finish(t, &args);
     if (args.n && !n->v)
-        goto out;
+        return -1;
     if (nkw) {
         n->kw = tpl_alloc(t, nkw * sizeof *kw);
         if (!n->kw)
-            goto out;
+            return -1;
         memcpy(n->kw, kw, nkw * sizeof *kw);
         n->nkw = nkw;
     }
-    rc = 0;
-out:
-    free(args.v);
-    free(kw);
-    return rc;
+    return 0;
 }
 
 static struct node *parse_call(struct tpl *t, struct node *callee)
@@ -714,36 +699,33 @@ static struct node *parse_subscript(struct tpl *t, struct node *obj)
         return n;
     }
     /* '[' */
-    struct nlist args = { 0 };
-    struct node *r = NULL;
+    _cleanup_(nl_freep) struct nlist args = { 0 };
     while (cur(t)->type != TK_RBRACKET) {
         if (args.n && expect(t, TK_COMMA) < 0)
-            goto out;
+            return NULL;
         struct node *x = parse_subscribed(t);
         if (!x || nl_push(t, &args, x) < 0)
-            goto out;
+            return NULL;
     }
     if (expect(t, TK_RBRACKET) < 0)
-        goto out;
+        return NULL;
     struct node *arg;
     if (args.n == 1) {
         arg = args.v[0];
     } else {
         arg = new_node(t, N_TUPLE, k->line);
         if (!arg)
-            goto out;
+            return NULL;
         arg->nv = args.n;
         arg->v = nl_finish(t, &args);
         if (args.n && !arg->v)
-            goto out;
+            return NULL;
     }
-    r = new_node(t, N_GETITEM, k->line);
+    struct node *r = new_node(t, N_GETITEM, k->line);
     if (r) {
         r->a = obj;
         r->b = arg;
     }
-out:
-    free(args.v);
     return r;
 }
 
@@ -1022,32 +1004,28 @@ static struct stmt *parse_with(struct tpl *t)
 {
     static const char *const end[] = { "endwith", NULL };
     struct stmt *s = new_stmt(t, S_WITH, next(t)->line);
-    struct nlist targets = { 0 }, values = { 0 };
-    struct stmt *r = NULL;
+    _cleanup_(nl_freep) struct nlist targets = { 0 };
+    _cleanup_(nl_freep) struct nlist values = { 0 };
     if (!s)
         return NULL;
     while (cur(t)->type != TK_BLOCK_END) {
         if (targets.n && expect(t, TK_COMMA) < 0)
-            goto out;
+            return NULL;
         struct node *tg = parse_assign_target(t, false, NULL);
         if (!tg || nl_push(t, &targets, tg) < 0 || expect(t, TK_ASSIGN) < 0)
-            goto out;
+            return NULL;
         struct node *v = parse_expression(t, true);
         if (!v || nl_push(t, &values, v) < 0)
-            goto out;
+            return NULL;
     }
     s->nwith = targets.n;
     s->targets = nl_finish(t, &targets);
     s->values = nl_finish(t, &values);
     if (s->nwith && (!s->targets || !s->values))
-        goto out;
+        return NULL;
     if (parse_statements(t, end, true, &s->body) < 0)
-        goto out;
-    r = s;
-out:
-    free(targets.v);
-    free(values.v);
-    return r;
+        return NULL;
+    return s;
 }
 
 static int parse_statement(struct tpl *t, struct slist *out)
