@@ -530,18 +530,16 @@ static struct node *parse_nsref(struct tpl *t)
     return n;
 }
 
-static struct node *parse_tuple_ns(struct tpl *t, bool simplified, bool with_condexpr,
-                                   const char *extra_end, bool explicit_parens, bool with_namespace)
+/* parse_tuple_ns inside its level of nesting. */
+static struct node *parse_tuple_items(struct tpl *t, bool simplified, bool with_condexpr,
+                                      const char *extra_end, bool explicit_parens, bool with_namespace)
 {
     int line = cur(t)->line;
-    struct nlist items = { 0 };
-    struct node *r = NULL;
+    _cleanup_(nl_freep) struct nlist items = { 0 };
     bool is_tuple = false;
-    if (enter(t) < 0)
-        return NULL;
     for (;;) {
         if (items.n && expect(t, TK_COMMA) < 0)
-            goto out;
+            return NULL;
         if (is_tuple_end(t, extra_end))
             break;
         struct node *x;
@@ -550,7 +548,7 @@ static struct node *parse_tuple_ns(struct tpl *t, bool simplified, bool with_con
         else
             x = simplified ? parse_primary(t) : parse_expression(t, with_condexpr);
         if (!x || nl_push(t, &items, x) < 0)
-            goto out;
+            return NULL;
         if (cur(t)->type == TK_COMMA)
             is_tuple = true;
         else
@@ -558,25 +556,31 @@ static struct node *parse_tuple_ns(struct tpl *t, bool simplified, bool with_con
         line = cur(t)->line;
     }
     if (!is_tuple) {
-        if (items.n) {
-            r = items.v[0];
-            goto out;
-        }
+        if (items.n)
+            return items.v[0];
         if (!explicit_parens) {
             fail_tok(t, "an expression");
-            goto out;
+            return NULL;
         }
     }
-    r = new_node(t, N_TUPLE, line);
+    struct node *r = new_node(t, N_TUPLE, line);
     if (r) {
         r->nv = items.n;
         r->v = nl_finish(t, &items);
         if (items.n && !r->v)
             r = NULL;
     }
-out:
+    return r;
+}
+
+static struct node *parse_tuple_ns(struct tpl *t, bool simplified, bool with_condexpr,
+                                   const char *extra_end, bool explicit_parens, bool with_namespace)
+{
+    if (enter(t) < 0)
+        return NULL;
+    struct node *r = parse_tuple_items(t, simplified, with_condexpr, extra_end, explicit_parens,
+                                       with_namespace);
     t->depth--;
-    free(items.v);
     return r;
 }
 
@@ -851,6 +855,12 @@ static struct node *parse_filter_expr(struct tpl *t, struct node *n)
 
 struct slist { struct stmt **v; size_t n, cap; };
 
+/* Frees a statement list (_cleanup_(sl_freep)); the statements are in the arena. */
+static inline void sl_freep(struct slist *l)
+{
+    free(l->v);
+}
+
 static int sl_push(struct tpl *t, struct slist *l, struct stmt *s)
 {
     if (tpl_grow(t, (void **)&l->v, &l->cap, l->n + 1, sizeof *l->v) < 0)
@@ -1078,12 +1088,10 @@ static int parse_statement(struct tpl *t, struct slist *out)
     return sl_push(t, out, s);
 }
 
-static int subparse(struct tpl *t, const char *const *end, struct body *out)
+/* subparse inside its level of nesting. */
+static int subparse_body(struct tpl *t, const char *const *end, struct body *out)
 {
-    struct slist l = { 0 };
-    int rc = -1;
-    if (enter(t) < 0)
-        return -1;
+    _cleanup_(sl_freep) struct slist l = { 0 };
     for (;;) {
         struct token *k = cur(t);
         if (k->type == TK_EOF)
@@ -1091,7 +1099,7 @@ static int subparse(struct tpl *t, const char *const *end, struct body *out)
         if (k->type == TK_DATA) {
             struct stmt *s = new_stmt(t, S_DATA, k->line);
             if (!s || sl_push(t, &l, s) < 0)
-                goto out;
+                return -1;
             s->data = k->p;
             s->dlen = k->n;
             next(t);
@@ -1100,7 +1108,7 @@ static int subparse(struct tpl *t, const char *const *end, struct body *out)
             struct stmt *s = new_stmt(t, S_OUT, k->line);
             if (!s || !(s->expr = parse_tuple(t, false, true, NULL, false)) ||
                 expect(t, TK_VAR_END) < 0 || sl_push(t, &l, s) < 0)
-                goto out;
+                return -1;
         } else if (k->type == TK_BLOCK_BEGIN) {
             next(t);
             if (end) {
@@ -1112,10 +1120,9 @@ static int subparse(struct tpl *t, const char *const *end, struct body *out)
                     break;
             }
             if (parse_statement(t, &l) < 0 || expect(t, TK_BLOCK_END) < 0)
-                goto out;
+                return -1;
         } else {
-            tpl_fail(t, k->line, "unexpected '%s'", tpl_token_desc(k->type));
-            goto out;
+            return tpl_fail(t, k->line, "unexpected '%s'", tpl_token_desc(k->type));
         }
     }
     out->n = l.n;
@@ -1123,13 +1130,18 @@ static int subparse(struct tpl *t, const char *const *end, struct body *out)
     if (l.n) {
         out->s = tpl_alloc(t, l.n * sizeof *out->s);
         if (!out->s)
-            goto out;
+            return -1;
         memcpy(out->s, l.v, l.n * sizeof *out->s);
     }
-    rc = 0;
-out:
+    return 0;
+}
+
+static int subparse(struct tpl *t, const char *const *end, struct body *out)
+{
+    if (enter(t) < 0)
+        return -1;
+    int rc = subparse_body(t, end, out);
     t->depth--;
-    free(l.v);
     return rc;
 }
 
