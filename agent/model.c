@@ -1136,7 +1136,8 @@ static int api_query(struct mini_model *m, const cJSON *messages, cJSON **assist
                                                  : mini_openai_request(m, messages, &body, e);
     if (rc < 0)
         return mini_err_prefix(e, "model %s: building the request", m->model_name);
-    cJSON *resp = NULL, *msg = NULL;
+    _cleanup_cjson_ cJSON *resp = NULL;
+    _cleanup_cjson_ cJSON *msg = NULL;
     const char *finish_reason = NULL;
     struct mini_usage u;
     if (api_call(m, &body, &resp, &msg, &finish_reason, &u, e) < 0)
@@ -1160,8 +1161,6 @@ static int api_query(struct mini_model *m, const cJSON *messages, cJSON **assist
         cost = 0;
         if (!m->ignore_cost_errors) {
             mini_model_global_add(0);
-            cJSON_Delete(resp);
-            cJSON_Delete(msg);
             return mini_err_set(e, MINI_E_MODEL,
                                 "error calculating the cost of model %s: %s. You can ignore this with "
                                 "cost_tracking: ignore_errors in the model section of the config, or globally "
@@ -1173,42 +1172,34 @@ static int api_query(struct mini_model *m, const cJSON *messages, cJSON **assist
     mini_model_global_add(cost);
 
     /* actions */
-    cJSON *actions = NULL;
+    _cleanup_cjson_ cJSON *actions = NULL;
     _cleanup_free_ char *error = NULL;
     _cleanup_buf_ struct mini_buf content = MINI_BUF_INIT;
-    cJSON *found = NULL;
+    _cleanup_cjson_ cJSON *found = NULL;
     if (m->text_mode) {
-        if (content_string(msg, &content) < 0) {
-            rc = mini_err_set(e, MINI_E_NOMEM, "out of memory");
-            goto out;
-        }
+        if (content_string(msg, &content) < 0)
+            return mini_err_set(e, MINI_E_NOMEM, "out of memory");
         int n = mini_regex_findall(m->action_re, content.data, content.len, &found, e);
-        if (n < 0) {
-            rc = -1;
-            goto out;
-        }
+        if (n < 0)
+            return -1;
         if (n != 1) {
             if (asprintf(&error, "Expected exactly 1 action, found %d.", n) < 0) {
                 error = NULL;
-                rc = mini_err_set(e, MINI_E_NOMEM, "out of memory");
-                goto out;
+                return mini_err_set(e, MINI_E_NOMEM, "out of memory");
             }
         } else {
             cJSON *act = cJSON_CreateObject();
             if (!(actions = cJSON_CreateArray()) || !act
                 || !cJSON_AddStringToObject(act, "command", cJSON_GetArrayItem(found, 0)->valuestring)) {
                 cJSON_Delete(act);
-                rc = mini_err_set(e, MINI_E_NOMEM, "out of memory");
-                goto out;
+                return mini_err_set(e, MINI_E_NOMEM, "out of memory");
             }
             cJSON_AddItemToArray(actions, act);
         }
     } else {
         int prc = mini_toolcall_actions(cJSON_GetObjectItemCaseSensitive(msg, "tool_calls"), &actions, &error);
-        if (prc < 0) {
-            rc = mini_err_set(e, MINI_E_NOMEM, "out of memory");
-            goto out;
-        }
+        if (prc < 0)
+            return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     }
     if (error) {
         m->format_errors++;
@@ -1218,37 +1209,22 @@ static int api_query(struct mini_model *m, const cJSON *messages, cJSON **assist
         cJSON *arr = fe ? cJSON_CreateArray() : NULL;
         if (!arr) {
             cJSON_Delete(fe);
-            rc = fe ? mini_err_set(e, MINI_E_NOMEM, "out of memory") : -1;
-            goto out;
+            return fe ? mini_err_set(e, MINI_E_NOMEM, "out of memory") : -1;
         }
         cJSON_AddItemToArray(arr, fe);
         *format_error = arr;
-        rc = mini_err_set(e, MINI_E_FORMAT, "%s", error);
-        goto out;
+        return mini_err_set(e, MINI_E_FORMAT, "%s", error);
     }
     cJSON *extra = cJSON_AddObjectToObject(msg, "extra");
-    if (!extra) {
-        rc = mini_err_set(e, MINI_E_NOMEM, "out of memory");
-        goto out;
-    }
-    cJSON_AddItemToObject(extra, "actions", actions);
-    actions = NULL;
-    cJSON_AddItemToObject(extra, "response", resp);
-    resp = NULL;
-    if (!cJSON_AddNumberToObject(extra, "cost", cost) || !cJSON_AddNumberToObject(extra, "timestamp", mini_model_now())) {
-        rc = mini_err_set(e, MINI_E_NOMEM, "out of memory");
-        goto out;
-    }
+    if (!extra)
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    cJSON_AddItemToObject(extra, "actions", TAKE_PTR(actions));
+    cJSON_AddItemToObject(extra, "response", TAKE_PTR(resp));
+    if (!cJSON_AddNumberToObject(extra, "cost", cost) || !cJSON_AddNumberToObject(extra, "timestamp", mini_model_now()))
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     m->format_errors = 0;
-    *assistant = msg;
-    msg = NULL;
-    rc = 0;
-out:
-    cJSON_Delete(found);
-    cJSON_Delete(actions);
-    cJSON_Delete(resp);
-    cJSON_Delete(msg);
-    return rc;
+    *assistant = TAKE_PTR(msg);
+    return 0;
 }
 
 int mini_model_query(struct mini_model *m, const cJSON *messages, cJSON **assistant, cJSON **format_error,

@@ -171,8 +171,9 @@ int mini_anthropic_convert(const cJSON *messages, bool cache_control, cJSON **sy
     *out = NULL;
     _cleanup_buf_ struct mini_buf sys = MINI_BUF_INIT;
     bool have_sys = false;
-    cJSON *res = cJSON_CreateArray();
-    cJSON *first = NULL, *rest = NULL;       /* blocks of the turn being built */
+    _cleanup_cjson_ cJSON *res = cJSON_CreateArray();
+    _cleanup_cjson_ cJSON *first = NULL;     /* blocks of the turn being built */
+    _cleanup_cjson_ cJSON *rest = NULL;
     const char *turn_role = NULL;            /* "user" or "assistant" */
     if (!res)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
@@ -183,7 +184,7 @@ int mini_anthropic_convert(const cJSON *messages, bool cache_control, cJSON **sy
         if (strcmp(role, "system") == 0 || strcmp(role, "developer") == 0) {
             if ((have_sys && mini_buf_puts(&sys, "\n\n") < 0)
                 || content_text(cJSON_GetObjectItemCaseSensitive(msg, "content"), &sys) < 0)
-                goto oom;
+                return mini_err_set(e, MINI_E_NOMEM, "out of memory");
             have_sys = true;
             continue;
         }
@@ -192,24 +193,24 @@ int mini_anthropic_convert(const cJSON *messages, bool cache_control, cJSON **sy
         if (!side)
             continue;                          /* "exit" and other mini-only roles */
         if (turn_role && strcmp(turn_role, side) != 0 && flush_turn(res, turn_role, &first, &rest) < 0)
-            goto oom;
+            return mini_err_set(e, MINI_E_NOMEM, "out of memory");
         turn_role = side;
         if (!first && !(first = cJSON_CreateArray()))
-            goto oom;
+            return mini_err_set(e, MINI_E_NOMEM, "out of memory");
         if (!rest && !(rest = cJSON_CreateArray()))
-            goto oom;
+            return mini_err_set(e, MINI_E_NOMEM, "out of memory");
         if (strcmp(role, "tool") == 0) {
             if (tool_result_block(msg, first, e) < 0)
-                goto fail;
+                return -1;
         } else if (strcmp(role, "user") == 0) {
             if (user_blocks(msg, rest) < 0)
-                goto oom;
+                return mini_err_set(e, MINI_E_NOMEM, "out of memory");
         } else if (assistant_blocks(msg, rest, e) < 0) {
-            goto fail;
+            return -1;
         }
     }
     if (turn_role && flush_turn(res, turn_role, &first, &rest) < 0)
-        goto oom;
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     if (cache_control) {
         cJSON *last = cJSON_GetArrayItem(res, cJSON_GetArraySize(res) - 1);
         cJSON *blocks = cJSON_GetObjectItemCaseSensitive(last, "content");
@@ -218,59 +219,43 @@ int mini_anthropic_convert(const cJSON *messages, bool cache_control, cJSON **sy
             cJSON *cc = cJSON_CreateObject();
             if (!cc || !cJSON_AddStringToObject(cc, "type", "ephemeral")) {
                 cJSON_Delete(cc);
-                goto oom;
+                return mini_err_set(e, MINI_E_NOMEM, "out of memory");
             }
             cJSON_AddItemToObject(b, "cache_control", cc);
         }
     }
     if (have_sys && !(*system = cJSON_CreateString(sys.data ? sys.data : "")))
-        goto oom;
-    *out = res;
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    *out = TAKE_PTR(res);
     return 0;
-oom:
-    mini_err_set(e, MINI_E_NOMEM, "out of memory");
-fail:
-    cJSON_Delete(first);
-    cJSON_Delete(rest);
-    cJSON_Delete(res);
-    return -1;
 }
 
 int mini_anthropic_request(struct mini_model *m, const cJSON *messages, struct mini_buf *body,
                            struct mini_err *e)
 {
-    cJSON *system = NULL, *msgs = NULL;
+    _cleanup_cjson_ cJSON *system = NULL;
+    _cleanup_cjson_ cJSON *msgs = NULL;
     if (mini_anthropic_convert(messages, m->cache_control, &system, &msgs, e) < 0)
         return -1;
-    cJSON *req = cJSON_CreateObject();
+    _cleanup_cjson_ cJSON *req = cJSON_CreateObject();
     if (!req || !cJSON_AddStringToObject(req, "model", m->api_model)
         || !cJSON_AddNumberToObject(req, "max_tokens", (double)m->max_tokens))
-        goto oom;
-    if (system) {
-        cJSON_AddItemToObject(req, "system", system);
-        system = NULL;
-    }
-    cJSON_AddItemToObject(req, "messages", msgs);
-    msgs = NULL;
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    if (system)
+        cJSON_AddItemToObject(req, "system", TAKE_PTR(system));
+    cJSON_AddItemToObject(req, "messages", TAKE_PTR(msgs));
     if (!m->text_mode) {
         cJSON *tools = cJSON_AddArrayToObject(req, "tools");
         cJSON *tool = mini_bash_tool_anthropic();
         if (!tools || !tool) {
             cJSON_Delete(tool);
-            goto oom;
+            return mini_err_set(e, MINI_E_NOMEM, "out of memory");
         }
         cJSON_AddItemToArray(tools, tool);
     }
     if (mini_json_merge_into(req, m->kwargs) < 0)
-        goto oom;
-    int rc = mini_json_print(body, req, e);
-    cJSON_Delete(req);
-    return rc;
-oom:
-    cJSON_Delete(system);
-    cJSON_Delete(msgs);
-    cJSON_Delete(req);
-    return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    return mini_json_print(body, req, e);
 }
 
 static const char *finish_reason_of(const char *stop_reason)
@@ -316,10 +301,11 @@ int mini_anthropic_parse(const cJSON *resp, cJSON **msg, const char **finish_rea
 
     _cleanup_buf_ struct mini_buf text = MINI_BUF_INIT;
     bool have_text = false;
-    cJSON *out = cJSON_CreateObject();
-    cJSON *calls = cJSON_CreateArray(), *thinking = cJSON_CreateArray();
+    _cleanup_cjson_ cJSON *out = cJSON_CreateObject();
+    _cleanup_cjson_ cJSON *calls = cJSON_CreateArray();
+    _cleanup_cjson_ cJSON *thinking = cJSON_CreateArray();
     if (!out || !calls || !thinking || !cJSON_AddStringToObject(out, "role", "assistant"))
-        goto oom;
+        return -1;
     const cJSON *b;
     cJSON_ArrayForEach(b, content) {
         const cJSON *bt = cJSON_GetObjectItemCaseSensitive(b, "type");
@@ -328,7 +314,7 @@ int mini_anthropic_parse(const cJSON *resp, cJSON **msg, const char **finish_rea
             const cJSON *tx = cJSON_GetObjectItemCaseSensitive(b, "text");
             if (cJSON_IsString(tx)) {
                 if (mini_buf_puts(&text, tx->valuestring) < 0)
-                    goto oom;
+                    return -1;
                 have_text = true;
             }
         } else if (strcmp(t, "tool_use") == 0) {
@@ -337,9 +323,6 @@ int mini_anthropic_parse(const cJSON *resp, cJSON **msg, const char **finish_rea
             const cJSON *input = cJSON_GetObjectItemCaseSensitive(b, "input");
             if (!cJSON_IsString(id) || !cJSON_IsString(name)) {
                 *why = "a tool_use block has no id or name";
-                cJSON_Delete(out);
-                cJSON_Delete(calls);
-                cJSON_Delete(thinking);
                 return 1;
             }
             struct mini_buf args = MINI_BUF_INIT;
@@ -353,7 +336,7 @@ int mini_anthropic_parse(const cJSON *resp, cJSON **msg, const char **finish_rea
                 mini_buf_free(&args);
                 cJSON_Delete(tc);
                 cJSON_Delete(fn);
-                goto oom;
+                return -1;
             }
             mini_buf_free(&args);
             cJSON_AddItemToObject(tc, "function", fn);
@@ -361,24 +344,19 @@ int mini_anthropic_parse(const cJSON *resp, cJSON **msg, const char **finish_rea
         } else if (strcmp(t, "thinking") == 0 || strcmp(t, "redacted_thinking") == 0) {
             cJSON *copy = cJSON_Duplicate(b, true);
             if (!copy)
-                goto oom;
+                return -1;
             cJSON_AddItemToArray(thinking, copy);
         }
     }
     cJSON *c = have_text ? cJSON_CreateString(text.data) : cJSON_CreateNull();
     if (!c)
-        goto oom;
+        return -1;
     cJSON_AddItemToObject(out, "content", c);
+    /* empty ones are left to the cleanup */
     if (cJSON_GetArraySize(calls) > 0)
-        cJSON_AddItemToObject(out, "tool_calls", calls);
-    else
-        cJSON_Delete(calls);
-    calls = NULL;
+        cJSON_AddItemToObject(out, "tool_calls", TAKE_PTR(calls));
     if (cJSON_GetArraySize(thinking) > 0)
-        cJSON_AddItemToObject(out, "thinking_blocks", thinking);
-    else
-        cJSON_Delete(thinking);
-    thinking = NULL;
+        cJSON_AddItemToObject(out, "thinking_blocks", TAKE_PTR(thinking));
 
     const cJSON *usage = cJSON_GetObjectItemCaseSensitive(resp, "usage");
     if (cJSON_IsObject(usage)) {
@@ -388,11 +366,6 @@ int mini_anthropic_parse(const cJSON *resp, cJSON **msg, const char **finish_rea
         u->cache_write = num(usage, "cache_creation_input_tokens");
         u->cache_read = num(usage, "cache_read_input_tokens");
     }
-    *msg = out;
+    *msg = TAKE_PTR(out);
     return 0;
-oom:
-    cJSON_Delete(out);
-    cJSON_Delete(calls);
-    cJSON_Delete(thinking);
-    return -1;
 }

@@ -12,25 +12,22 @@
 
 static cJSON *bash_parameters(void)
 {
-    cJSON *params = cJSON_CreateObject();
+    _cleanup_cjson_ cJSON *params = cJSON_CreateObject();
     if (!params || !cJSON_AddStringToObject(params, "type", "object"))
-        goto fail;
+        return NULL;
     cJSON *props = cJSON_AddObjectToObject(params, "properties");
     cJSON *cmd = props ? cJSON_AddObjectToObject(props, "command") : NULL;
     if (!cmd || !cJSON_AddStringToObject(cmd, "type", "string")
         || !cJSON_AddStringToObject(cmd, "description", "The bash command to execute"))
-        goto fail;
+        return NULL;
     cJSON *req = cJSON_AddArrayToObject(params, "required");
     cJSON *name = cJSON_CreateString("command");
     if (!req || !name) {
         cJSON_Delete(name);
-        goto fail;
+        return NULL;
     }
     cJSON_AddItemToArray(req, name);
-    return params;
-fail:
-    cJSON_Delete(params);
-    return NULL;
+    return TAKE_PTR(params);
 }
 
 cJSON *mini_bash_tool_openai(void)
@@ -134,7 +131,7 @@ static int mark_cache(cJSON *msg, bool mark)
 
 cJSON *mini_openai_messages(const cJSON *messages, bool cache_control)
 {
-    cJSON *out = cJSON_CreateArray();
+    _cleanup_cjson_ cJSON *out = cJSON_CreateArray();
     if (!out)
         return NULL;
     const cJSON *msg;
@@ -144,17 +141,17 @@ cJSON *mini_openai_messages(const cJSON *messages, bool cache_control)
             continue;
         cJSON *o = cJSON_CreateObject();
         if (!o)
-            goto oom;
+            return NULL;
         cJSON_AddItemToArray(out, o);
         if (copy_key(o, msg, "role") < 0 || copy_key(o, msg, "content") < 0 || copy_key(o, msg, "name") < 0
             || copy_key(o, msg, "tool_calls") < 0 || copy_key(o, msg, "tool_call_id") < 0)
-            goto oom;
+            return NULL;
         cJSON *content = cJSON_GetObjectItemCaseSensitive(o, "content");
         bool has_calls = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(o, "tool_calls")) > 0;
         if (!content || (cJSON_IsNull(content) && !has_calls)) {
             cJSON *c = has_calls ? cJSON_CreateNull() : cJSON_CreateString("");
             if (!c)
-                goto oom;
+                return NULL;
             if (content)
                 cJSON_ReplaceItemInObjectCaseSensitive(o, "content", c);
             else
@@ -166,13 +163,10 @@ cJSON *mini_openai_messages(const cJSON *messages, bool cache_control)
         cJSON *o;
         cJSON_ArrayForEach(o, out) {
             if (mark_cache(o, ++i == n) < 0)
-                goto oom;
+                return NULL;
         }
     }
-    return out;
-oom:
-    cJSON_Delete(out);
-    return NULL;
+    return TAKE_PTR(out);
 }
 
 int mini_json_merge_into(cJSON *body, const cJSON *kw)
@@ -312,24 +306,24 @@ int mini_openai_parse(const cJSON *resp, cJSON **msg, const char **finish_reason
     const cJSON *fr = cJSON_GetObjectItemCaseSensitive(choice, "finish_reason");
     *finish_reason = cJSON_IsString(fr) ? fr->valuestring : NULL;
 
-    cJSON *out = cJSON_CreateObject();
+    _cleanup_cjson_ cJSON *out = cJSON_CreateObject();
     if (!out || !cJSON_AddStringToObject(out, "role", "assistant"))
-        goto oom;
+        return -1;
     cJSON *c = content ? cJSON_Duplicate(content, true) : cJSON_CreateNull();
     if (!c)
-        goto oom;
+        return -1;
     cJSON_AddItemToObject(out, "content", c);
     if (cJSON_GetArraySize(calls) > 0) {
         cJSON *cc = cJSON_Duplicate(calls, true);
         if (!cc)
-            goto oom;
+            return -1;
         cJSON_AddItemToObject(out, "tool_calls", cc);
         if (normalise_tool_calls(cc) < 0)
-            goto oom;
+            return -1;
     }
     const cJSON *reasoning = cJSON_GetObjectItemCaseSensitive(message, "reasoning_content");
     if (cJSON_IsString(reasoning) && !cJSON_AddStringToObject(out, "reasoning_content", reasoning->valuestring))
-        goto oom;
+        return -1;
 
     const cJSON *usage = cJSON_GetObjectItemCaseSensitive(resp, "usage");
     if (cJSON_IsObject(usage)) {
@@ -347,9 +341,6 @@ int mini_openai_parse(const cJSON *resp, cJSON **msg, const char **finish_reason
             u->cost = cost->valuedouble;
         }
     }
-    *msg = out;
+    *msg = TAKE_PTR(out);
     return 0;
-oom:
-    cJSON_Delete(out);
-    return -1;
 }

@@ -254,8 +254,7 @@ static size_t match_name(const struct lexer *x, size_t i)
 static int decode_string(struct lexer *x, const char *p, size_t n, struct token *k)
 {
     struct tpl *t = x->t;
-    struct mini_buf b = MINI_BUF_INIT;
-    int rc = -1;
+    _cleanup_buf_ struct mini_buf b = MINI_BUF_INIT;
     size_t l;
     for (size_t i = 0; i < n; ) {
         if (p[i] != '\\') {
@@ -305,43 +304,31 @@ static int decode_string(struct lexer *x, const char *p, size_t n, struct token 
             uint32_t v = 0;
             for (int d = 0; d < want; d++) {
                 int h = i < n ? hexval(p[i]) : -1;
-                if (h < 0) {
-                    tpl_fail(t, k->line, "truncated \\%c escape in string literal", c);
-                    goto out;
-                }
+                if (h < 0)
+                    return tpl_fail(t, k->line, "truncated \\%c escape in string literal", c);
                 v = v * 16 + (uint32_t)h;
                 i++;
             }
-            if (v > 0x10FFFF) {
-                tpl_fail(t, k->line, "illegal Unicode character in string literal");
-                goto out;
-            }
-            if (v >= 0xD800 && v <= 0xDFFF) {
-                tpl_fail(t, k->line, "surrogate escapes (\\u%04x) are not supported", v);
-                goto out;
-            }
+            if (v > 0x10FFFF)
+                return tpl_fail(t, k->line, "illegal Unicode character in string literal");
+            if (v >= 0xD800 && v <= 0xDFFF)
+                return tpl_fail(t, k->line, "surrogate escapes (\\u%04x) are not supported", v);
             tpl_u8_put(&b, v);
             break;
         }
         case 'N':
-            tpl_fail(t, k->line, "\\N{...} escapes are not supported");
-            goto out;
+            return tpl_fail(t, k->line, "\\N{...} escapes are not supported");
         default:
             mini_buf_putc(&b, '\\');
             mini_buf_putc(&b, (char)c);
             break;
         }
     }
-    if (b.len && !b.data) {
-        tpl_oom(t);
-        goto out;
-    }
+    if (b.len && !b.data)
+        return tpl_oom(t);
     k->n = b.len;
     k->p = tpl_memdup(t, b.data ? b.data : "", b.len);
-    rc = k->p ? 0 : -1;
-out:
-    mini_buf_free(&b);
-    return rc;
+    return k->p ? 0 : -1;
 }
 
 static const struct { const char *op; uint8_t tk; } operators[] = {

@@ -76,6 +76,12 @@ static struct node *new_node(struct tpl *t, int kind, int line)
 /* A growable list of node pointers, in malloc'd memory until finished. */
 struct nlist { struct node **v; size_t n, cap; };
 
+/* Frees what nl_finish did not move into the arena (_cleanup_(nl_freep)). */
+static inline void nl_freep(struct nlist *l)
+{
+    free(l->v);
+}
+
 static int nl_push(struct tpl *t, struct nlist *l, struct node *x)
 {
     if (tpl_grow(t, (void **)&l->v, &l->cap, l->n + 1, sizeof *l->v) < 0)
@@ -218,12 +224,11 @@ static struct node *parse_compare(struct tpl *t)
     struct node *e = parse_math1(t);
     if (!e)
         return NULL;
-    struct nlist ops = { 0 };
-    uint8_t *opv = NULL;
+    _cleanup_(nl_freep) struct nlist ops = { 0 };
+    _cleanup_free_ uint8_t *opv = NULL;
     size_t nops = 0, opcap = 0;
-    struct node *r = NULL;
     if (nl_push(t, &ops, e) < 0)
-        goto out;
+        return NULL;
     for (;;) {
         struct token *k = cur(t);
         int op = -1;
@@ -244,31 +249,26 @@ static struct node *parse_compare(struct tpl *t)
         if (op < 0)
             break;
         if (tpl_grow(t, (void **)&opv, &opcap, nops + 1, 1) < 0)
-            goto out;
+            return NULL;
         next(t);
         if (op == CMP_NOTIN)
             next(t);
         struct node *x = parse_math1(t);
         if (!x || nl_push(t, &ops, x) < 0)
-            goto out;
+            return NULL;
         opv[nops++] = (uint8_t)op;
         line = cur(t)->line;
     }
-    if (nops == 0) {
-        r = e;
-        goto out;
-    }
-    r = new_node(t, N_CMP, line);
+    if (nops == 0)
+        return e;
+    struct node *r = new_node(t, N_CMP, line);
     if (!r)
-        goto out;
+        return NULL;
     r->nv = ops.n;
     r->v = nl_finish(t, &ops);
     r->ops = (uint8_t *)tpl_memdup(t, opv, nops);
     if (!r->v || !r->ops)
-        r = NULL;
-out:
-    free(ops.v);
-    free(opv);
+        return NULL;
     return r;
 }
 
@@ -301,25 +301,22 @@ static struct node *parse_concat(struct tpl *t)
     struct node *first = parse_math2(t);
     if (!first || cur(t)->type != TK_TILDE)
         return first;
-    struct nlist args = { 0 };
-    struct node *r = NULL;
+    _cleanup_(nl_freep) struct nlist args = { 0 };
     if (nl_push(t, &args, first) < 0)
-        goto out;
+        return NULL;
     while (cur(t)->type == TK_TILDE) {
         next(t);
         struct node *x = parse_math2(t);
         if (!x || nl_push(t, &args, x) < 0)
-            goto out;
+            return NULL;
     }
-    r = new_node(t, N_CONCAT, line);
+    struct node *r = new_node(t, N_CONCAT, line);
     if (r) {
         r->nv = args.n;
         r->v = nl_finish(t, &args);
         if (!r->v)
             r = NULL;
     }
-out:
-    free(args.v);
     return r;
 }
 
@@ -389,35 +386,32 @@ static struct node *parse_unary(struct tpl *t, bool with_filter)
 
 static struct node *parse_list(struct tpl *t, int close, int kind, int line)
 {
-    struct nlist items = { 0 };
-    struct node *r = NULL;
+    _cleanup_(nl_freep) struct nlist items = { 0 };
     while (cur(t)->type != close) {
         if (items.n && expect(t, TK_COMMA) < 0)
-            goto out;
+            return NULL;
         if (cur(t)->type == close)
             break;
         struct node *k = parse_expression(t, true);
         if (!k || nl_push(t, &items, k) < 0)
-            goto out;
+            return NULL;
         if (kind == N_DICT) {
             if (expect(t, TK_COLON) < 0)
-                goto out;
+                return NULL;
             struct node *v = parse_expression(t, true);
             if (!v || nl_push(t, &items, v) < 0)
-                goto out;
+                return NULL;
         }
     }
     if (expect(t, close) < 0)
-        goto out;
-    r = new_node(t, kind, line);
+        return NULL;
+    struct node *r = new_node(t, kind, line);
     if (r) {
         r->nv = kind == N_DICT ? items.n / 2 : items.n;
         r->v = nl_finish(t, &items);
         if (items.n && !r->v)
             r = NULL;
     }
-out:
-    free(items.v);
     return r;
 }
 
@@ -536,18 +530,16 @@ static struct node *parse_nsref(struct tpl *t)
     return n;
 }
 
-static struct node *parse_tuple_ns(struct tpl *t, bool simplified, bool with_condexpr,
-                                   const char *extra_end, bool explicit_parens, bool with_namespace)
+/* parse_tuple_ns inside its level of nesting. */
+static struct node *parse_tuple_items(struct tpl *t, bool simplified, bool with_condexpr,
+                                      const char *extra_end, bool explicit_parens, bool with_namespace)
 {
     int line = cur(t)->line;
-    struct nlist items = { 0 };
-    struct node *r = NULL;
+    _cleanup_(nl_freep) struct nlist items = { 0 };
     bool is_tuple = false;
-    if (enter(t) < 0)
-        return NULL;
     for (;;) {
         if (items.n && expect(t, TK_COMMA) < 0)
-            goto out;
+            return NULL;
         if (is_tuple_end(t, extra_end))
             break;
         struct node *x;
@@ -556,7 +548,7 @@ static struct node *parse_tuple_ns(struct tpl *t, bool simplified, bool with_con
         else
             x = simplified ? parse_primary(t) : parse_expression(t, with_condexpr);
         if (!x || nl_push(t, &items, x) < 0)
-            goto out;
+            return NULL;
         if (cur(t)->type == TK_COMMA)
             is_tuple = true;
         else
@@ -564,25 +556,31 @@ static struct node *parse_tuple_ns(struct tpl *t, bool simplified, bool with_con
         line = cur(t)->line;
     }
     if (!is_tuple) {
-        if (items.n) {
-            r = items.v[0];
-            goto out;
-        }
+        if (items.n)
+            return items.v[0];
         if (!explicit_parens) {
             fail_tok(t, "an expression");
-            goto out;
+            return NULL;
         }
     }
-    r = new_node(t, N_TUPLE, line);
+    struct node *r = new_node(t, N_TUPLE, line);
     if (r) {
         r->nv = items.n;
         r->v = nl_finish(t, &items);
         if (items.n && !r->v)
             r = NULL;
     }
-out:
+    return r;
+}
+
+static struct node *parse_tuple_ns(struct tpl *t, bool simplified, bool with_condexpr,
+                                   const char *extra_end, bool explicit_parens, bool with_namespace)
+{
+    if (enter(t) < 0)
+        return NULL;
+    struct node *r = parse_tuple_items(t, simplified, with_condexpr, extra_end, explicit_parens,
+                                       with_namespace);
     t->depth--;
-    free(items.v);
     return r;
 }
 
@@ -590,60 +588,51 @@ out:
 static int parse_call_args(struct tpl *t, struct node *n)
 {
     int line = cur(t)->line;
-    struct nlist args = { 0 };
-    struct kwarg *kw = NULL;
+    _cleanup_(nl_freep) struct nlist args = { 0 };
+    _cleanup_free_ struct kwarg *kw = NULL;
     size_t nkw = 0, kwcap = 0;
-    int rc = -1;
     if (expect(t, TK_LPAREN) < 0)
-        goto out;
+        return -1;
     bool need_comma = false;
     while (cur(t)->type != TK_RPAREN) {
         if (need_comma) {
             if (expect(t, TK_COMMA) < 0)
-                goto out;
+                return -1;
             if (cur(t)->type == TK_RPAREN)
                 break;
         }
-        if (cur(t)->type == TK_MUL || cur(t)->type == TK_POW) {
-            tpl_fail(t, cur(t)->line, "*args and **kwargs in calls are not supported");
-            goto out;
-        }
+        if (cur(t)->type == TK_MUL || cur(t)->type == TK_POW)
+            return tpl_fail(t, cur(t)->line, "*args and **kwargs in calls are not supported");
         if (cur(t)->type == TK_NAME && look(t)->type == TK_ASSIGN) {
             struct token *name = next(t);
             next(t);
             struct node *v = parse_expression(t, true);
             if (!v || tpl_grow(t, (void **)&kw, &kwcap, nkw + 1, sizeof *kw) < 0)
-                goto out;
+                return -1;
             kw[nkw++] = (struct kwarg){ name->p, name->n, v };
         } else {
-            if (nkw) {
-                tpl_fail(t, line, "invalid syntax for function call expression");
-                goto out;
-            }
+            if (nkw)
+                return tpl_fail(t, line, "invalid syntax for function call expression");
             struct node *v = parse_expression(t, true);
             if (!v || nl_push(t, &args, v) < 0)
-                goto out;
+                return -1;
         }
         need_comma = true;
     }
     if (expect(t, TK_RPAREN) < 0)
-        goto out;
+        return -1;
     n->nv = args.n;
     n->v = nl_finish(t, &args);
     if (args.n && !n->v)
-        goto out;
+        return -1;
     if (nkw) {
         n->kw = tpl_alloc(t, nkw * sizeof *kw);
         if (!n->kw)
-            goto out;
+            return -1;
         memcpy(n->kw, kw, nkw * sizeof *kw);
         n->nkw = nkw;
     }
-    rc = 0;
-out:
-    free(args.v);
-    free(kw);
-    return rc;
+    return 0;
 }
 
 static struct node *parse_call(struct tpl *t, struct node *callee)
@@ -714,36 +703,33 @@ static struct node *parse_subscript(struct tpl *t, struct node *obj)
         return n;
     }
     /* '[' */
-    struct nlist args = { 0 };
-    struct node *r = NULL;
+    _cleanup_(nl_freep) struct nlist args = { 0 };
     while (cur(t)->type != TK_RBRACKET) {
         if (args.n && expect(t, TK_COMMA) < 0)
-            goto out;
+            return NULL;
         struct node *x = parse_subscribed(t);
         if (!x || nl_push(t, &args, x) < 0)
-            goto out;
+            return NULL;
     }
     if (expect(t, TK_RBRACKET) < 0)
-        goto out;
+        return NULL;
     struct node *arg;
     if (args.n == 1) {
         arg = args.v[0];
     } else {
         arg = new_node(t, N_TUPLE, k->line);
         if (!arg)
-            goto out;
+            return NULL;
         arg->nv = args.n;
         arg->v = nl_finish(t, &args);
         if (args.n && !arg->v)
-            goto out;
+            return NULL;
     }
-    r = new_node(t, N_GETITEM, k->line);
+    struct node *r = new_node(t, N_GETITEM, k->line);
     if (r) {
         r->a = obj;
         r->b = arg;
     }
-out:
-    free(args.v);
     return r;
 }
 
@@ -868,6 +854,12 @@ static struct node *parse_filter_expr(struct tpl *t, struct node *n)
 /* ---------------------------------------------------------- statements */
 
 struct slist { struct stmt **v; size_t n, cap; };
+
+/* Frees a statement list (_cleanup_(sl_freep)); the statements are in the arena. */
+static inline void sl_freep(struct slist *l)
+{
+    free(l->v);
+}
 
 static int sl_push(struct tpl *t, struct slist *l, struct stmt *s)
 {
@@ -1022,32 +1014,28 @@ static struct stmt *parse_with(struct tpl *t)
 {
     static const char *const end[] = { "endwith", NULL };
     struct stmt *s = new_stmt(t, S_WITH, next(t)->line);
-    struct nlist targets = { 0 }, values = { 0 };
-    struct stmt *r = NULL;
+    _cleanup_(nl_freep) struct nlist targets = { 0 };
+    _cleanup_(nl_freep) struct nlist values = { 0 };
     if (!s)
         return NULL;
     while (cur(t)->type != TK_BLOCK_END) {
         if (targets.n && expect(t, TK_COMMA) < 0)
-            goto out;
+            return NULL;
         struct node *tg = parse_assign_target(t, false, NULL);
         if (!tg || nl_push(t, &targets, tg) < 0 || expect(t, TK_ASSIGN) < 0)
-            goto out;
+            return NULL;
         struct node *v = parse_expression(t, true);
         if (!v || nl_push(t, &values, v) < 0)
-            goto out;
+            return NULL;
     }
     s->nwith = targets.n;
     s->targets = nl_finish(t, &targets);
     s->values = nl_finish(t, &values);
     if (s->nwith && (!s->targets || !s->values))
-        goto out;
+        return NULL;
     if (parse_statements(t, end, true, &s->body) < 0)
-        goto out;
-    r = s;
-out:
-    free(targets.v);
-    free(values.v);
-    return r;
+        return NULL;
+    return s;
 }
 
 static int parse_statement(struct tpl *t, struct slist *out)
@@ -1100,12 +1088,10 @@ static int parse_statement(struct tpl *t, struct slist *out)
     return sl_push(t, out, s);
 }
 
-static int subparse(struct tpl *t, const char *const *end, struct body *out)
+/* subparse inside its level of nesting. */
+static int subparse_body(struct tpl *t, const char *const *end, struct body *out)
 {
-    struct slist l = { 0 };
-    int rc = -1;
-    if (enter(t) < 0)
-        return -1;
+    _cleanup_(sl_freep) struct slist l = { 0 };
     for (;;) {
         struct token *k = cur(t);
         if (k->type == TK_EOF)
@@ -1113,7 +1099,7 @@ static int subparse(struct tpl *t, const char *const *end, struct body *out)
         if (k->type == TK_DATA) {
             struct stmt *s = new_stmt(t, S_DATA, k->line);
             if (!s || sl_push(t, &l, s) < 0)
-                goto out;
+                return -1;
             s->data = k->p;
             s->dlen = k->n;
             next(t);
@@ -1122,7 +1108,7 @@ static int subparse(struct tpl *t, const char *const *end, struct body *out)
             struct stmt *s = new_stmt(t, S_OUT, k->line);
             if (!s || !(s->expr = parse_tuple(t, false, true, NULL, false)) ||
                 expect(t, TK_VAR_END) < 0 || sl_push(t, &l, s) < 0)
-                goto out;
+                return -1;
         } else if (k->type == TK_BLOCK_BEGIN) {
             next(t);
             if (end) {
@@ -1134,10 +1120,9 @@ static int subparse(struct tpl *t, const char *const *end, struct body *out)
                     break;
             }
             if (parse_statement(t, &l) < 0 || expect(t, TK_BLOCK_END) < 0)
-                goto out;
+                return -1;
         } else {
-            tpl_fail(t, k->line, "unexpected '%s'", tpl_token_desc(k->type));
-            goto out;
+            return tpl_fail(t, k->line, "unexpected '%s'", tpl_token_desc(k->type));
         }
     }
     out->n = l.n;
@@ -1145,13 +1130,18 @@ static int subparse(struct tpl *t, const char *const *end, struct body *out)
     if (l.n) {
         out->s = tpl_alloc(t, l.n * sizeof *out->s);
         if (!out->s)
-            goto out;
+            return -1;
         memcpy(out->s, l.v, l.n * sizeof *out->s);
     }
-    rc = 0;
-out:
+    return 0;
+}
+
+static int subparse(struct tpl *t, const char *const *end, struct body *out)
+{
+    if (enter(t) < 0)
+        return -1;
+    int rc = subparse_body(t, end, out);
     t->depth--;
-    free(l.v);
     return rc;
 }
 
