@@ -83,8 +83,8 @@ int mini_agent_init(struct mini_agent *a, cJSON *config, struct mini_model *mode
     a->messages = cJSON_CreateArray();
     /* agent config | environment | model, as render_template merges them. */
     a->template_vars = agent ? cJSON_Duplicate(agent, true) : cJSON_CreateObject();
-    _cleanup_json_ cJSON *ev = mini_environment_template_vars(env);
-    _cleanup_json_ cJSON *mv = mini_model_template_vars(model);
+    _cleanup_cjson_ cJSON *ev = mini_environment_template_vars(env);
+    _cleanup_cjson_ cJSON *mv = mini_model_template_vars(model);
     if (!a->messages || !a->template_vars || !ev || !mv)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     merge_into(a->template_vars, ev);
@@ -177,8 +177,8 @@ static cJSON *serialize(struct mini_agent *a)
     const cJSON *agent = cJSON_GetObjectItemCaseSensitive(a->config, "agent");
     cJSON_AddItemToObject(cfg, "agent", agent ? cJSON_Duplicate(agent, true) : cJSON_CreateObject());
     cJSON_AddStringToObject(cfg, "agent_type", "mini.DefaultAgent");
-    _cleanup_json_ cJSON *ms = mini_model_serialize(a->model);
-    _cleanup_json_ cJSON *es = mini_environment_serialize(a->env);
+    _cleanup_cjson_ cJSON *ms = mini_model_serialize(a->model);
+    _cleanup_cjson_ cJSON *es = mini_environment_serialize(a->env);
     if (ms)
         merge_into(root, ms);
     if (es)
@@ -195,7 +195,7 @@ int mini_agent_save(struct mini_agent *a, struct mini_err *e)
 {
     if (!a->output_path)
         return 0;
-    _cleanup_json_ cJSON *root = serialize(a);
+    _cleanup_cjson_ cJSON *root = serialize(a);
     _cleanup_free_ char *text = root ? cJSON_Print(root) : NULL;
     if (!text)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
@@ -393,7 +393,7 @@ struct mini_flow mini_agent_submitted(const char *submission)
 
 struct mini_flow mini_agent_execute_actions(struct mini_agent *a, const cJSON *msg, struct mini_err *e)
 {
-    _cleanup_json_ cJSON *outputs = cJSON_CreateArray();
+    _cleanup_cjson_ cJSON *outputs = cJSON_CreateArray();
     _cleanup_free_ char *submission = NULL;
     if (!outputs)
         return nomem(e);

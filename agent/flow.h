@@ -53,12 +53,4 @@ static inline struct mini_flow mini_flow_of(enum mini_flow_kind kind, cJSON *msg
     return f;
 }
 
-static inline void mini_cjson_deletep(cJSON **p)
-{
-    cJSON_Delete(*p);
-}
-#ifndef _cleanup_json_
-#define _cleanup_json_ __attribute__((cleanup(mini_cjson_deletep)))
-#endif
-
 #endif

@@ -756,7 +756,7 @@ static struct mini_flow ui_execute_actions(struct mini_agent *a, const cJSON *ms
         if (c != CONFIRM_RUN)
             return not_run(a, msg, c, comment, e);
     }
-    _cleanup_json_ cJSON *outputs = cJSON_CreateArray();
+    _cleanup_cjson_ cJSON *outputs = cJSON_CreateArray();
     _cleanup_free_ char *submission = NULL, *more = NULL;
     if (!outputs) {
         mini_err_set(e, MINI_E_NOMEM, "out of memory");

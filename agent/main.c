@@ -182,7 +182,7 @@ static cJSON *load_config(const struct args *o, int *rc)
     mini_err_clear(&e);
     _cleanup_free_ char *dotenv = NULL;
     const char *gdir = mini_config_global_dir();
-    _cleanup_json_ cJSON *cfg = NULL;
+    _cleanup_cjson_ cJSON *cfg = NULL;
     if ((gdir && asprintf(&dotenv, "%s/.env", gdir) >= 0 && access(dotenv, F_OK) == 0 &&
          mini_config_load_dotenv(dotenv, &e) < 0) ||
         !(cfg = mini_config_load(o->specs, o->n_specs, &e))) {
@@ -282,7 +282,7 @@ static void ui_freep(struct mini_ui **ui) { mini_ui_free(*ui); }
 static int run(struct args *o)
 {
     int rc;
-    _cleanup_json_ cJSON *cfg = load_config(o, &rc);
+    _cleanup_cjson_ cJSON *cfg = load_config(o, &rc);
     if (!cfg)
         return rc;
     bool tty = isatty(STDIN_FILENO);

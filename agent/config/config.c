@@ -27,11 +27,6 @@
 #define MINI_CONFIG_INSTALL_SUBDIR "share/mini/configs"
 #endif
 
-static inline void cjson_deletep(cJSON **p)
-{
-    cJSON_Delete(*p);
-}
-#define _cleanup_json_ _cleanup_(cjson_deletep)
 
 static int nomem(struct mini_err *e)
 {
@@ -348,7 +343,7 @@ cJSON *mini_config_read_spec(const char *spec, struct mini_err *e)
         cJSON *value = parse_override_value(eq + 1);
         if (!value)
             return nomem(e), NULL;
-        _cleanup_json_ cJSON *root = cJSON_CreateObject();
+        _cleanup_cjson_ cJSON *root = cJSON_CreateObject();
         if (!root) {
             cJSON_Delete(value);
             return nomem(e), NULL;
@@ -401,11 +396,11 @@ cJSON *mini_config_load(const char *const *specs, size_t n, struct mini_err *e)
         specs = dflt;
         n = 1;
     }
-    _cleanup_json_ cJSON *cfg = cJSON_CreateObject();
+    _cleanup_cjson_ cJSON *cfg = cJSON_CreateObject();
     if (!cfg)
         return nomem(e), NULL;
     for (size_t i = 0; i < n; i++) {
-        _cleanup_json_ cJSON *part = mini_config_read_spec(specs[i], e);
+        _cleanup_cjson_ cJSON *part = mini_config_read_spec(specs[i], e);
         if (!part)
             return NULL;
         if (cJSON_IsNull(part))
@@ -465,7 +460,7 @@ bool mini_config_get_bool(const cJSON *cfg, const char *path, bool dflt)
 
 int mini_config_set(cJSON *cfg, const char *path, cJSON *value, struct mini_err *e)
 {
-    _cleanup_json_ cJSON *val = value;
+    _cleanup_cjson_ cJSON *val = value;
     if (!val)
         return nomem(e);
     if (!cJSON_IsObject(cfg))

@@ -16,11 +16,6 @@
 #include "mini/json.h"
 #include "mini/utf8.h"
 
-static inline void cjson_deletep(cJSON **p)
-{
-    cJSON_Delete(*p);
-}
-#define _cleanup_json_ _cleanup_(cjson_deletep)
 
 static int nomem(struct mini_err *e)
 {
@@ -379,7 +374,7 @@ cJSON *mini_config_parse_dotenv(const char *text, size_t len, size_t *skipped, s
             mini_buf_putc(&norm, text[i]);
         }
     }
-    _cleanup_json_ cJSON *out = cJSON_CreateObject();
+    _cleanup_cjson_ cJSON *out = cJSON_CreateObject();
     _cleanup_buf_ struct mini_buf key = MINI_BUF_INIT, val = MINI_BUF_INIT, res = MINI_BUF_INIT;
     _cleanup_(sidx_freep) struct sidx seen = { 0 };
     struct dreader r = { norm.data ? norm.data : "", norm.len, 0 };
@@ -454,7 +449,7 @@ int mini_config_load_dotenv(const char *path, struct mini_err *e)
             e->code = MINI_E_CONFIG;
         return -1;
     }
-    _cleanup_json_ cJSON *vars = mini_config_parse_dotenv(text.data ? text.data : "", text.len, NULL, e);
+    _cleanup_cjson_ cJSON *vars = mini_config_parse_dotenv(text.data ? text.data : "", text.len, NULL, e);
     if (!vars)
         return mini_err_prefix(e, "%s", path);
     /* Check every name before setting any, so a bad file changes nothing. */
