@@ -136,11 +136,12 @@ static int session_overlay(struct server *s, struct session *ss, struct mini_err
     snprintf(path, sizeof path, "%s/sessions", s->cfg->state_dir);
     if (mkdir(path, 0700) < 0 && errno != EEXIST)
         return mini_err_sys(e, MINI_E_IO, errno, "creating %s", path);
-    /* This daemon's owner lock comes before its first overlay, so that a
-     * daemon starting meanwhile never takes those overlays for a dead
-     * daemon's (and is made again if the state dir was removed). */
+    /* This daemon's owner lock (<state>/sessions-<pid>.lock) comes before
+     * its first overlay, so that a daemon starting meanwhile never takes
+     * those overlays for a dead daemon's (and is made again if the state
+     * dir was removed). */
     char lock[4096 + 32];
-    snprintf(lock, sizeof lock, "%s/%d.lock", path, (int)getpid());
+    snprintf(lock, sizeof lock, "%s/sessions-%d.lock", s->cfg->state_dir, (int)getpid());
     if (s->sessions_lock < 0 || mini_owner_lock_lost(s->sessions_lock, lock)) {
         mini_close(s->sessions_lock);
         if ((s->sessions_lock = mini_owner_lock(lock, false, e)) < 0)
@@ -161,15 +162,15 @@ static int session_overlay(struct server *s, struct session *ss, struct mini_err
 }
 
 /* Whether the daemon with this pid, which made entries in sessions/, is
- * gone: its owner lock <pid>.lock is free (or, from a daemon before these
- * locks, its pid runs no process here), or it is this daemon's own pid,
- * which was free when it started. */
-static bool sessions_owner_dead(const char *sessions, long pid)
+ * gone: its owner lock <state>/sessions-<pid>.lock is free (or, from a
+ * daemon before these locks, its pid runs no process here), or it is this
+ * daemon's own pid, which was free when it started. */
+static bool sessions_owner_dead(const char *state, long pid)
 {
     if (pid == getpid())
         return true;
     char lock[4096 + 32];
-    snprintf(lock, sizeof lock, "%s/%ld.lock", sessions, pid);
+    snprintf(lock, sizeof lock, "%s/sessions-%ld.lock", state, pid);
     int r = mini_owner_lock_free(lock, false, NULL);
     return r >= 0 ? r == 1 : !mini_pid_running((pid_t)pid);
 }
@@ -202,37 +203,44 @@ static void sweep_tmp(void)
 }
 
 /* What daemons that are gone (killed, crashed) left: their overlays in
- * <state>/sessions and their owner locks there, and their TMPDIRs.
- * Removed at start, so that a later daemon with the same pid cannot trip
- * over them and they do not stay on the disk. */
+ * <state>/sessions, their owner locks, and their TMPDIRs.  Removed at
+ * start, so that a later daemon with the same pid cannot trip over them
+ * and they do not stay on the disk. */
 void sweep_sessions(const struct server *s)
 {
     sweep_tmp();
+    const char *state = s->cfg->state_dir;
     char path[4096];
-    snprintf(path, sizeof path, "%s/sessions", s->cfg->state_dir);
+    snprintf(path, sizeof path, "%s/sessions", state);
     DIR *d = opendir(path);
-    if (!d)
+    for (struct dirent *de; d && (de = readdir(d));) {
+        char *end;
+        long pid = strtol(de->d_name, &end, 10);
+        if (end == de->d_name || pid <= 0 || *end != '-' || !sessions_owner_dead(state, pid))
+            continue;
+        char dir[4096 + 256];
+        struct mini_err e;
+        snprintf(dir, sizeof dir, "%s/%s", path, de->d_name);
+        if (mini_rm_rf(dir, &e) < 0)
+            log_warn("removing a dead daemon's overlay: %s", e.msg);
+        else
+            log_info("removed a dead daemon's overlay %s", dir);
+    }
+    if (d)
+        closedir(d);
+    /* Then the locks, once nothing they covered is left. */
+    if (!(d = opendir(state)))
         return;
-    /* Overlays first, while the locks that tell who is alive are there. */
-    for (int pass = 0; pass < 2; pass++) {
-        rewinddir(d);
-        for (struct dirent *de; (de = readdir(d));) {
-            char *end;
-            long pid = strtol(de->d_name, &end, 10);
-            if (end == de->d_name || pid <= 0 || (pass == 0 ? *end != '-' : strcmp(end, ".lock") != 0))
-                continue;
-            if (!sessions_owner_dead(path, pid))
-                continue;
-            char dir[4096 + 256];
-            struct mini_err e;
-            snprintf(dir, sizeof dir, "%s/%s", path, de->d_name);
-            if (pass == 1)
-                unlink(dir);
-            else if (mini_rm_rf(dir, &e) < 0)
-                log_warn("removing a dead daemon's overlay: %s", e.msg);
-            else
-                log_info("removed a dead daemon's overlay %s", dir);
-        }
+    for (struct dirent *de; (de = readdir(d));) {
+        char *end;
+        if (strncmp(de->d_name, "sessions-", 9) != 0)
+            continue;
+        long pid = strtol(de->d_name + 9, &end, 10);
+        if (end == de->d_name + 9 || pid <= 0 || strcmp(end, ".lock") != 0 || !sessions_owner_dead(state, pid))
+            continue;
+        char lock[4096 + 256];
+        snprintf(lock, sizeof lock, "%s/%s", state, de->d_name);
+        unlink(lock);
     }
     closedir(d);
 }
@@ -241,7 +249,7 @@ void sessions_fini(struct server *s)
 {
     if (s->sessions_lock >= 0) {
         char lock[4096 + 32];
-        snprintf(lock, sizeof lock, "%s/sessions/%d.lock", s->cfg->state_dir, (int)getpid());
+        snprintf(lock, sizeof lock, "%s/sessions-%d.lock", s->cfg->state_dir, (int)getpid());
         if (!mini_owner_lock_lost(s->sessions_lock, lock))
             unlink(lock);
         mini_close(s->sessions_lock);

@@ -36,7 +36,10 @@ count_cgroups() {
 }
 
 # Entries of the daemon with pid $1 in the state directory's sessions.
-count_state() { find "$T/state/sessions" -mindepth 1 -maxdepth 1 -name "$1[-.]*" 2>/dev/null | wc -l; }
+count_state() {
+    { find "$T/state/sessions" -mindepth 1 -maxdepth 1 -name "$1-*"; find "$T/state" -maxdepth 1 -name "*-$1.lock"; } \
+        2>/dev/null | wc -l
+}
 
 # Host mounts under our temp dir (the daemon mounts nothing there itself).
 count_mounts() { awk -v t="$T" 'index($5, t) == 1' /proc/self/mountinfo | wc -l; }
@@ -108,7 +111,7 @@ census() {
     wait_until 10 no_sleeps "$s" || true
     local procs
     procs=$(count_sleeps "$s")
-    log "# census $name: before kill -9: $want processes, $running_cg cgroups; 10 s after: $procs processes"
+    log "# census $name: before kill -9: $want processes, $running_cg cgroups; after the kill (waiting at most 10 s): $procs processes"
     check "$name: no command outlives a kill -9 of the daemon ($procs of $want left)" test "$procs" = 0
     kill_sleeps "$s"
     local b
