@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -365,4 +367,65 @@ int mini_set_cloexec(int fd, int on)
         return -1;
     fl = on ? (fl | FD_CLOEXEC) : (fl & ~FD_CLOEXEC);
     return fcntl(fd, F_SETFD, fl);
+}
+
+bool mini_pid_running(pid_t pid)
+{
+    if (pid <= 0 || (kill(pid, 0) < 0 && errno == ESRCH))
+        return false;
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno != ENOENT;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return true;
+    buf[n] = '\0';
+    const char *paren = strrchr(buf, ')');
+    return !(paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X'));
+}
+
+bool mini_owner_lock_lost(int fd, const char *path)
+{
+    struct stat a, b;
+    return fd < 0 || fstat(fd, &a) < 0 || a.st_nlink == 0 || lstat(path, &b) < 0 || a.st_dev != b.st_dev ||
+           a.st_ino != b.st_ino;
+}
+
+int mini_owner_lock(const char *path, bool dir, struct mini_err *e)
+{
+    int flags = O_CLOEXEC | O_NOFOLLOW | (dir ? O_RDONLY | O_DIRECTORY : O_RDWR | O_CREAT);
+    for (int attempt = 0; attempt < 50; attempt++) {
+        int fd = open(path, flags, 0600);
+        if (fd < 0)
+            return mini_err_sys(e, MINI_E_IO, errno, "creating the lock %s", path);
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0 && !mini_owner_lock_lost(fd, path))
+            return fd;
+        /* A reclaiming daemon holds it (it took us for dead between the
+         * open and the lock) and removes it: make a new one. */
+        int err = errno;
+        close(fd);
+        if (dir)
+            return mini_err_sys(e, MINI_E_IO, err == EWOULDBLOCK ? EBUSY : ENOENT, "locking %s", path);
+        usleep(1000);
+    }
+    return mini_err_sys(e, MINI_E_IO, EBUSY, "locking %s", path);
+}
+
+int mini_owner_lock_free(const char *path, bool dir, int *fd_out)
+{
+    int fd = open(path, O_CLOEXEC | O_NOFOLLOW | O_RDONLY | (dir ? O_DIRECTORY : 0));
+    if (fd < 0)
+        return -1;
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        close(fd);
+        return 0;
+    }
+    if (fd_out)
+        *fd_out = fd;
+    else
+        close(fd);
+    return 1;
 }

@@ -3,6 +3,7 @@
 #define MINI_IO_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <sys/types.h>
 #include "mini/buf.h"
 #include "mini/err.h"
@@ -35,5 +36,29 @@ void mini_close(int fd);
 int mini_rm_rf(const char *path, struct mini_err *e);
 int mini_set_nonblock(int fd, int on);
 int mini_set_cloexec(int fd, int on);
+
+/* Whether pid is a process that runs here: not gone, and not a zombie (a
+ * process killed with SIGKILL that its parent has not reaped is dead; its
+ * fds and locks went with it). */
+bool mini_pid_running(pid_t pid);
+
+/* Owner locks: a daemon marks what it owns (its state, its temp
+ * directories) with an exclusive flock held for its whole life, so that
+ * another daemon -- in whatever pid namespace -- can tell a live owner
+ * from a dead one and reclaims only the dead's.
+ *
+ * mini_owner_lock: open (creating it 0600, or with dir an existing
+ * directory) path, never through a symlink, and lock it; retried when
+ * the file was removed meanwhile by a reclaiming daemon.  The fd, held
+ * for as long as the lock must hold, or -1 with e filled.
+ * mini_owner_lock_lost: whether a held lock's file is no longer at its
+ * path (removed, e.g. with the directory it was in). */
+int mini_owner_lock(const char *path, bool dir, struct mini_err *e);
+bool mini_owner_lock_lost(int fd, const char *path);
+/* Whether the owner lock at path is free: 1 free (its owner is dead:
+ * *fd_out, when given, then holds the lock, so that the caller can
+ * reclaim in peace and close it after), 0 held by a live owner, -1 no
+ * such lock file (errno says why). */
+int mini_owner_lock_free(const char *path, bool dir, int *fd_out);
 
 #endif

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -141,6 +142,31 @@ static void exec_path(char **argv, char **envp)
  * group). */
 static bool group_mode;
 
+/* Group mode: the daemon died.  Nothing of the command may outlive it, and
+ * without a pid namespace no kernel does this for us: take the whole
+ * process group down (the command cannot leave it), this process too. */
+static void on_daemon_death(int sig)
+{
+    (void)sig;
+    kill(0, SIGKILL);
+    _exit(125);
+}
+
+/* Group mode: the child set PR_SET_PDEATHSIG to SIGKILL, which would kill
+ * this process alone and leave the command's group running.  Instead the
+ * daemon's death now delivers SIGHUP, whose handler kills the group.  The
+ * daemon may have died before: then the control socket has hung up. */
+static void group_die_with_daemon(void)
+{
+    struct sigaction sa = { .sa_handler = on_daemon_death };
+    sigfillset(&sa.sa_mask);
+    sigaction(SIGHUP, &sa, NULL);
+    prctl(PR_SET_PDEATHSIG, SIGHUP);
+    struct pollfd hup = { .fd = MINI_FD_CTL, .events = POLLRDHUP };
+    if (poll(&hup, 1, 0) > 0 && (hup.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+        on_daemon_death(SIGHUP);
+}
+
 static __attribute__((noreturn)) void command(char **argv, char **envp, const char *cwd, bool has_stdin, int errfd)
 {
     const char *stage;
@@ -237,6 +263,8 @@ int main(int argc, char **argv)
         report(MINI_FD_CTL, MINI_CTL_ERROR, errno, 0, msg);
         return 125;
     }
+    if (group_mode)
+        group_die_with_daemon();
     report(MINI_FD_CTL, MINI_CTL_READY, 0, 0, "ready");
 
     struct mini_launch_hdr h;

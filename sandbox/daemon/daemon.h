@@ -171,6 +171,9 @@ struct server {
     struct ev ev_listen;
     bool stopping;
     char *root_dir;
+    int sessions_lock;              /* owner lock <state>/sessions/<pid>.lock, or -1 */
+    char *tmp_parent;               /* /tmp/mini-sandboxd.XXXXXX: the Landlock path's TMPDIRs, or NULL */
+    int tmp_lock;                   /* owner lock on tmp_parent, or -1 */
     int init_fd;                    /* mini-sandbox-init */
     struct mini_caps caps;          /* what this machine can isolate */
     struct mini_cgroups cgroups;
@@ -216,8 +219,16 @@ struct pooled *pool_take(struct server *s, struct session *ss);
 void pool_bury(struct server *s, struct pooled *p);
 /* A prepared sandbox's control socket or pidfd is readable. */
 void pool_event(struct server *s, struct pooled *p, bool exited);
-/* Remove the overlays of daemons that are gone (at start). */
+/* Reclaim what daemons that are gone left (at start): their session
+ * overlays in the state directory and their Landlock-path TMPDIRs.  A
+ * live daemon's, known by its owner lock, are never touched. */
 void sweep_sessions(const struct server *s);
+/* Release this daemon's owner locks and its TMPDIR parent (at stop). */
+void sessions_fini(struct server *s);
+/* The state directory and its root mount point, made again (0700, the
+ * daemon's) when someone removed them under the running daemon; else an
+ * error that names the state directory. */
+int state_dir_ensure(struct server *s, struct mini_err *e);
 /* Free the seccomp programs (at stop). */
 void bpf_cache_free(struct server *s);
 

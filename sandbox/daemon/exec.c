@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,7 +145,8 @@ static void exec_finish(struct server *s, struct exec *x)
             x->limit = MINI_LIMIT_FILE_SIZE;
     } else if (x->limit != MINI_LIMIT_NONE) {
         ex->signal = SIGKILL;
-        ex->returncode = 128 + SIGKILL;
+        /* The daemon's SIGTERM ended it: 143, as a command that got it. */
+        ex->returncode = 128 + (x->limit == MINI_LIMIT_SHUTDOWN ? SIGTERM : SIGKILL);
     } else {
         struct mini_err e;
         mini_err_set(&e, MINI_E_SPAWN_FAILED, "the sandbox ended before reporting the command's status");
@@ -679,14 +681,57 @@ void exec_timer(struct server *s, struct exec *x)
         exec_kill(x, MINI_LIMIT_TIMEOUT);
 }
 
+/* Shutdown: wait (bounded) for a killed sandbox's init to be gone, then
+ * take what is left of its output. */
+static void exec_wait_gone(struct exec *x)
+{
+    int64_t deadline = mini_mono_ns() + 5000000000LL;
+    while (!x->reaped && x->slot.sb.pidfd >= 0 && mini_mono_ns() < deadline) {
+        struct pollfd p = { .fd = x->slot.sb.pidfd, .events = POLLIN };
+        if (poll(&p, 1, 100) < 0 && errno != EINTR)
+            break;
+        if (mini_sandbox_reap(&x->slot.sb, &x->init_status, &x->ru) > 0)
+            x->reaped = true;
+    }
+    static char buf[READ_CHUNK];
+    while (!x->out_eof && x->slot.sb.out >= 0 && mini_mono_ns() < deadline) {
+        ssize_t n = read(x->slot.sb.out, buf, sizeof buf);
+        if (n > 0) {
+            mini_outbuf_add(&x->out, buf, (size_t)n);
+            continue;
+        }
+        if (n == 0) {
+            x->out_eof = true;
+            break;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN)
+            break;
+        /* Writers of the Landlock path's group may still be dying. */
+        struct pollfd p = { .fd = x->slot.sb.out, .events = POLLIN };
+        poll(&p, 1, 100);
+    }
+}
+
+/* SIGTERM: every running command is killed and gets its `exit`, with
+ * limit "shutdown", before its connection closes (server.c flushes the
+ * replies); then everything is freed. */
 void kill_all(struct server *s)
 {
     for (struct exec *x = s->execs; x; x = x->next)
-        exec_kill(x, MINI_LIMIT_SHUTDOWN);
+        if (!x->finished && !x->have_status)
+            exec_kill(x, MINI_LIMIT_SHUTDOWN);
+    for (struct exec *x = s->execs, *next; x; x = next) {
+        next = x->next;
+        if (x->finished)
+            continue;
+        exec_wait_gone(x);
+        exec_finish(s, x);   /* may bury x */
+    }
     while (s->execs) {
         struct exec *x = s->execs;
         s->execs = x->next;
         exec_free(x);   /* kills and reaps synchronously */
     }
 }
-

@@ -8,6 +8,7 @@
 #include "mini/proto.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -490,13 +491,29 @@ static void handle(struct server *s, struct ev *ev, uint32_t events)
     }
 }
 
+/* Shutdown: the replies owed (each running command's exit) reach their
+ * clients before the connections close, within a bound. */
+static void flush_clients(struct server *s)
+{
+    int64_t deadline = mini_mono_ns() + 2000000000LL;
+    for (struct client *c = s->clients; c; c = c->next)
+        while (!c->closing && wq_pending(c) > 0 && mini_mono_ns() < deadline) {
+            struct pollfd p = { .fd = c->fd, .events = POLLOUT };
+            if (poll(&p, 1, 100) < 0 && errno != EINTR)
+                break;
+            client_flush(s, c);
+        }
+}
+
 static void server_free(struct server *s)
 {
     kill_all(s);
+    flush_clients(s);
     while (s->clients)
         client_close(s, s->clients);
     bury(s);
     mini_cgroups_fini(&s->cgroups);
+    sessions_fini(s);
     mini_ws_guard_free(&s->guard);
     mini_uid_range_free(&s->uids);
     bpf_cache_free(s);
@@ -514,6 +531,7 @@ static void server_free(struct server *s)
 int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
 {
     struct server s = { .cfg = cfg, .ep = -1, .lfd = -1, .sfd = -1, .init_fd = -1, .start_ns = mini_mono_ns(),
+                        .sessions_lock = -1, .tmp_lock = -1,
                         .ev_listen = { EV_LISTEN, NULL } };
     struct ev ev_sig = { EV_SIGNAL, NULL };
     int rc = -1;

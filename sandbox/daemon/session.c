@@ -131,9 +131,22 @@ static cJSON *isolation_json(const struct server *s, const struct session *ss)
 static int session_overlay(struct server *s, struct session *ss, struct mini_err *e)
 {
     char *dir = NULL, path[4096];
+    if (state_dir_ensure(s, e) < 0)
+        return -1;
     snprintf(path, sizeof path, "%s/sessions", s->cfg->state_dir);
     if (mkdir(path, 0700) < 0 && errno != EEXIST)
         return mini_err_sys(e, MINI_E_IO, errno, "creating %s", path);
+    /* This daemon's owner lock (<state>/sessions-<pid>.lock) comes before
+     * its first overlay, so that a daemon starting meanwhile never takes
+     * those overlays for a dead daemon's (and is made again if the state
+     * dir was removed). */
+    char lock[4096 + 32];
+    snprintf(lock, sizeof lock, "%s/sessions-%d.lock", s->cfg->state_dir, (int)getpid());
+    if (s->sessions_lock < 0 || mini_owner_lock_lost(s->sessions_lock, lock)) {
+        mini_close(s->sessions_lock);
+        if ((s->sessions_lock = mini_owner_lock(lock, false, e)) < 0)
+            return -1;
+    }
     if (asprintf(&dir, "%s/%d-%s", path, (int)getpid(), ss->id) < 0)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     ss->overlay_dir = dir;
@@ -148,23 +161,62 @@ static int session_overlay(struct server *s, struct session *ss, struct mini_err
     return 0;
 }
 
-/* Overlays left in <state>/sessions by a daemon that is gone (killed,
- * crashed): its pid is no process now, or is this daemon's own, which was
- * free when it started.  Removed at start, so that a later daemon with the
- * same pid cannot trip over them and they do not stay on the disk. */
-void sweep_sessions(const struct server *s)
+/* Whether the daemon with this pid, which made entries in sessions/, is
+ * gone: its owner lock <state>/sessions-<pid>.lock is free (or, from a
+ * daemon before these locks, its pid runs no process here), or it is this
+ * daemon's own pid, which was free when it started. */
+static bool sessions_owner_dead(const char *state, long pid)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/sessions", s->cfg->state_dir);
-    DIR *d = opendir(path);
+    if (pid == getpid())
+        return true;
+    char lock[4096 + 32];
+    snprintf(lock, sizeof lock, "%s/sessions-%ld.lock", state, pid);
+    int r = mini_owner_lock_free(lock, false, NULL);
+    return r >= 0 ? r == 1 : !mini_pid_running((pid_t)pid);
+}
+
+/* The Landlock path's TMPDIRs of daemons that are gone:
+ * /tmp/mini-sandboxd.XXXXXX directories of ours whose owner lock is free. */
+static void sweep_tmp(void)
+{
+    DIR *d = opendir("/tmp");
     if (!d)
         return;
     for (struct dirent *de; (de = readdir(d));) {
+        if (strncmp(de->d_name, "mini-sandboxd.", 14) != 0)
+            continue;
+        char dir[300];
+        struct stat st;
+        int fd = -1;
+        snprintf(dir, sizeof dir, "/tmp/%s", de->d_name);
+        if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+            mini_owner_lock_free(dir, true, &fd) != 1)
+            continue;
+        struct mini_err e;
+        if (mini_rm_rf(dir, &e) < 0)
+            log_warn("removing a dead daemon's TMPDIRs: %s", e.msg);
+        else
+            log_info("removed a dead daemon's TMPDIRs %s", dir);
+        close(fd);
+    }
+    closedir(d);
+}
+
+/* What daemons that are gone (killed, crashed) left: their overlays in
+ * <state>/sessions, their owner locks, and their TMPDIRs.  Removed at
+ * start, so that a later daemon with the same pid cannot trip over them
+ * and they do not stay on the disk. */
+void sweep_sessions(const struct server *s)
+{
+    sweep_tmp();
+    const char *state = s->cfg->state_dir;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/sessions", state);
+    DIR *d = opendir(path);
+    for (struct dirent *de; d && (de = readdir(d));) {
         char *end;
         long pid = strtol(de->d_name, &end, 10);
-        if (end == de->d_name || *end != '-' || pid <= 0)
-            continue;
-        if (pid != getpid() && (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+        if (end == de->d_name || pid <= 0 || *end != '-' || !sessions_owner_dead(state, pid))
             continue;
         char dir[4096 + 256];
         struct mini_err e;
@@ -174,7 +226,61 @@ void sweep_sessions(const struct server *s)
         else
             log_info("removed a dead daemon's overlay %s", dir);
     }
+    if (d)
+        closedir(d);
+    /* Then the locks, once nothing they covered is left. */
+    if (!(d = opendir(state)))
+        return;
+    for (struct dirent *de; (de = readdir(d));) {
+        char *end;
+        if (strncmp(de->d_name, "sessions-", 9) != 0)
+            continue;
+        long pid = strtol(de->d_name + 9, &end, 10);
+        if (end == de->d_name + 9 || pid <= 0 || strcmp(end, ".lock") != 0 || !sessions_owner_dead(state, pid))
+            continue;
+        char lock[4096 + 256];
+        snprintf(lock, sizeof lock, "%s/%s", state, de->d_name);
+        unlink(lock);
+    }
     closedir(d);
+}
+
+void sessions_fini(struct server *s)
+{
+    if (s->sessions_lock >= 0) {
+        char lock[4096 + 32];
+        snprintf(lock, sizeof lock, "%s/sessions-%d.lock", s->cfg->state_dir, (int)getpid());
+        if (!mini_owner_lock_lost(s->sessions_lock, lock))
+            unlink(lock);
+        mini_close(s->sessions_lock);
+        s->sessions_lock = -1;
+    }
+    if (s->tmp_parent) {
+        struct mini_err e;
+        if (mini_rm_rf(s->tmp_parent, &e) < 0)
+            log_warn("%s", e.msg);
+        free(s->tmp_parent);
+        s->tmp_parent = NULL;
+    }
+    mini_close(s->tmp_lock);
+    s->tmp_lock = -1;
+}
+
+int state_dir_ensure(struct server *s, struct mini_err *e)
+{
+    struct stat st;
+    if (stat(s->root_dir, &st) == 0)
+        return 0;
+    const char *dir = s->cfg->state_dir;
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+        return mini_err_sys(e, MINI_E_IO, errno, "the state directory %s is gone and cannot be made again", dir);
+    if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
+        return mini_err_set(e, MINI_E_IO, "the state directory %s was replaced: it must be a directory owned by "
+                            "uid %u with mode 0700", dir, (unsigned)geteuid());
+    if (mkdir(s->root_dir, 0700) < 0 && errno != EEXIST)
+        return mini_err_sys(e, MINI_E_IO, errno, "creating %s", s->root_dir);
+    log_warn("the state directory %s was removed under the daemon: made it again", dir);
+    return 0;
 }
 
 /* ------------------------------------------------------ prepared pool */
@@ -204,11 +310,37 @@ static void session_spawn_cfg(const struct server *s, const struct session *ss, 
  * it; the daemon's state directory is private), owned by the sandbox's
  * host ids.  Landlock lets the command write there and nowhere else but
  * the workspace. */
-static char *sandbox_tmpdir(const struct session *ss, struct mini_err *e)
+static char *sandbox_tmpdir(struct server *s, const struct session *ss, struct mini_err *e)
 {
-    char *dir = strdup("/tmp/mini-tmp.XXXXXX");
-    if (!dir || !mkdtemp(dir)) {
-        mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "creating a private TMPDIR");
+    /* They live in one directory of this daemon's, held by its owner lock
+     * (0711: each sandbox reaches its own and cannot rename or remove
+     * it), so that the next daemon removes them if this one is killed. */
+    if (s->tmp_lock < 0 || mini_owner_lock_lost(s->tmp_lock, s->tmp_parent)) {
+        mini_close(s->tmp_lock);
+        s->tmp_lock = -1;
+        free(s->tmp_parent);
+        if (!(s->tmp_parent = strdup("/tmp/mini-sandboxd.XXXXXX"))) {
+            mini_err_set(e, MINI_E_NOMEM, "out of memory");
+            return NULL;
+        }
+        if (!mkdtemp(s->tmp_parent) || chmod(s->tmp_parent, 0711) < 0) {
+            mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "creating a directory for private TMPDIRs in /tmp");
+        } else if ((s->tmp_lock = mini_owner_lock(s->tmp_parent, true, e)) < 0) {
+            rmdir(s->tmp_parent);
+        }
+        if (s->tmp_lock < 0) {
+            free(s->tmp_parent);
+            s->tmp_parent = NULL;
+            return NULL;
+        }
+    }
+    char *dir = NULL;
+    if (asprintf(&dir, "%s/t.XXXXXX", s->tmp_parent) < 0) {
+        mini_err_set(e, MINI_E_NOMEM, "out of memory");
+        return NULL;
+    }
+    if (!mkdtemp(dir)) {
+        mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "creating a private TMPDIR in %s", s->tmp_parent);
         free(dir);
         return NULL;
     }
@@ -288,7 +420,7 @@ static int slot_landlock(struct server *s, struct session *ss, struct sandbox_sl
 {
     if (ss->assess.path != MINI_PATH_LANDLOCK)
         return 0;
-    if (!(slot->tmpdir = sandbox_tmpdir(ss, e)) ||
+    if (!(slot->tmpdir = sandbox_tmpdir(s, ss, e)) ||
         mini_landlock_plan(plan, ss->profile, ss->workspace, slot->tmpdir, e) < 0 ||
         landlock_allow_init(s, plan, e) < 0)
         return -1;
@@ -314,6 +446,8 @@ int slot_prepare(struct server *s, struct session *ss, struct sandbox_slot *slot
     _cleanup_(mini_landlock_plan_free) struct mini_landlock_plan plan = { 0 };   /* the child has its copy */
     struct mini_spawn_cfg cfg;
     *slot = (struct sandbox_slot)SANDBOX_SLOT_INIT;
+    if (state_dir_ensure(s, e) < 0)
+        return -1;
     session_spawn_cfg(s, ss, &cfg);
     if (slot_cgroup(s, ss, slot, &procs, &cfg, e) < 0 || slot_landlock(s, ss, slot, &plan, &cfg, e) < 0 ||
         mini_sandbox_prepare(&cfg, &slot->sb, e) < 0 || slot_attach(slot, e) < 0) {
@@ -359,7 +493,7 @@ void pool_fill(struct server *s, struct session *ss)
     /* A session overlay is mounted by each sandbox on the same upper
      * directory; overlayfs does not allow two mounts of one upper at once
      * ("upperdir is in-use"), so such a session keeps none prepared. */
-    if (ss->overlay_dir)
+    if (ss->overlay_dir || s->stopping)
         return;
     int want = ss->running + 1 < POOL_SESSION_MAX ? ss->running + 1 : POOL_SESSION_MAX;
     while (!ss->closed && !ss->pool_failed && ss->pool_n < want && s->pooled_total < POOL_TOTAL_MAX) {

@@ -235,7 +235,7 @@ static bool remove_tree(const char *dir, bool do_kill, int depth)
  * free exactly when it is gone (killed, crashed) -- whatever pid
  * namespace either daemon is in, and whether or not the group is empty
  * (a live daemon's group is empty between commands).  A daemon before
- * these locks counts as alive while its pid exists here. */
+ * these locks counts as alive while its pid runs here. */
 static bool parent_owned(const char *dir, int pid)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -243,11 +243,13 @@ static bool parent_owned(const char *dir, int pid)
         return errno != ENOENT;
     bool owned = flock(fd, LOCK_EX | LOCK_NB) < 0;
     close(fd);
-    return owned || (pid > 0 && (kill(pid, 0) == 0 || errno != ESRCH));
+    return owned || mini_pid_running(pid);
 }
 
 /* Groups of daemons that are gone: mini-sandboxd-<pid> whose lock is
- * free.  Only empty groups are removed (remove_tree does not kill). */
+ * free.  Whatever still runs in them was a sandbox of that daemon (one on
+ * the Landlock path that outlived it, say): killed, and the groups
+ * removed, retrying while the kernel finishes with the dying. */
 static void sweep_stale(const char *base)
 {
     DIR *d = opendir(base);
@@ -261,7 +263,7 @@ static void sweep_stale(const char *base)
             continue;
         char p[MINI_CG_PATH_MAX];
         if (path_join(p, sizeof p, base, de->d_name) == 0 && !parent_owned(p, pid))
-            remove_tree(p, false, 0);
+            remove_tree(p, true, 0);
     }
     closedir(d);
 }

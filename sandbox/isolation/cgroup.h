@@ -22,8 +22,8 @@
  * out: mini_cgroup_destroy() kills what is left and retries rmdir while the
  * kernel finishes; a directory it still cannot remove is remembered and
  * retried by later calls and by mini_cgroups_fini().  At init, groups left
- * by a daemon that died (mini-sandboxd-<pid> with no such process) are
- * removed when empty.
+ * by a daemon that died (mini-sandboxd-<pid> whose flock is free) are
+ * removed, killing what still runs in them.
  *
  * Not thread-safe; the daemon is single-threaded.  Nothing here prints. */
 #ifndef MINI_SANDBOX_CGROUP_H
