@@ -916,11 +916,9 @@ FILTER(f_slice)
         return -1;
     if (slices == 0)
         return tpl_fail(t, line, "integer division or modulo by zero");
-    if (slices < 0 || (uint64_t)slices > tpl_mem_limit(t) / sizeof(struct tv))
-        slices = slices < 0 ? 0 : slices;
+    if (slices < 0)                         /* Jinja2 loops over range(slices): nothing */
+        return tpl_tv_new_seq(t, 0, SEQ_LIST, out);
     int64_t len = (int64_t)items->n, per = len / slices, extra = len % slices, offset = 0;
-    if (per < 0 || extra < 0)               /* negative slices: Python floors; nothing is produced */
-        slices = 0;
     if ((uint64_t)slices > tpl_mem_limit(t) / sizeof(struct tv))
         return tpl_charge(t, line, SIZE_MAX);
     if (tpl_tv_new_seq(t, (size_t)slices, SEQ_LIST, out) < 0)
