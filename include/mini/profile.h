@@ -127,6 +127,11 @@ void mini_profile_free(struct mini_profile *p);
 /* Hide one more absolute path (skipped when already hidden).  -1: no memory. */
 int mini_profile_add_hide(struct mini_profile *p, const char *path);
 
+/* The names of the profiles in dir (its *.json files, no hidden ones),
+ * sorted, at most `max`.  Fills names (each malloc'd) and *n; 0, or -1
+ * with errno set when dir cannot be read. */
+int mini_profile_list(const char *dir, char **names, size_t max, size_t *n);
+
 /* Directory of built-in profiles: $MINI_PROFILE_DIR if set (and not
  * empty); else <executable's dir>/../share/mini/profiles if it exists; else
  * the source tree's profiles/ if it exists; else the install location. */

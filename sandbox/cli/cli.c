@@ -273,21 +273,12 @@ static int cmd_stats(int argc, char **argv)
 static int cmd_profiles(void)
 {
     const char *dir = mini_profile_default_dir();
-    DIR *d = opendir(dir);
-    if (!d) {
+    char *names[256];
+    size_t n = 0;
+    if (mini_profile_list(dir, names, MINI_ARRAY_SIZE(names), &n) < 0) {
         fprintf(stderr, "mini-sandbox: %s: %s\n", dir, strerror(errno));
         return 1;
     }
-    struct dirent *de;
-    char *names[64];
-    size_t n = 0;
-    while ((de = readdir(d)) && n < 64) {
-        size_t len = strlen(de->d_name);
-        if (len > 5 && strcmp(de->d_name + len - 5, ".json") == 0)
-            names[n++] = strndup(de->d_name, len - 5);
-    }
-    closedir(d);
-    qsort(names, n, sizeof *names, (int (*)(const void *, const void *))strcmp);
     int rc = 0;
     for (size_t i = 0; i < n; i++) {
         struct mini_err e;

@@ -125,24 +125,6 @@ static void print_assessment(const char *name, const struct mini_assessment *a)
         printf("  %-12s %-9s - %s -> %s\n", "", "", a->items[i].feature, a->items[i].replacement);
 }
 
-static int list_builtin(const char *dir, char **names, size_t max, size_t *n)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return -1;
-    struct dirent *de;
-    *n = 0;
-    while ((de = readdir(d)) && *n < max) {
-        size_t len = strlen(de->d_name);
-        if (len > 5 && strcmp(de->d_name + len - 5, ".json") == 0 && de->d_name[0] != '.')
-            if ((names[*n] = strndup(de->d_name, len - 5)))
-                (*n)++;
-    }
-    closedir(d);
-    qsort(names, *n, sizeof *names, (int (*)(const void *, const void *))strcmp);
-    return 0;
-}
-
 static struct mini_profile *load_one(const char *arg, struct mini_err *e)
 {
     size_t n = strlen(arg);
@@ -196,7 +178,7 @@ int mini_cli_check(int argc, char **argv)
         char *names[MAX_PROFILES];
         size_t nn = 0;
         const char *dir = mini_profile_default_dir();
-        if (list_builtin(dir, names, MAX_PROFILES, &nn) < 0) {
+        if (mini_profile_list(dir, names, MAX_PROFILES, &nn) < 0) {
             fprintf(stderr, "mini-sandbox: check: listing profiles in %s: %s\n", dir, strerror(errno));
             return CHECK_ERROR;
         }

@@ -7,6 +7,7 @@
 #include "mini/cleanup.h"
 #include "mini/io.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -1379,4 +1380,27 @@ const char *mini_profile_default_dir(void)
     if (is_dir(MINI_SOURCE_PROFILE_DIR))
         return MINI_SOURCE_PROFILE_DIR;
     return MINI_INSTALL_PROFILE_DIR;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int mini_profile_list(const char *dir, char **names, size_t max, size_t *n)
+{
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    struct dirent *de;
+    while ((de = readdir(d)) && *n < max) {
+        size_t len = strlen(de->d_name);
+        if (len > 5 && strcmp(de->d_name + len - 5, ".json") == 0 && de->d_name[0] != '.')
+            if ((names[*n] = strndup(de->d_name, len - 5)))
+                (*n)++;
+    }
+    closedir(d);
+    qsort(names, *n, sizeof *names, cmp_names);
+    return 0;
 }

@@ -7,6 +7,7 @@
 #include "mini/proto.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -486,8 +487,44 @@ static void test_overrides(void)
     mini_profile_free(q);
 }
 
+/* mini_profile_list: *.json only, no hidden files, sorted by name (the
+ * pointers' targets, not the pointers), bounded. */
+static void test_list(void)
+{
+    char tmp[] = "/tmp/mini-plist.XXXXXX";
+    CHECK(mkdtemp(tmp) != NULL);
+    const char *files[] = { "zeta.json", "alpha.json", "mid.json", "beta.json", ".hidden.json", "notes.txt", "x.json.bak" };
+    char path[256];
+    for (size_t i = 0; i < MINI_ARRAY_SIZE(files); i++) {
+        snprintf(path, sizeof path, "%s/%s", tmp, files[i]);
+        FILE *f = fopen(path, "w");
+        CHECK(f != NULL);
+        if (f)
+            fclose(f);
+    }
+    char *names[8];
+    size_t n = 0;
+    CHECK(mini_profile_list(tmp, names, MINI_ARRAY_SIZE(names), &n) == 0);
+    CHECK(n == 4);
+    const char *want[] = { "alpha", "beta", "mid", "zeta" };
+    for (size_t i = 0; i < n && i < 4; i++)
+        CHECK_STR(names[i], want[i]);
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    CHECK(mini_profile_list(tmp, names, 2, &n) == 0 && n == 2);
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    for (size_t i = 0; i < MINI_ARRAY_SIZE(files); i++) {
+        snprintf(path, sizeof path, "%s/%s", tmp, files[i]);
+        unlink(path);
+    }
+    rmdir(tmp);
+    CHECK(mini_profile_list("/nonexistent-dir", names, 8, &n) == -1 && errno == ENOENT);
+}
+
 int main(int argc, char **argv)
 {
+    test_list();
     if (argc < 2) {
         fprintf(stderr, "usage: %s PROFILE_DIR\n", argv[0]);
         return 2;
