@@ -32,11 +32,23 @@
 
 /* Bounds on what clients may make the daemon hold (docs/protocol.md,
  * "Limits"): over one, `open` and `exec` get `busy` and the connection
- * stays usable; a connection over MAX_CLIENTS gets `busy` and is closed.
+ * stays usable; a connection over the connections cap (--max-clients, by
+ * default MAX_CLIENTS or less where the open-files limit is low, see
+ * FDS_PER_CLIENT) gets `busy` and is closed.
  * Sized for a batch user on a small machine: 128 commands at once is far
  * past what 2 cores run usefully, while each holds only pipes, a pidfd
  * and a timer in the daemon. */
 #define MAX_CLIENTS 256
+/* The default connections cap is what the open-files limit gives once
+ * FD_RESERVE fds are set aside for the daemon's own (listener, epoll,
+ * signalfd, log, audit, the spare): FDS_PER_CLIENT each, its socket and
+ * about one session's workspace and one prepared sandbox.  Past the limit
+ * anyway (sessions and commands hold more), requests get `busy`. */
+#define FD_RESERVE 32
+#define FDS_PER_CLIENT 4
+/* A connection holding part of a frame for this long gets bad_request
+ * and is closed (--frame-timeout). */
+#define FRAME_TIMEOUT_S 30
 #define MAX_SESSIONS 256
 #define MAX_SESSIONS_PER_CLIENT 16
 #define MAX_RUNNING 128
@@ -118,6 +130,7 @@ struct client {
     bool want_out;
     bool closing;                   /* stop reading; close once wq is flushed */
     bool read_paused;               /* too many unsent replies: requests wait */
+    int64_t partial_since;          /* mono ns: part of a frame held since; 0: none */
     struct session *sessions;
     int n_sessions;
     int running;                    /* its commands in flight */
@@ -166,6 +179,12 @@ struct server {
     uint64_t next_session;
     int64_t execs_total, start_ns;
     size_t n_clients;
+    size_t max_clients;             /* the connections cap */
+    int64_t frame_timeout_ns;       /* for a partial frame (0: none) */
+    int spare_fd;                   /* given up at EMFILE to accept and refuse */
+    int64_t fd_warn_ns;             /* when "out of fds" was last logged */
+    uint64_t fd_refused;            /* connections refused for want of fds since */
+    size_t n_partial;               /* clients holding part of a frame */
     int n_sessions, running;
     bool accept_paused;             /* out of fds: the listener waits for a client to go */
     struct ev ev_listen;

@@ -266,15 +266,20 @@ void exec_read_out(struct server *s, struct exec *x)
 {
     static char buf[READ_CHUNK];
     for (int rounds = 0; rounds < 16; rounds++) {
+        /* Back-pressure: streamed output whose client has not read what it
+         * was sent stays in the pipe (the command blocks writing it) until
+         * the client catches up (client_resume_outputs).  Checked before
+         * reading: each of a non-reading client's commands would otherwise
+         * add a chunk of its own past the bound. */
+        if (x->stream && x->client && wq_pending(x->client) > WQ_PAUSE) {
+            ep_mod(s, x->slot.sb.out, 0, &x->ev_out);
+            x->out_paused = true;
+            return;
+        }
         ssize_t n = read(x->slot.sb.out, buf, sizeof buf);
         if (n > 0) {
             mini_outbuf_add(&x->out, buf, (size_t)n);
             emit_output(s, x, buf, (size_t)n);
-            if (x->stream && x->client && wq_pending(x->client) > WQ_PAUSE) {
-                ep_mod(s, x->slot.sb.out, 0, &x->ev_out);
-                x->out_paused = true;
-                return;
-            }
             continue;
         }
         if (n == 0) {
@@ -513,6 +518,9 @@ static int check_cwd(const struct session *ss, const char *cwd, struct mini_err 
         };
         int fd = (int)syscall(SYS_openat2, ss->ws_fd, *rel ? rel : ".", &how, sizeof how);
         if (fd < 0) {
+            /* Out of fds: the daemon's state, not the cwd's. */
+            if (errno == EMFILE || errno == ENFILE)
+                return mini_err_sys(e, MINI_E_BUSY, errno, "cwd %s: the daemon cannot check it now", cwd);
             if (errno == EXDEV || errno == ELOOP)
                 return mini_err_set(e, MINI_E_CWD_INVALID, "cwd %s: leads outside the workspace", cwd);
             return mini_err_sys(e, MINI_E_CWD_INVALID, errno, "cwd %s", cwd);

@@ -29,6 +29,10 @@ static void usage(FILE *f)
             "  --audit-log FILE   append one JSON line per command\n"
             "  --inherit-fd FD    serve the connected socket FD only, exit when it closes\n"
             "                     (how mini-sandbox starts a private daemon)\n"
+            "  --max-clients N    serve at most N connections at once (default: 256, or\n"
+            "                     fewer when the open-files limit is low)\n"
+            "  --frame-timeout S  close a connection that holds part of a frame for S\n"
+            "                     seconds (default 30)\n"
             "  --help, --version\n",
             mini_profile_default_dir());
 }
@@ -89,7 +93,8 @@ int main(int argc, char **argv)
         { "state-dir", required_argument, NULL, 'd' }, { "foreground", no_argument, NULL, 'f' },
         { "log-level", required_argument, NULL, 'l' }, { "audit-log", required_argument, NULL, 'a' },
         { "inherit-fd", required_argument, NULL, 'i' }, { "help", no_argument, NULL, 'h' },
-        { "version", no_argument, NULL, 'V' },         { 0 },
+        { "version", no_argument, NULL, 'V' },         { "max-clients", required_argument, NULL, 'm' },
+        { "frame-timeout", required_argument, NULL, 't' }, { 0 },
     };
     mini_log_init(argv[0], MINI_LOG_WARN);
     struct mini_server_cfg cfg = { .inherit_fd = -1 };
@@ -121,6 +126,27 @@ int main(int argc, char **argv)
                 return 2;
             }
             cfg.inherit_fd = (int)fd;
+            break;
+        }
+        case 'm': {
+            char *end;
+            long n = strtol(optarg, &end, 10);
+            if (*end || end == optarg || n < 1 || n > 1000000) {
+                fprintf(stderr, "mini-sandboxd: --max-clients: not a number from 1 to 1000000: %s\n", optarg);
+                return 2;
+            }
+            cfg.max_clients = (int)n;
+            break;
+        }
+        case 't': {
+            char *end;
+            double t = strtod(optarg, &end);
+            if (*end || end == optarg || !(t > 0 && t <= 86400)) {
+                fprintf(stderr, "mini-sandboxd: --frame-timeout: not a number of seconds (0 < S <= 86400): %s\n",
+                        optarg);
+                return 2;
+            }
+            cfg.frame_timeout_s = t;
             break;
         }
         case 'h': usage(stdout); return 0;

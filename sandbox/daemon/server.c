@@ -8,12 +8,14 @@
 #include "mini/proto.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -68,8 +70,19 @@ void send_rep(struct server *s, struct client *c, const struct mini_rep *rep)
 
 void send_error(struct server *s, struct client *c, int64_t id, const struct mini_err *e)
 {
-    if (c)
-        send_json(s, c, mini_error_json(id, e));
+    if (!c)
+        return;
+    /* Out of file descriptors is the daemon's state, not something wrong
+     * with the request (a cwd, a profile, a workspace): whichever step ran
+     * into it, the client is told busy, to try again later.  The message
+     * keeps the step and says "Too many open files". */
+    struct mini_err busy;
+    if ((e->sys_errno == EMFILE || e->sys_errno == ENFILE) && e->code != MINI_E_BUSY) {
+        busy = *e;
+        busy.code = MINI_E_BUSY;
+        e = &busy;
+    }
+    send_json(s, c, mini_error_json(id, e));
 }
 
 void send_ok(struct server *s, struct client *c, int64_t id)
@@ -97,7 +110,7 @@ static void do_hello(struct server *s, struct client *c, const struct mini_req *
                             s->cgroups.mode == MINI_CG_NONE ? "rlimits" : mini_cg_mode_name(s->cgroups.mode));
     cJSON_AddBoolToObject(f, "prepared_sandboxes", true);
     cJSON *lim = cJSON_AddObjectToObject(f, "limits");
-    cJSON_AddNumberToObject(lim, "connections", MAX_CLIENTS);
+    cJSON_AddNumberToObject(lim, "connections", (double)s->max_clients);
     cJSON_AddNumberToObject(lim, "sessions", MAX_SESSIONS);
     cJSON_AddNumberToObject(lim, "sessions_per_connection", MAX_SESSIONS_PER_CLIENT);
     cJSON_AddNumberToObject(lim, "running", MAX_RUNNING);
@@ -130,8 +143,11 @@ static void do_stats(struct server *s, struct client *c, const struct mini_req *
 
 /* -------------------------------------------------------------- clients */
 
+static void set_partial(struct server *s, struct client *c, int64_t since);
+
 static void client_close(struct server *s, struct client *c)
 {
+    set_partial(s, c, 0);
     ep_del(s, c->fd);
     for (struct exec *x = s->execs; x; x = x->next)
         if (x->client == c) {
@@ -215,6 +231,10 @@ static void client_flush(struct server *s, struct client *c)
      * more requests read either. */
     bool pause = wq_pending(c) > WQ_PAUSE || (c->read_paused && wq_pending(c) > WQ_RESUME);
     if (want != c->want_out || pause != c->read_paused) {
+        /* A frame the client was sending while its requests were not
+         * read gets its time anew: the wait was the daemon's doing. */
+        if (c->read_paused && !pause && c->partial_since)
+            c->partial_since = mini_mono_ns();
         c->want_out = want;
         c->read_paused = pause;
         ep_mod(s, c->fd, (c->closing || pause ? 0 : EPOLLIN) | (want ? EPOLLOUT : 0) | EPOLLRDHUP, &c->ev);
@@ -244,6 +264,59 @@ static void dispatch(struct server *s, struct client *c, const char *payload, si
     mini_req_free(&req);
 }
 
+/* The partial-frame clock of c (0: it holds no partial frame); s counts
+ * the clients whose clock runs, so that the loop looks only when some do. */
+static void set_partial(struct server *s, struct client *c, int64_t since)
+{
+    if (since && !c->partial_since)
+        s->n_partial++;
+    else if (!since && c->partial_since)
+        s->n_partial--;
+    c->partial_since = since;
+}
+
+/* A broken stream cannot be resynchronised: say why, then close once
+ * the error (and what was queued before it) is sent. */
+static void client_abort(struct server *s, struct client *c, const struct mini_err *e)
+{
+    set_partial(s, c, 0);
+    send_error(s, c, -1, e);
+    c->closing = true;
+    ep_mod(s, c->fd, EPOLLOUT | EPOLLRDHUP, &c->ev);
+    c->want_out = true;
+    if (wq_pending(c) == 0)
+        client_close(s, c);
+}
+
+/* Clients that have held part of a frame for frame_timeout get
+ * bad_request and are closed (a half-sent frame is never kept forever);
+ * the return is the epoll timeout until the next such deadline, or -1. */
+static int expire_partial_frames(struct server *s)
+{
+    if (s->n_partial == 0 || s->frame_timeout_ns <= 0)
+        return -1;
+    int64_t now = mini_mono_ns(), next = -1;
+    for (struct client *c = s->clients, *nx; c; c = nx) {
+        nx = c->next;
+        if (!c->partial_since || c->closing || c->read_paused)
+            continue;
+        int64_t left = c->partial_since + s->frame_timeout_ns - now;
+        if (left <= 0) {
+            struct mini_err e;
+            mini_err_set(&e, MINI_E_BAD_REQUEST, "frame incomplete after %g s (%zu bytes of it received); closing",
+                         (double)s->frame_timeout_ns / 1e9, c->rd.in.len - c->rd.consumed);
+            log_info("client pid %d: %s", (int)c->pid, e.msg);
+            client_abort(s, c, &e);
+        } else if (next < 0 || left < next) {
+            next = left;
+        }
+    }
+    if (next < 0)
+        return -1;
+    int64_t ms = next / 1000000 + 1;
+    return ms > 60000 ? 60000 : (int)ms;
+}
+
 static void client_readable(struct server *s, struct client *c)
 {
     char buf[65536];
@@ -269,19 +342,25 @@ static void client_readable(struct server *s, struct client *c)
         const char *payload;
         size_t len;
         int r;
-        while ((r = mini_frame_reader_next(&c->rd, &payload, &len, &e)) == 1)
+        bool whole = false;
+        while ((r = mini_frame_reader_next(&c->rd, &payload, &len, &e)) == 1) {
+            whole = true;
             dispatch(s, c, payload, len);
+        }
         if (r < 0)
             goto bad;
+        /* The clock runs from the first byte of the frame being received. */
+        if (c->closing || c->rd.in.len == c->rd.consumed)
+            set_partial(s, c, 0);
+        else if (whole || !c->partial_since)
+            set_partial(s, c, mini_mono_ns());
+        /* Not reading requests any more (replies unread): the rest waits
+         * in the socket until the client catches up. */
+        if (c->read_paused || c->closing)
+            return;
         continue;
     bad:
-        /* A broken stream cannot be resynchronised: say why, then close. */
-        send_error(s, c, -1, &e);
-        c->closing = true;
-        ep_mod(s, c->fd, EPOLLOUT | EPOLLRDHUP, &c->ev);
-        c->want_out = true;
-        if (wq_pending(c) == 0)
-            client_close(s, c);
+        client_abort(s, c, &e);
         return;
     }
 }
@@ -336,19 +415,68 @@ static int client_add(struct server *s, int fd)
     return 0;
 }
 
+/* Tell a connection the daemon will not serve it (busy, why), and close it. */
+static void refuse(int fd, const struct mini_err *why)
+{
+    struct mini_err e;
+    struct mini_buf b = MINI_BUF_INIT;
+    cJSON *j = mini_error_json(-1, why);
+    if (j && mini_frame_encode_json(&b, j, &e) == 0)
+        (void)!send(fd, b.data, b.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    cJSON_Delete(j);
+    mini_buf_free(&b);
+    close(fd);
+}
+
+/* Out of fds, said once a minute at most: a client that keeps trying
+ * must not fill the disk with the log. */
+static void warn_fd_shortage(struct server *s, int err, const char *what)
+{
+    int64_t now = mini_mono_ns();
+    s->fd_refused++;
+    if (s->fd_warn_ns && now - s->fd_warn_ns < 60 * (int64_t)1000000000)
+        return;
+    log_warn("accept: %s: %llu connection(s) %s since the last such warning (said at most once a minute)",
+             strerror(err), (unsigned long long)s->fd_refused, what);
+    s->fd_warn_ns = now;
+    s->fd_refused = 0;
+}
+
 static void accept_clients(struct server *s)
 {
     for (;;) {
         int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        int err = errno;
+        if (fd < 0 && (err == EMFILE || err == ENFILE) && s->spare_fd >= 0) {
+            /* Out of fds: the spare one makes room to accept the waiting
+             * client and tell it busy, instead of leaving it hanging in the
+             * backlog (or the loop spinning on a listener that stays
+             * readable). */
+            close(s->spare_fd);
+            fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+            int err2 = errno;
+            if (fd >= 0) {
+                struct mini_err e;
+                mini_err_set(&e, MINI_E_BUSY, "the daemon is out of file descriptors (%s); try again later",
+                             strerror(err));
+                refuse(fd, &e);
+                warn_fd_shortage(s, err, "refused with busy");
+            }
+            s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+            if (fd >= 0)
+                continue;
+            err = err2;
+        }
         if (fd < 0) {
-            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-                /* Out of fds: waiting clients stay in the backlog until one
-                 * of ours goes (client_close resumes), instead of a busy loop. */
-                log_warn("accept: %s: not accepting until a client closes", strerror(errno));
+            if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+                /* No spare fd either: waiting clients stay in the backlog
+                 * until one of ours goes (client_close resumes), instead of
+                 * a busy loop. */
+                warn_fd_shortage(s, err, "left waiting");
                 ep_mod(s, s->lfd, 0, &s->ev_listen);
                 s->accept_paused = true;
-            } else if (errno != EAGAIN && errno != EINTR) {
-                log_warn("accept: %s", strerror(errno));
+            } else if (err != EAGAIN && err != EINTR) {
+                log_warn("accept: %s", strerror(err));
             }
             return;
         }
@@ -357,21 +485,53 @@ static void accept_clients(struct server *s)
             close(fd);
             continue;
         }
-        if (s->n_clients >= MAX_CLIENTS) {
+        if (s->n_clients >= s->max_clients) {
             struct mini_err e;
-            struct mini_buf b = MINI_BUF_INIT;
-            mini_err_set(&e, MINI_E_BUSY, "the daemon serves " MINI_STR(MAX_CLIENTS) " connections, the most it may");
-            cJSON *j = mini_error_json(-1, &e);
-            if (j && mini_frame_encode_json(&b, j, &e) == 0)
-                (void)!send(fd, b.data, b.len, MSG_NOSIGNAL | MSG_DONTWAIT);
-            cJSON_Delete(j);
-            mini_buf_free(&b);
-            close(fd);
+            mini_err_set(&e, MINI_E_BUSY, "the daemon serves %zu connections, the most it may", s->max_clients);
+            refuse(fd, &e);
             continue;
         }
         if (client_add(s, fd) == 0)
             s->clients->pid = pid;
     }
+}
+
+/* The open-files soft limit goes up to the hard one: fds are what every
+ * connection, session and command costs.  Returns the limit in force. */
+static rlim_t raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return 1024;
+    if (rl.rlim_cur >= rl.rlim_max)
+        return rl.rlim_cur;
+    rlim_t want = rl.rlim_max;
+    if (want == RLIM_INFINITY) {
+        /* The kernel takes no more than fs.nr_open. */
+        want = 1u << 20;
+        FILE *f = fopen("/proc/sys/fs/nr_open", "re");
+        unsigned long long n;
+        if (f && fscanf(f, "%llu", &n) == 1 && n > 0)
+            want = (rlim_t)n;
+        if (f)
+            fclose(f);
+    }
+    struct rlimit up = { .rlim_cur = want, .rlim_max = rl.rlim_max };
+    if (setrlimit(RLIMIT_NOFILE, &up) < 0) {
+        log_warn("raising the open-files limit from %llu to %llu: %s", (unsigned long long)rl.rlim_cur,
+                 (unsigned long long)want, strerror(errno));
+        return rl.rlim_cur;
+    }
+    log_info("open-files limit raised from %llu to %llu", (unsigned long long)rl.rlim_cur, (unsigned long long)want);
+    return want;
+}
+
+static size_t default_max_clients(rlim_t nofile)
+{
+    if (nofile <= FD_RESERVE + FDS_PER_CLIENT)
+        return 1;
+    rlim_t n = (nofile - FD_RESERVE) / FDS_PER_CLIENT;
+    return n > MAX_CLIENTS ? MAX_CLIENTS : (size_t)n;
 }
 
 /* ------------------------------------------------------------ the loop */
@@ -523,6 +683,7 @@ static void server_free(struct server *s)
     mini_close(s->sfd);
     mini_close(s->ep);
     mini_close(s->init_fd);
+    mini_close(s->spare_fd);
     free(s->root_dir);
     if (s->audit)
         fclose(s->audit);
@@ -530,12 +691,17 @@ static void server_free(struct server *s)
 
 int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
 {
-    struct server s = { .cfg = cfg, .ep = -1, .lfd = -1, .sfd = -1, .init_fd = -1, .start_ns = mini_mono_ns(),
-                        .sessions_lock = -1, .tmp_lock = -1,
+    struct server s = { .cfg = cfg, .ep = -1, .lfd = -1, .sfd = -1, .init_fd = -1, .spare_fd = -1,
+                        .start_ns = mini_mono_ns(), .sessions_lock = -1, .tmp_lock = -1,
                         .ev_listen = { EV_LISTEN, NULL } };
     struct ev ev_sig = { EV_SIGNAL, NULL };
     int rc = -1;
     struct stat st;
+    rlim_t nofile = raise_nofile();
+    s.max_clients = cfg->max_clients > 0 ? (size_t)cfg->max_clients : default_max_clients(nofile);
+    s.frame_timeout_ns = (int64_t)((cfg->frame_timeout_s > 0 ? cfg->frame_timeout_s : FRAME_TIMEOUT_S) * 1e9);
+    log_info("open-files limit %llu: at most %zu connections; a partial frame may wait %g s",
+             (unsigned long long)nofile, s.max_clients, (double)s.frame_timeout_ns / 1e9);
     if (stat("/proc/self/ns/user", &st) < 0) {
         mini_err_sys(e, MINI_E_IO, errno, "/proc/self/ns/user");
         goto out;
@@ -576,6 +742,8 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
         goto out;
     }
     s.ep = epoll_create1(EPOLL_CLOEXEC);
+    /* Kept for the moment the fds run out (accept_clients). */
+    s.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     sigset_t mask;
     sigemptyset(&mask);
     sigaddset(&mask, SIGTERM);
@@ -604,7 +772,7 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
     }
     while (!s.stopping) {
         struct epoll_event evs[64];
-        int n = epoll_wait(s.ep, evs, 64, -1);
+        int n = epoll_wait(s.ep, evs, 64, expire_partial_frames(&s));
         if (n < 0) {
             if (errno == EINTR)
                 continue;
