@@ -93,17 +93,29 @@ def peer_pid(path):
 
 # ---------------------------------------------------------------- one client
 
+def new_result(k):
+    # busy_exec: exec requests answered busy (the rest of busy was never
+    # sent: its client's connection or session was refused); busy_why:
+    # "where: message" -> commands.
+    return {"client": k, "sent": 0, "exits": 0, "ok": 0, "wrong": 0, "lost": 0, "busy": 0,
+            "busy_exec": 0, "busy_why": {}, "lat_ms": [], "open_ms": None, "t0": None,
+            "t1": None, "details": [], "refused": None}
+
+
 def client_main(k, sock, ws, ncmd, profile, cmd_timeout, go, go_timeout, q):
     """Client k: connect, open a session on ws, say ("ready", k) on q,
     wait for go (every client ready), run ncmd commands one at a time; put
     ("done", its figures) on q."""
-    r = {"client": k, "sent": 0, "exits": 0, "ok": 0, "wrong": 0, "lost": 0, "busy": 0,
-         "lat_ms": [], "open_ms": None, "t0": None, "t1": None, "details": [],
-         "refused": None}
+    r = new_result(k)
 
     def note(kind, text):
         if len([d for d in r["details"] if d.startswith(kind)]) < DETAILS_PER_CLIENT:
             r["details"].append(f"{kind}: client {k}: {text}")
+
+    def busy(where, e, n=1):
+        r["busy"] += n
+        why = f"{where}: {e}"
+        r["busy_why"][why] = r["busy_why"].get(why, 0) + n
 
     conn = sess = None
     setup_fail = None     # (outcome, why) when the client cannot run its commands
@@ -117,18 +129,23 @@ def client_main(k, sock, ws, ncmd, profile, cmd_timeout, go, go_timeout, q):
         sess = conn.open(ws, profile=profile, timeout=cmd_timeout)
         r["open_ms"] = (time.monotonic() - t) * 1000
     except DaemonError as e:
-        setup_fail = ("busy" if e.code == "busy" else "lost", f"{stage} refused: {e}")
+        if e.reply["id"] is None:
+            stage = "connect"   # refused at accept: the error answers no request
+        setup_fail = ("busy" if e.code == "busy" else "lost", e)
         r["refused"] = f"{stage}: {e.code}"
     except (Timeout, Closed, ProtocolError, OSError) as e:
-        setup_fail = ("lost", f"{stage} failed: {type(e).__name__}: {e}")
+        setup_fail = ("lost", f"{type(e).__name__}: {e}")
     q.put(("ready", k))
     go.wait(go_timeout)
     r["t0"] = time.monotonic()
     i = 0
     try:
-        if setup_fail:
-            r[setup_fail[0]] += ncmd
-            note(setup_fail[0], setup_fail[1] + f" ({ncmd} commands not sent)")
+        if setup_fail and setup_fail[0] == "busy":
+            busy(stage, setup_fail[1], ncmd)
+            i = ncmd
+        elif setup_fail:
+            r["lost"] += ncmd
+            note("lost", f"{stage} failed: {setup_fail[1]} ({ncmd} commands not sent)")
             i = ncmd
         while i < ncmd:
             want = f"{k}-{i}-{secrets.token_hex(6)}"
@@ -140,8 +157,8 @@ def client_main(k, sock, ws, ncmd, profile, cmd_timeout, go, go_timeout, q):
                 ex = conn.wait_exit(rid, timeout=cmd_timeout)
             except DaemonError as e:
                 if e.code == "busy":
-                    r["busy"] += 1
-                    note("busy", f"command {i - 1}: {e}")
+                    busy("exec", e)
+                    r["busy_exec"] += 1
                 else:
                     r["wrong"] += 1
                     note("wrong", f"command {i - 1}: error reply {e}")
@@ -171,7 +188,7 @@ def client_main(k, sock, ws, ncmd, profile, cmd_timeout, go, go_timeout, q):
             r["lost"] += ncmd - i
             note("lost", f"{ncmd - i} commands not sent after the connection was given up")
         r["t1"] = time.monotonic()
-        if sess is not None and not conn.eof:
+        if sess is not None and i == ncmd and r["lost"] == 0 and not conn.eof:
             try:
                 conn.close_session(sess)
             except Exception as e:
@@ -339,6 +356,8 @@ def main(argv=None):
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (printed)")
     args = ap.parse_args(argv)
     nclients, ncmd = args.spec
+    # SIGTERM (a host-side timeout) stops the clients and the daemon too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     tmp = tempfile.mkdtemp(prefix="mini-load.", dir=args.tmpdir)
     held = {"daemon": None, "procs": []}   # what to stop, whatever happens
@@ -458,10 +477,9 @@ def run(args, nclients, ncmd, tmp, held):
     hung = [k for k in range(nclients) if k not in results]
     for k in hung:          # never reported: its commands are lost
         procs[k].kill()
-        results[k] = {"client": k, "sent": 0, "exits": 0, "ok": 0, "wrong": 0, "lost": ncmd,
-                      "busy": 0, "lat_ms": [], "open_ms": None, "t0": None, "t1": None,
-                      "details": [f"lost: client {k}: did not report before the benchmark's deadline"],
-                      "refused": None}
+        results[k] = new_result(k)
+        results[k]["lost"] = ncmd
+        results[k]["details"].append(f"lost: client {k}: did not report before the benchmark's deadline")
     for p in procs:
         p.join(10)
 
@@ -490,7 +508,11 @@ def run(args, nclients, ncmd, tmp, held):
 
     # Figures.
     R = [results[k] for k in range(nclients)]
-    tot = {f: sum(r[f] for r in R) for f in ("sent", "exits", "ok", "wrong", "lost", "busy")}
+    tot = {f: sum(r[f] for r in R) for f in ("sent", "exits", "ok", "wrong", "lost", "busy", "busy_exec")}
+    busy_why = {}
+    for r in R:
+        for why, n in r["busy_why"].items():
+            busy_why[why] = busy_why.get(why, 0) + n
     lat = sorted(x for r in R for x in r["lat_ms"])
     opens = sorted(r["open_ms"] for r in R if r["open_ms"] is not None)
     t0s = [r["t0"] for r in R if r["t0"] is not None]
@@ -499,9 +521,9 @@ def run(args, nclients, ncmd, tmp, held):
     planned = nclients * ncmd
     assert sum(tot[f] for f in ("ok", "wrong", "lost", "busy")) == planned, tot
     execs = (st1["execs_total"] - st0["execs_total"]) if st1 else None
-    if execs is not None and execs != tot["sent"] - tot["busy"]:
+    if execs is not None and execs != tot["sent"] - tot["busy_exec"]:
         odd.append(f"the daemon counted {execs} commands started, the clients sent "
-                   f"{tot['sent']} ({tot['busy']} of them answered busy)")
+                   f"{tot['sent']} ({tot['busy_exec']} of them answered busy)")
     refused = {}
     for r in R:
         if r["refused"]:
@@ -513,7 +535,7 @@ def run(args, nclients, ncmd, tmp, held):
         "profile": args.profile, "daemon": h.get("server"), "daemon_uid": duid, "mode": mode,
         "limits_by": feat.get("limits_by"),
         **tot,
-        "clients_refused": refused,
+        "clients_refused": refused, "busy_why": busy_why,
         "p50_ms": pct(lat, 50), "p90_ms": pct(lat, 90), "p99_ms": pct(lat, 99),
         "max_ms": lat[-1] if lat else None,
         "open_p50_ms": pct(opens, 50), "open_max_ms": opens[-1] if opens else None,
@@ -553,6 +575,8 @@ def run(args, nclients, ncmd, tmp, held):
     if refused:
         print("# clients refused at connect/open: "
               + ", ".join(f"{n} with {code}" for code, n in sorted(refused.items())))
+    for why, n in sorted(busy_why.items(), key=lambda x: -x[1]):
+        print(f"# busy: {n} command(s): {why}")
     if unexpected_busy:
         print(f"# UNEXPECTED: {tot['busy']} command(s) answered busy although {nclients} clients "
               f"are within the daemon's limits")
