@@ -13,9 +13,11 @@ Every command ends in exactly one of:
 
   ok     an `exit` with returncode 0, no signal or limit, and the output
          exactly the expected line;
-  wrong  any other `exit`, an `error` reply other than busy, or a reply
-         the protocol does not allow (tests/integration/pool_client.py
-         checks every frame strictly);
+  wrong  any other `exit`, or a reply the protocol does not allow
+         (tests/integration/pool_client.py checks every frame strictly):
+         a mixed-up or damaged reply;
+  error  an `error` reply other than busy (spawn_failed, ...): the
+         command was refused or its sandbox could not be set up;
   lost   no reply: the host-side deadline (--cmd-timeout) passed, the
          connection was closed, or the command was never sent because its
          client could not connect or open its session for a reason other
@@ -31,7 +33,7 @@ session to the last client's last exit.  While it runs, the daemon's
 /proc/PID/status (VmRSS, VmHWM) and the number of its open fds are sampled
 every --sample-ms ms.
 
-Exit status: 0 when wrong and lost are both 0 and no busy came that the
+Exit status: 0 when wrong, error and lost are all 0 and no busy came that the
 daemon's limits did not predict; 1 otherwise; 2 when the benchmark could
 not run (no daemon, bad arguments).  Standard library only.
 """
@@ -97,7 +99,7 @@ def new_result(k):
     # busy_exec: exec requests answered busy (the rest of busy was never
     # sent: its client's connection or session was refused); busy_why:
     # "where: message" -> commands.
-    return {"client": k, "sent": 0, "exits": 0, "ok": 0, "wrong": 0, "lost": 0, "busy": 0,
+    return {"client": k, "sent": 0, "exits": 0, "ok": 0, "wrong": 0, "error": 0, "lost": 0, "busy": 0,
             "busy_exec": 0, "busy_why": {}, "lat_ms": [], "open_ms": None, "t0": None,
             "t1": None, "details": [], "refused": None}
 
@@ -160,8 +162,8 @@ def client_main(k, sock, ws, ncmd, profile, cmd_timeout, go, go_timeout, q):
                     busy("exec", e)
                     r["busy_exec"] += 1
                 else:
-                    r["wrong"] += 1
-                    note("wrong", f"command {i - 1}: error reply {e}")
+                    r["error"] += 1
+                    note("error", f"command {i - 1}: {e}")
                 continue
             except ProtocolError as e:
                 r["wrong"] += 1
@@ -194,7 +196,7 @@ def client_main(k, sock, ws, ncmd, profile, cmd_timeout, go, go_timeout, q):
             except Exception as e:
                 note("close", f"close: {type(e).__name__}: {e}")
     except Exception as e:      # a bug here: count what is left, say why
-        left = ncmd - (r["ok"] + r["wrong"] + r["lost"] + r["busy"])
+        left = ncmd - (r["ok"] + r["wrong"] + r["error"] + r["lost"] + r["busy"])
         r["lost"] += left
         note("lost", f"client crashed: {type(e).__name__}: {e}")
     finally:
@@ -508,7 +510,8 @@ def run(args, nclients, ncmd, tmp, held):
 
     # Figures.
     R = [results[k] for k in range(nclients)]
-    tot = {f: sum(r[f] for r in R) for f in ("sent", "exits", "ok", "wrong", "lost", "busy", "busy_exec")}
+    tot = {f: sum(r[f] for r in R) for f in ("sent", "exits", "ok", "wrong", "error", "lost", "busy",
+                                          "busy_exec")}
     busy_why = {}
     for r in R:
         for why, n in r["busy_why"].items():
@@ -519,7 +522,7 @@ def run(args, nclients, ncmd, tmp, held):
     t1s = [r["t1"] for r in R if r["t1"] is not None]
     wall = (max(t1s) - min(t0s)) if t0s and t1s else None
     planned = nclients * ncmd
-    assert sum(tot[f] for f in ("ok", "wrong", "lost", "busy")) == planned, tot
+    assert sum(tot[f] for f in ("ok", "wrong", "error", "lost", "busy")) == planned, tot
     execs = (st1["execs_total"] - st0["execs_total"]) if st1 else None
     if execs is not None and execs != tot["sent"] - tot["busy_exec"]:
         odd.append(f"the daemon counted {execs} commands started, the clients sent "
@@ -553,9 +556,9 @@ def run(args, nclients, ncmd, tmp, held):
         if res[key] is not None:
             res[key] = round(res[key], 2)
 
-    cols = ["clients x commands", "sent", "exits", "ok", "wrong", "lost", "busy", "p50 ms",
+    cols = ["clients x commands", "sent", "exits", "ok", "wrong", "error", "lost", "busy", "p50 ms",
             "p90 ms", "p99 ms", "runs/s", "daemon peak RSS MiB", "peak fds"]
-    vals = [f"{nclients} x {ncmd}", tot["sent"], tot["exits"], tot["ok"], tot["wrong"], tot["lost"],
+    vals = [f"{nclients} x {ncmd}", tot["sent"], tot["exits"], tot["ok"], tot["wrong"], tot["error"], tot["lost"],
             tot["busy"], fmt(res["p50_ms"]), fmt(res["p90_ms"]), fmt(res["p99_ms"]),
             fmt(res["runs_per_s"]), fmt(res["daemon_hwm_mib"]), fmt(res["daemon_fds_peak"])]
     widths = [max(len(c), len(str(v))) for c, v in zip(cols, vals)]
@@ -592,7 +595,8 @@ def run(args, nclients, ncmd, tmp, held):
         print(f"# odd: {o}")
     print(json.dumps(res, separators=(",", ":")))
     sys.stdout.flush()
-    return 0 if tot["wrong"] == 0 and tot["lost"] == 0 and not unexpected_busy else 1
+    good = tot["wrong"] == 0 and tot["error"] == 0 and tot["lost"] == 0 and not unexpected_busy
+    return 0 if good else 1
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@
 # its own, as the invoking user or (MINI_TEST_ROOTLESS=1 as root) as uid
 # 65534 (tests/lib.sh).  Its table is printed; the checks are about
 # correctness only, never time:
-#  - every command was answered, and with its own output (wrong 0, lost 0);
+#  - every command was answered, and with its own output (wrong 0,
+#    error 0, lost 0);
 #  - no busy the daemon's limits did not predict;
 #  - afterwards the daemon holds no session, no running command and no
 #    more fds than when idle, and exits 0 on SIGTERM;
@@ -58,15 +59,15 @@ sys.exit(0 if ok else 1)
     fi
 }
 
-jcheck "every command answered with its own output (wrong 0, lost 0)" \
-    'd["wrong"] == 0 and d["lost"] == 0 and d["ok"] + d["busy"] == d["planned"]' \
-    planned sent exits ok wrong lost busy
+jcheck "every command answered with its own output (wrong 0, error 0, lost 0)" \
+    'd["wrong"] == 0 and d["error"] == 0 and d["lost"] == 0 and d["ok"] + d["busy"] == d["planned"]' \
+    planned sent exits ok wrong error lost busy
 jcheck "no busy that the daemon's limits did not predict" \
     'd["busy"] == 0 or d["busy_expected"]' busy busy_expected clients_refused
-jcheck "the counts add up (ok+wrong+lost+busy = planned; exits = the daemon's commands)" \
-    'd["ok"] + d["wrong"] + d["lost"] + d["busy"] == d["planned"] == d["clients"] * d["commands"]
+jcheck "the counts add up (ok+wrong+error+lost+busy = planned; sent-busy = the daemon's commands)" \
+    'd["ok"] + d["wrong"] + d["error"] + d["lost"] + d["busy"] == d["planned"] == d["clients"] * d["commands"]
      and d["exits"] <= d["sent"] and d["daemon_execs"] == d["sent"] - d["busy_exec"]' \
-    planned sent exits ok wrong lost busy busy_exec daemon_execs
+    planned sent exits ok wrong error lost busy busy_exec daemon_execs
 jcheck "the figures are there (latency, runs/s, daemon RSS and fds)" \
     'd["exits"] == 0 or (0 < d["p50_ms"] <= d["p90_ms"] <= d["p99_ms"] <= d["max_ms"]
      and d["runs_per_s"] > 0 and d["daemon_hwm_mib"] > 0 and d["daemon_fds_peak"] > 0)' \
