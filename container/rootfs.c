@@ -229,28 +229,47 @@ static int add_bind(struct build *b, const struct mini_bind *m)
     return 0;
 }
 
-static int add_hide(struct build *b, const char *path)
+/* Cover one file with /dev/null.  The host may replace the file by
+ * rename while we do (passwd rewrites /etc/shadow so): the bind then
+ * lands on the unlinked file (ENOENT), or the path afterwards names the
+ * new, uncovered file.  Either way, try again on what the path names now. */
+static int cover_file(struct build *b, int fd, const char *path)
 {
-    _cleanup_close_ int fd = open_in_root(b, path, 0);
-    if (fd < 0)
-        /* Absent, or out of the sandbox's reach already (beneath a
-         * directory it may not search): nothing to cover. */
-        return errno == ENOENT || errno == EACCES ? 0 : fail(b, errno, "looking up hidden path", path);
-    struct stat st;
-    if (fstat(fd, &st) < 0)
-        return fail(b, errno, "stat", path);
-    if (S_ISDIR(st.st_mode))
-        return mount_tmpfs(b, path, "mode=0755,size=16k", MS_NOSUID | MS_NODEV | MS_NOEXEC, true);
     char p[32];
     if (mount("/dev/null", fdpath(p, fd), NULL, MS_BIND, NULL) < 0)
-        return fail(b, errno, "hiding", path);
+        return errno == ENOENT ? 1 : fail(b, errno, "hiding", path);
     /* A bind ignores flags: the cover gets nosuid, nodev (so the device
      * node cannot even be opened: reads and writes fail), noexec and ro
-     * through mount_setattr. */
+     * through mount_setattr, on the cover itself (a character device). */
     _cleanup_close_ int top = open_in_root(b, path, 0);
-    if (top < 0 || setattr(top, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC | MOUNT_ATTR_RDONLY, 0) < 0)
+    struct stat st;
+    if (top < 0 || fstat(top, &st) < 0)
+        return errno == ENOENT ? 1 : fail(b, errno, "restricting the cover of", path);
+    if (!S_ISCHR(st.st_mode))
+        return 1;
+    if (setattr(top, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC | MOUNT_ATTR_RDONLY, 0) < 0)
         return fail(b, errno, "restricting the cover of", path);
     return 0;
+}
+
+static int add_hide(struct build *b, const char *path)
+{
+    for (int attempt = 0; attempt < 16; attempt++) {
+        _cleanup_close_ int fd = open_in_root(b, path, 0);
+        if (fd < 0)
+            /* Absent, or out of the sandbox's reach already (beneath a
+             * directory it may not search): nothing to cover. */
+            return errno == ENOENT || errno == EACCES ? 0 : fail(b, errno, "looking up hidden path", path);
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+            return fail(b, errno, "stat", path);
+        if (S_ISDIR(st.st_mode))
+            return mount_tmpfs(b, path, "mode=0755,size=16k", MS_NOSUID | MS_NODEV | MS_NOEXEC, true);
+        int r = cover_file(b, fd, path);
+        if (r <= 0)
+            return r;
+    }
+    return fail(b, EAGAIN, "hiding (the host keeps replacing it)", path);
 }
 
 static int add_dev(struct build *b)
