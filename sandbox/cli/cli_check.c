@@ -1,11 +1,13 @@
 /* mini-sandbox check (see cli_check.h). */
 #include "cli_check.h"
 #include "caps.h"
+#include "workspace.h"
 #include "mini/cleanup.h"
 #include "mini/profile.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -110,6 +112,12 @@ static void print_machine(const struct mini_caps *c)
         snprintf(d, sizeof d, "failed at %s: %s", c->overlay_stage, strerror(c->overlay_err ? c->overlay_err : EINVAL));
     row("overlayfs in user ns", yes(c->overlay_userns), d);
     row("inside a container", c->in_container ? (c->container[0] ? c->container : "yes") : "no", c->container_hints);
+    char why[256];
+    _cleanup_close_ int cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (cwd >= 0) {
+        bool q = mini_ws_quota_probe(cwd, why, sizeof why);
+        row("workspace quota (cwd)", yes(q), why);
+    }
 }
 
 static void print_assessment(const char *name, const struct mini_assessment *a)
@@ -205,6 +213,13 @@ int mini_cli_check(int argc, char **argv)
     if (json) {
         root = cJSON_CreateObject();
         cJSON *m = mini_caps_to_json(&caps);
+        char why[256];
+        _cleanup_close_ int cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        cJSON *q = m && cwd >= 0 ? cJSON_AddObjectToObject(m, "workspace_quota") : NULL;
+        if (q) {
+            cJSON_AddBoolToObject(q, "enforced", mini_ws_quota_probe(cwd, why, sizeof why));
+            cJSON_AddStringToObject(q, "reason", why);
+        }
         if (!root || !m || !cJSON_AddItemToObject(root, "machine", m) ||
             !(jprof = cJSON_AddObjectToObject(root, "profiles"))) {
             cJSON_Delete(m);

@@ -121,6 +121,12 @@ static cJSON *isolation_json(const struct server *s, const struct session *ss)
     cJSON_AddStringToObject(o, "workspace", ss->workspace);
     cJSON_AddBoolToObject(o, "workspace_writable", ss->profile->workspace_writable);
     cJSON_AddBoolToObject(o, "session_overlay", ss->overlay_dir != NULL);
+    char why[256];
+    cJSON *q = cJSON_AddObjectToObject(o, "workspace_quota");
+    if (q) {
+        cJSON_AddBoolToObject(q, "enforced", mini_ws_quota_probe(ss->ws_fd, why, sizeof why));
+        cJSON_AddStringToObject(q, "reason", why);
+    }
     return o;
 }
 

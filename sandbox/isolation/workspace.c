@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/quota.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -469,4 +470,35 @@ int mini_idmap_userns(uid_t from, uid_t to, gid_t gfrom, gid_t gto, struct mini_
         while (waitpid((pid_t)pid, NULL, __WALL) < 0 && errno == EINTR)
             ;
     return fd;
+}
+
+bool mini_ws_quota_probe(int dir, char *why, size_t size)
+{
+#ifdef SYS_quotactl_fd
+    struct if_dqinfo info;
+    long r = syscall(SYS_quotactl_fd, dir, QCMD(Q_GETINFO, PRJQUOTA), 0, &info);
+    int err = r < 0 ? errno : 0;
+#else
+    int err = ENOSYS;
+#endif
+    switch (err) {
+    case 0:
+        snprintf(why, size, "project quotas are on for this filesystem, but mini sets none yet: "
+                            "the workspace is bounded only by file_size per file");
+        break;
+    case ENOSYS:
+        snprintf(why, size, "no quotactl_fd (Linux 5.14+ with CONFIG_QUOTA): "
+                            "the workspace is bounded only by file_size per file");
+        break;
+    case ESRCH:
+        snprintf(why, size, "project quotas are off on this filesystem (ext4: mkfs -O quota,project and "
+                            "mount -o prjquota; XFS: mount -o prjquota): the workspace is bounded only by "
+                            "file_size per file");
+        break;
+    default:
+        snprintf(why, size, "no project quotas on this filesystem (%s): the workspace is bounded only by "
+                            "file_size per file", strerror(err));
+        break;
+    }
+    return false;
 }
