@@ -740,7 +740,7 @@ b = "THOUGHT: go.\n\n```mswea_bash_command\n%s\n```"
 print(json.dumps([b % "true"] * 2000 + [b % "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"]))')
 bad=()
 saved=()
-for i in 1 2 3 4 5; do
+for i in $(seq 1 20); do
     out=$T/crash.$i.json
     mstart -y --exit-immediately -c mini_textbased --model-class deterministic -l 0 --sandbox off \
         --workspace "$WS" -t task -o "$out" -c "model.outputs=$MANY"
@@ -772,8 +772,8 @@ print(len(t["messages"]))' 2>&1); then
     (( RC == 0 && tmps == 0 )) || bad+=("run $i: after the next run to the same file: status $RC, $tmps temporary files")
 done
 if [[ ${#bad[@]} == 0 ]]; then
-    pass "kill -9 x5 at random moments: valid trajectory each time, at most one temp file, none after the next run (messages saved: ${saved[*]})"
-else fail "kill -9 x5 at random moments: valid trajectory each time, at most one temp file, none after the next run" "${bad[@]}"; fi
+    pass "kill -9 x20 at random moments: valid trajectory each time, at most one temp file, none after the next run (messages saved: ${saved[*]})"
+else fail "kill -9 x20 at random moments: valid trajectory each time, at most one temp file, none after the next run" "${bad[@]}"; fi
 exec 2>&3 3>&-
 
 # ==== 9. retries through the whole program ===============================
