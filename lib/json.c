@@ -518,7 +518,9 @@ static int py_value(struct mini_buf *b, const cJSON *v, const char *const *float
         double d = v->valuedouble;
         bool integral = isfinite(d) && d >= -(double)MINI_JSON_INT_MAX && d <= (double)MINI_JSON_INT_MAX
                         && d == (double)(int64_t)d;
-        if (integral && !float_key(v->string, float_keys))
+        const char *text = v->valuestring;
+        bool is_float = text && *text ? strpbrk(text, ".eEnN") != NULL : float_key(v->string, float_keys);
+        if (integral && !is_float)
             return mini_buf_printf(b, "%" PRId64, (int64_t)d);
         return py_float(b, d);
     }
@@ -558,4 +560,17 @@ int mini_json_print_py(struct mini_buf *out, const cJSON *item, const char *cons
         out->data[len] = '\0';
     return r == -1 ? mini_err_set(e, MINI_E_NOMEM, "out of memory")
                    : mini_err_set(e, MINI_E_INTERNAL, "cannot print an invalid JSON item");
+}
+
+cJSON *mini_json_create_float(double d)
+{
+    cJSON *n = cJSON_CreateNumber(d);
+    struct mini_buf b = MINI_BUF_INIT;
+    if (!n || py_float(&b, d) < 0 || !b.data) {
+        mini_buf_free(&b);
+        cJSON_Delete(n);
+        return NULL;
+    }
+    n->valuestring = b.data;    /* malloc'd: cJSON_Delete frees it */
+    return n;
 }

@@ -61,9 +61,17 @@ int mini_json_print(struct mini_buf *out, const cJSON *item, struct mini_err *e)
  * 1e+16 style exponents outside 1e-4..1e16), NaN and infinities as NaN,
  * Infinity, -Infinity.  cJSON keeps no difference between 1 and 1.0: an
  * integral number under a key in float_keys (a NULL-terminated list, may
- * be NULL) is written as a float ("1.0"), as Python writes a float field.
+ * be NULL) is written as a float ("1.0"), as Python writes a float field;
+ * so is a number whose valuestring (its source text, as
+ * mini_json_create_float keeps it) has a '.', an exponent, inf or nan.
  * 0, or -1 with e filled. */
 int mini_json_print_py(struct mini_buf *out, const cJSON *item, const char *const *float_keys, struct mini_err *e);
+
+/* A number that Python would hold as a float: its valuestring keeps the
+ * text of Python's repr ("3.0"), which mini_json_print_py and the
+ * template engine read (see agent/template/template.h).  NULL when out of
+ * memory. */
+cJSON *mini_json_create_float(double d);
 
 /* How many bytes of s to show when quoting it in a message: at most max,
  * cut on a character boundary.  For printf's "%.*s". */
