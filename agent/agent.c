@@ -5,11 +5,19 @@
 #include "mini/cleanup.h"
 #include "mini/clock.h"
 #include "mini/io.h"
+#include "mini/json.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+extern char **environ;
+
 #define TRAJECTORY_FORMAT "mini-swe-agent-1.1"
+
+/* Keys whose numbers mini-swe-agent holds as Python floats: an integral
+ * value under them is written 1.0, not 1. */
+static const char *const float_keys[] = { "cost", "instance_cost", "cost_limit", "cost_per_call", "timestamp",
+                                          "model_cost", NULL };
 
 static const struct mini_agent_ops default_ops = {
     .step = mini_agent_step,
@@ -45,9 +53,19 @@ static void merge_into(cJSON *a, const cJSON *b)
 }
 
 /* The name an error gives the run's exit status, in the style of the
- * exception names mini-swe-agent records. */
+ * exception names mini-swe-agent records, and what str() of that exception
+ * would be.  A deterministic or replay model that has run out of replies
+ * is mini-swe-agent's IndexError from indexing past its list. */
+static bool outputs_exhausted(const struct mini_err *e)
+{
+    return e->code == MINI_E_MODEL && (strncmp(e->msg, "deterministic model: all ", 25) == 0
+                                       || strncmp(e->msg, "replay model: all ", 18) == 0);
+}
+
 static const char *exit_name(const struct mini_err *e)
 {
+    if (outputs_exhausted(e))
+        return "IndexError";
     switch (e->code) {
     case MINI_E_MODEL: return "ModelError";
     case MINI_E_CONFIG: return "ConfigError";
@@ -62,6 +80,38 @@ static struct mini_flow nomem(struct mini_err *e)
 {
     mini_err_set(e, MINI_E_NOMEM, "out of memory");
     return MINI_FLOW(MINI_FLOW_ERROR);
+}
+
+/* The environment's variables as mini-swe-agent's environments give them:
+ * cwd is the configured one ("" when unset: commands then run in the
+ * current directory), uname has a processor field (platform.uname();
+ * "" where `uname -p` is unknown, as on most Linux systems), and the local
+ * environment adds the whole process environment (os.environ) over them.
+ * These are template variables only: nothing of them is saved. */
+static int env_vars(const cJSON *config, cJSON *ev)
+{
+    const cJSON *ecfg = cJSON_GetObjectItemCaseSensitive(config, "environment");
+    const char *cwd = str(ecfg, "cwd"), *cls = str(ecfg, "environment_class");
+    cJSON_DeleteItemFromObjectCaseSensitive(ev, "cwd");
+    if (!cJSON_AddStringToObject(ev, "cwd", cwd ? cwd : ""))
+        return -1;
+    if (cJSON_GetObjectItemCaseSensitive(ev, "machine") && !cJSON_GetObjectItemCaseSensitive(ev, "processor")
+        && !cJSON_AddStringToObject(ev, "processor", ""))
+        return -1;
+    if (cls && strcmp(cls, "local") != 0)
+        return 0;
+    for (char **ep = environ; ep && *ep; ep++) {
+        const char *eq = strchr(*ep, '=');
+        if (!eq || eq == *ep)
+            continue;
+        _cleanup_free_ char *name = strndup(*ep, (size_t)(eq - *ep));
+        if (!name)
+            return -1;
+        cJSON_DeleteItemFromObjectCaseSensitive(ev, name);
+        if (!cJSON_AddStringToObject(ev, name, eq + 1))
+            return -1;
+    }
+    return 0;
 }
 
 int mini_agent_init(struct mini_agent *a, cJSON *config, struct mini_model *model, struct mini_environment *env,
@@ -81,11 +131,13 @@ int mini_agent_init(struct mini_agent *a, cJSON *config, struct mini_model *mode
     a->max_format_errors = (long)num(agent, "max_consecutive_format_errors",
                                      num(mcfg, "max_consecutive_format_errors", 0));
     a->messages = cJSON_CreateArray();
-    /* agent config | environment | model, as render_template merges them. */
-    a->template_vars = agent ? cJSON_Duplicate(agent, true) : cJSON_CreateObject();
+    a->start = mini_mono_s();
+    /* environment | model, as get_template_vars merges them (the agent's
+     * config goes first, the counters after: mini_agent_template_vars). */
+    a->template_vars = cJSON_CreateObject();
     _cleanup_cjson_ cJSON *ev = mini_environment_template_vars(env);
     _cleanup_cjson_ cJSON *mv = mini_model_template_vars(model);
-    if (!a->messages || !a->template_vars || !ev || !mv)
+    if (!a->messages || !a->template_vars || !ev || !mv || env_vars(config, ev) < 0)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     merge_into(a->template_vars, ev);
     merge_into(a->template_vars, mv);
@@ -164,6 +216,87 @@ static bool run_ended(const struct mini_agent *a)
     return a->exit_status != NULL;
 }
 
+/* ---- the agent's config and the template variables ------------------------ */
+
+static bool interactive(const struct mini_agent *a)
+{
+    return a->ops != &default_ops;
+}
+
+static cJSON *copy_or(const cJSON *cfg, const char *key, cJSON *def)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, key);
+    if (!v) {
+        return def;
+    }
+    cJSON_Delete(def);
+    return cJSON_Duplicate(v, true);
+}
+
+/* An integer for a Python int field (cJSON would keep 3.0 as 3 anyway). */
+static cJSON *int_num(double d)
+{
+    return cJSON_CreateNumber(d);
+}
+
+/* The agent's config as mini-swe-agent's AgentConfig (InteractiveAgentConfig
+ * for the interactive agent) dumps it: its fields in their order, defaults
+ * filled in, the limits as they are now (the person may have raised them),
+ * cost_limit a float; keys that are not its fields are left out, as
+ * pydantic ignores them. */
+static cJSON *agent_dump(const struct mini_agent *a)
+{
+    const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(a->config, "agent");
+    cJSON *d = cJSON_CreateObject();
+    if (!d)
+        return NULL;
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(cfg, "system_template");
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(cfg, "instance_template");
+    if (st)
+        cJSON_AddItemToObject(d, "system_template", cJSON_Duplicate(st, true));
+    if (it)
+        cJSON_AddItemToObject(d, "instance_template", cJSON_Duplicate(it, true));
+    cJSON_AddItemToObject(d, "step_limit", int_num((double)a->step_limit));
+    cJSON_AddItemToObject(d, "cost_limit", mini_json_create_float(a->cost_limit));
+    cJSON_AddItemToObject(d, "wall_time_limit_seconds", int_num(a->wall_time_limit));
+    cJSON_AddItemToObject(d, "max_consecutive_format_errors", int_num((double)a->max_format_errors));
+    cJSON_AddItemToObject(d, "output_path", a->output_path ? cJSON_CreateString(a->output_path) : cJSON_CreateNull());
+    if (interactive(a)) {
+        cJSON_AddItemToObject(d, "mode", copy_or(cfg, "mode", cJSON_CreateString("confirm")));
+        cJSON_AddItemToObject(d, "whitelist_actions", copy_or(cfg, "whitelist_actions", cJSON_CreateArray()));
+        cJSON_AddItemToObject(d, "confirm_exit", copy_or(cfg, "confirm_exit", cJSON_CreateTrue()));
+    }
+    /* A failed allocation above left a key out. */
+    if (cJSON_GetArraySize(d) != 5 + (st != NULL) + (it != NULL) + (interactive(a) ? 3 : 0)) {
+        cJSON_Delete(d);
+        return NULL;
+    }
+    return d;
+}
+
+cJSON *mini_agent_template_vars(struct mini_agent *a)
+{
+    cJSON *v = agent_dump(a);
+    if (!v)
+        return NULL;
+    merge_into(v, a->template_vars);
+    _cleanup_cjson_ cJSON *counters = cJSON_CreateObject();
+    if (!counters || !cJSON_AddNumberToObject(counters, "n_model_calls", (double)a->n_calls)
+        || !cJSON_AddItemToObject(counters, "model_cost", mini_json_create_float(mini_model_cost(a->model)))
+        || !cJSON_AddNumberToObject(counters, "elapsed_seconds", (double)(long long)(mini_mono_s() - a->start))) {
+        cJSON_Delete(v);
+        return NULL;
+    }
+    merge_into(v, counters);
+    /* The task last: get_template_vars's extra_template_vars. */
+    const cJSON *task = cJSON_GetObjectItemCaseSensitive(a->template_vars, "task");
+    if (task) {
+        cJSON_DeleteItemFromObjectCaseSensitive(v, "task");
+        cJSON_AddItemToObject(v, "task", cJSON_Duplicate(task, true));
+    }
+    return v;
+}
+
 /* ---- the trajectory ------------------------------------------------------- */
 
 static cJSON *serialize(struct mini_agent *a)
@@ -171,14 +304,18 @@ static cJSON *serialize(struct mini_agent *a)
     cJSON *root = cJSON_CreateObject();
     cJSON *info = cJSON_AddObjectToObject(root, "info");
     cJSON *stats = cJSON_AddObjectToObject(info, "model_stats");
-    cJSON_AddNumberToObject(stats, "instance_cost", mini_model_cost(a->model));
-    cJSON_AddNumberToObject(stats, "api_calls", (double)mini_model_calls(a->model));
+    cJSON_AddItemToObject(stats, "instance_cost", mini_json_create_float(mini_model_cost(a->model)));
+    cJSON_AddNumberToObject(stats, "api_calls", (double)a->n_calls);
     cJSON *cfg = cJSON_AddObjectToObject(info, "config");
-    const cJSON *agent = cJSON_GetObjectItemCaseSensitive(a->config, "agent");
-    cJSON_AddItemToObject(cfg, "agent", agent ? cJSON_Duplicate(agent, true) : cJSON_CreateObject());
-    cJSON_AddStringToObject(cfg, "agent_type", "mini.DefaultAgent");
+    cJSON *agent = agent_dump(a);
+    cJSON_AddItemToObject(cfg, "agent", agent ? agent : cJSON_CreateObject());
+    cJSON_AddStringToObject(cfg, "agent_type", interactive(a) ? "mini.InteractiveAgent" : "mini.DefaultAgent");
     _cleanup_cjson_ cJSON *ms = mini_model_serialize(a->model);
     _cleanup_cjson_ cJSON *es = mini_environment_serialize(a->env);
+    /* The agent's own counts win over the model's (as recursive_merge
+     * would not let them: mini-swe-agent's models add no stats). */
+    if (ms)
+        cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(ms, "info"), "model_stats");
     if (ms)
         merge_into(root, ms);
     if (es)
@@ -196,10 +333,12 @@ int mini_agent_save(struct mini_agent *a, struct mini_err *e)
     if (!a->output_path)
         return 0;
     _cleanup_cjson_ cJSON *root = serialize(a);
-    _cleanup_free_ char *text = root ? cJSON_Print(root) : NULL;
-    if (!text)
+    _cleanup_buf_ struct mini_buf text = MINI_BUF_INIT;
+    if (!root)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-    if (mini_write_file_atomic(a->output_path, text, strlen(text), 0644, e) < 0)
+    if (mini_json_print_py(&text, root, float_keys, e) < 0)
+        return mini_err_prefix(e, "saving the trajectory");
+    if (mini_write_file_atomic(a->output_path, text.data, text.len, 0644, e) < 0)
         return mini_err_prefix(e, "saving the trajectory");
     return 0;
 }
@@ -212,7 +351,10 @@ static int render(struct mini_agent *a, const char *key, struct mini_buf *out, s
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(agent, key);
     if (!cJSON_IsString(t))
         return mini_err_set(e, MINI_E_CONFIG, "agent.%s: missing (a template string is required)", key);
-    if (mini_tpl_render(t->valuestring, strlen(t->valuestring), a->template_vars, out, e) < 0)
+    _cleanup_cjson_ cJSON *vars = mini_agent_template_vars(a);
+    if (!vars)
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    if (mini_tpl_render(t->valuestring, strlen(t->valuestring), vars, out, e) < 0)
         return mini_err_prefix(e, "agent.%s", key);
     return 0;
 }
@@ -228,6 +370,26 @@ static struct mini_flow first_messages(struct mini_agent *a, struct mini_err *e)
     return f;
 }
 
+/* The exit message of a failure no stage caught, as mini-swe-agent's
+ * handle_uncaught_exception writes it: the content is str() of the
+ * exception, extra has exception_str (the same) and traceback.  Ours has
+ * no Python frames: the traceback is the header line, our own message as
+ * a frame-like line when it says more than the exception, and the
+ * exception line. */
+static cJSON *uncaught(const char *name, const char *str_e, const char *detail)
+{
+    cJSON *m = exit_message(name, "", str_e);
+    cJSON *extra = cJSON_GetObjectItemCaseSensitive(m, "extra");
+    _cleanup_buf_ struct mini_buf tb = MINI_BUF_INIT;
+    mini_buf_puts(&tb, "Traceback (most recent call last):\n");
+    if (detail && strcmp(detail, str_e) != 0)
+        mini_buf_printf(&tb, "  mini: %s\n", detail);
+    mini_buf_printf(&tb, *str_e ? "%s: %s\n" : "%s%s\n", name, str_e);
+    cJSON_AddStringToObject(extra, "exception_str", str_e);
+    cJSON_AddStringToObject(extra, "traceback", tb.data ? tb.data : "");
+    return m;
+}
+
 /* Add what a stage ended with: its messages, then, when no stage caught a
  * failure or a Ctrl-C, the exit message naming it (as mini-swe-agent's
  * handle_uncaught_exception).  -1 when the run ended that way. */
@@ -235,10 +397,10 @@ static int add_flow(struct mini_agent *a, struct mini_flow *f, struct mini_err *
 {
     int rc = -1;
     if (f->kind == MINI_FLOW_ERROR) {
-        mini_flow_push(f, exit_message(exit_name(e), "", e->msg));
+        mini_flow_push(f, uncaught(exit_name(e), outputs_exhausted(e) ? "list index out of range" : e->msg, e->msg));
     } else if (f->kind == MINI_FLOW_INTERRUPTED) {
         mini_err_set(e, MINI_E_INTERNAL, "interrupted");
-        mini_flow_push(f, exit_message("KeyboardInterrupt", "", "Interrupted by the user."));
+        mini_flow_push(f, uncaught("KeyboardInterrupt", "", NULL));
     } else {
         rc = 0;
     }
@@ -261,13 +423,15 @@ int mini_agent_run(struct mini_agent *a, const char *task, struct mini_err *e)
 {
     cJSON_DeleteItemFromObjectCaseSensitive(a->template_vars, "task");
     cJSON_AddStringToObject(a->template_vars, "task", task);
-    a->start = mini_mono_s();
     struct mini_flow f = first_messages(a, e);
     int rc = add_flow(a, &f, e);
     if (rc < 0)
         return save_step(a, rc, e);
     while (rc == 0 && !run_ended(a)) {
         f = a->ops->step(a, e);
+        /* Only a step that nothing interrupted is a clean one. */
+        if (f.kind == MINI_FLOW_NONE)
+            a->format_errors = 0;
         rc = save_step(a, add_flow(a, &f, e), e);
     }
     return rc;
@@ -279,9 +443,6 @@ struct mini_flow mini_agent_step(struct mini_agent *a, struct mini_err *e)
 {
     if (a->interrupt)
         return MINI_FLOW(MINI_FLOW_INTERRUPTED);
-    /* Always final: asking would only spend more of the time that is up. */
-    if (a->wall_time_limit > 0 && mini_mono_s() - a->start >= a->wall_time_limit)
-        return mini_flow_of(MINI_FLOW_LIMITS_EXCEEDED, exit_message("TimeExceeded", "", "Wall time limit exceeded."));
     const cJSON *msg = NULL;
     struct mini_flow f = a->ops->query(a, &msg, e);
     if (f.kind == MINI_FLOW_NONE)
@@ -304,20 +465,20 @@ static struct mini_flow format_error(struct mini_agent *a, cJSON *msgs, struct m
         mini_flow_push(&f, msgs ? msgs : text_message("user", e->msg));
     a->format_errors++;
     if (a->max_format_errors > 0 && a->format_errors >= a->max_format_errors)
-        mini_flow_push(&f, exit_message("RepeatedFormatError", "", e->msg));
+        mini_flow_push(&f, exit_message("RepeatedFormatError", "", "RepeatedFormatError"));
     return f;
 }
 
 struct mini_flow mini_agent_query(struct mini_agent *a, const cJSON **msg, struct mini_err *e)
 {
     *msg = NULL;
-    long calls = mini_model_calls(a->model);
     double cost = mini_model_cost(a->model);
-    bool over_steps = a->step_limit > 0 && a->step_limit <= calls;
-    if (over_steps || (a->cost_limit > 0 && a->cost_limit <= cost))
-        return mini_flow_of(MINI_FLOW_LIMITS_EXCEEDED,
-                            exit_message("LimitsExceeded", "", over_steps ? "Step limit exceeded."
-                                                                          : "Cost limit exceeded."));
+    if ((a->step_limit > 0 && a->step_limit <= a->n_calls) || (a->cost_limit > 0 && a->cost_limit <= cost))
+        return mini_flow_of(MINI_FLOW_LIMITS_EXCEEDED, exit_message("LimitsExceeded", "", "LimitsExceeded"));
+    /* Whole seconds, as mini-swe-agent compares them. */
+    if (a->wall_time_limit > 0 && a->wall_time_limit <= (double)(long long)(mini_mono_s() - a->start))
+        return mini_flow_of(MINI_FLOW_TIME_EXCEEDED, exit_message("TimeExceeded", "", "TimeExceeded"));
+    a->n_calls++;
     cJSON *assistant = NULL, *errors = NULL;
     if (a->ops->on_query)
         a->ops->on_query(a->ops_arg, true);
@@ -329,7 +490,6 @@ struct mini_flow mini_agent_query(struct mini_agent *a, const cJSON **msg, struc
     cJSON_Delete(errors);
     if (r < 0)
         return MINI_FLOW(MINI_FLOW_ERROR);
-    a->format_errors = 0;
     mini_agent_add_message(a, assistant);
     *msg = assistant;
     return MINI_FLOW(MINI_FLOW_NONE);
@@ -369,16 +529,21 @@ int mini_agent_run_actions(struct mini_agent *a, const cJSON *msg, cJSON *output
         cJSON *result = NULL;
         if (execute(a, act, &result, e) < 0)
             return -1;
-        cJSON_AddItemToArray(outputs, result);
-        if (!a->interrupt && (*submission = mini_submission(result)))
+        if (!a->interrupt && (*submission = mini_submission(result))) {
+            cJSON_Delete(result);
             break;
+        }
+        cJSON_AddItemToArray(outputs, result);
     }
     return 0;
 }
 
 int mini_agent_observe(struct mini_agent *a, const cJSON *msg, const cJSON *outputs, struct mini_err *e)
 {
-    cJSON *obs = mini_model_observations(a->model, msg, outputs, a->template_vars, e);
+    _cleanup_cjson_ cJSON *vars = mini_agent_template_vars(a);
+    if (!vars)
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    cJSON *obs = mini_model_observations(a->model, msg, outputs, vars, e);
     if (!obs)
         return -1;
     struct mini_flow f = { .kind = MINI_FLOW_NONE, .messages = obs };

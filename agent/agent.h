@@ -61,9 +61,11 @@ struct mini_agent {
 
     /* state */
     cJSON *messages;
-    cJSON *template_vars;          /* agent config + environment + model + task */
+    cJSON *template_vars;          /* environment + model + task (mini_agent_template_vars
+                                      adds the agent's config and the counters) */
+    long n_calls;                  /* queries made (format errors and a failing one included) */
     long format_errors;            /* consecutive */
-    double start;                  /* monotonic seconds */
+    double start;                  /* monotonic seconds, from mini_agent_init */
     char *exit_status;             /* from the exit message, once added; NULL: the run goes on */
     char *submission;
     volatile int interrupt;        /* set from a SIGINT handler */
@@ -72,24 +74,32 @@ struct mini_agent {
 };
 
 /* Read the limits from cfg.agent, gather the template variables; 0, or -1
- * with e filled. */
+ * with e filled.  The clock of elapsed_seconds and the wall-time limit
+ * starts here (mini-swe-agent's starts when the agent is made). */
 int mini_agent_init(struct mini_agent *a, cJSON *config, struct mini_model *model, struct mini_environment *env,
                     const char *output_path, struct mini_err *e);
 /* Run the task to its end.  The exit status is in a->exit_status (also
  * when -1 is returned for an error, which is then the exit status's
  * cause); the trajectory has been saved either way. */
 int mini_agent_run(struct mini_agent *a, const char *task, struct mini_err *e);
-/* Write the trajectory now (atomically). */
+/* The variables of every template, as mini-swe-agent's get_template_vars
+ * at this moment: the agent's config (its fields only, defaults filled in,
+ * output_path the trajectory's), the environment's (its config, uname's
+ * fields, for the local environment the process environment), the
+ * model's, n_model_calls, model_cost, elapsed_seconds (whole seconds),
+ * task.  NULL when out of memory. */
+cJSON *mini_agent_template_vars(struct mini_agent *a);
+/* Write the trajectory now (atomically), as Python's json.dump(indent=2). */
 int mini_agent_save(struct mini_agent *a, struct mini_err *e);
 void mini_agent_fini(struct mini_agent *a);
 
 /* ---- the plain agent's stages, and their parts, for a front end's own ---- */
 
-/* Ctrl-C (a->interrupt) first; then the wall-time limit; then query and
- * execute_actions.  A Ctrl-C seen on the way makes the flow
+/* Ctrl-C (a->interrupt) first; then query and execute_actions.  A Ctrl-C seen on the way makes the flow
  * MINI_FLOW_INTERRUPTED unless it already ends the run. */
 struct mini_flow mini_agent_step(struct mini_agent *a, struct mini_err *e);
-/* The step and cost limits (MINI_FLOW_LIMITS_EXCEEDED), then the model. */
+/* The step and cost limits (MINI_FLOW_LIMITS_EXCEEDED), the wall-time
+ * limit (MINI_FLOW_TIME_EXCEEDED), in this order, then the model. */
 struct mini_flow mini_agent_query(struct mini_agent *a, const cJSON **msg, struct mini_err *e);
 /* mini_agent_run_actions, then the submission or the observations. */
 struct mini_flow mini_agent_execute_actions(struct mini_agent *a, const cJSON *msg, struct mini_err *e);
@@ -102,7 +112,9 @@ void mini_agent_add_message(struct mini_agent *a, cJSON *msg);
 void mini_agent_add_messages(struct mini_agent *a, struct mini_flow *f);
 /* Run the actions of msg (extra.actions) in order, their results into
  * outputs; a Ctrl-C stops the rest, and so does a submission
- * (*submission, malloc'd; NULL when none).  -1 when the environment broke. */
+ * (*submission, malloc'd; NULL when none), whose own result is not in
+ * outputs (mini-swe-agent's environment raises instead of returning it).
+ * -1 when the environment broke. */
 int mini_agent_run_actions(struct mini_agent *a, const cJSON *msg, cJSON *outputs, char **submission,
                            struct mini_err *e);
 /* Add the observations of the actions of msg for outputs (those that ran,

@@ -16,7 +16,8 @@ enum mini_flow_kind {
     MINI_FLOW_USER,            /* the person stepped in: rejected the commands, commented
                                   after Ctrl-C, gave a new task */
     MINI_FLOW_SUBMITTED,       /* an exit message: Submitted */
-    MINI_FLOW_LIMITS_EXCEEDED, /* an exit message: LimitsExceeded, TimeExceeded */
+    MINI_FLOW_LIMITS_EXCEEDED, /* an exit message: LimitsExceeded (the person may raise the limits) */
+    MINI_FLOW_TIME_EXCEEDED,   /* an exit message: TimeExceeded (final: no limit to raise) */
     /* Not caught by any stage: the run loop adds the exit message naming
      * the cause after the messages, and the run fails. */
     MINI_FLOW_INTERRUPTED,     /* Ctrl-C or SIGTERM: KeyboardInterrupt */

@@ -764,11 +764,16 @@ static struct mini_flow ui_execute_actions(struct mini_agent *a, const cJSON *ms
     }
     if (mini_agent_run_actions(a, msg, outputs, &submission, e) < 0)
         return MINI_FLOW(MINI_FLOW_ERROR);
-    if (submission && !(more = ask_new_task(ui)))
-        return mini_agent_submitted(submission);
-    /* Going on: a submission is an ordinary observation. */
+    if (submission)
+        more = ask_new_task(ui);
+    /* The outputs of the commands that ran before a submission are
+     * observed (mini-swe-agent's finally: block); the submitting command
+     * has none, so its tool call and those after it are answered as not
+     * executed.  Then the run ends, or goes on with the new task. */
     if (mini_agent_observe(a, msg, outputs, e) < 0)
         return MINI_FLOW(MINI_FLOW_ERROR);
+    if (submission && !more)
+        return mini_agent_submitted(submission);
     if (more && *more)
         return mini_flow_of(MINI_FLOW_USER, user_note("UserNewTask", "The user has a new task for you:\n\n%s", more));
     return MINI_FLOW(MINI_FLOW_NONE);

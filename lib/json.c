@@ -371,3 +371,206 @@ int mini_json_print(struct mini_buf *out, const cJSON *item, struct mini_err *e)
     return r == -1 ? mini_err_set(e, MINI_E_NOMEM, "out of memory")
                    : mini_err_set(e, MINI_E_INTERNAL, "cannot print an invalid JSON item");
 }
+
+/* ------------------------------------------- printing as Python's json */
+
+/* One code point of valid UTF-8 at s; its length in *len. */
+static uint32_t utf8_next(const unsigned char *s, int *len)
+{
+    if (s[0] < 0x80) {
+        *len = 1;
+        return s[0];
+    }
+    if (s[0] < 0xE0) {
+        *len = 2;
+        return ((uint32_t)(s[0] & 0x1F) << 6) | (s[1] & 0x3F);
+    }
+    if (s[0] < 0xF0) {
+        *len = 3;
+        return ((uint32_t)(s[0] & 0x0F) << 12) | ((uint32_t)(s[1] & 0x3F) << 6) | (s[2] & 0x3F);
+    }
+    *len = 4;
+    return ((uint32_t)(s[0] & 0x07) << 18) | ((uint32_t)(s[1] & 0x3F) << 12) | ((uint32_t)(s[2] & 0x3F) << 6)
+           | (s[3] & 0x3F);
+}
+
+static int py_string(struct mini_buf *b, const char *str)
+{
+    size_t n = strlen(str);
+    struct mini_buf clean = MINI_BUF_INIT;
+    const unsigned char *s = (const unsigned char *)str;
+    if (!mini_utf8_valid(str, n)) {
+        if (mini_utf8_sanitize(&clean, str, n) < 0)
+            return -1;
+        s = (const unsigned char *)(clean.data ? clean.data : "");
+    }
+    int r = mini_buf_putc(b, '"');
+    const unsigned char *run = s;
+    while (r == 0 && *s) {
+        if (*s >= 0x20 && *s < 0x7F && *s != '"' && *s != '\\') {
+            s++;
+            continue;
+        }
+        if (mini_buf_append(b, run, (size_t)(s - (const unsigned char *)run)) < 0) {
+            r = -1;
+            break;
+        }
+        int len;
+        uint32_t cp = utf8_next(s, &len);
+        const char *esc = cp < 0x80 ? escape_of((unsigned char)cp) : NULL;
+        if (esc)
+            r = mini_buf_puts(b, esc);
+        else if (cp < 0x10000)
+            r = mini_buf_printf(b, "\\u%04x", cp);
+        else
+            r = mini_buf_printf(b, "\\u%04x\\u%04x", 0xD800 + ((cp - 0x10000) >> 10), 0xDC00 + ((cp - 0x10000) & 0x3FF));
+        s += len;
+        run = s;
+    }
+    if (r == 0 && mini_buf_append(b, run, (size_t)(s - run)) < 0)
+        r = -1;
+    if (r == 0)
+        r = mini_buf_putc(b, '"');
+    mini_buf_free(&clean);
+    return r < 0 ? -1 : 0;
+}
+
+/* Python's repr of a float. */
+static int py_float(struct mini_buf *b, double d)
+{
+    if (isnan(d))
+        return mini_buf_puts(b, "NaN");
+    if (isinf(d))
+        return mini_buf_puts(b, d < 0 ? "-Infinity" : "Infinity");
+    char tmp[48];
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(tmp, sizeof tmp, "%.*e", prec - 1, d);
+        if (strtod(tmp, NULL) == d)
+            break;
+    }
+    /* tmp: [-]D[.DDD]e(+|-)XX */
+    const char *p = tmp;
+    bool neg = *p == '-';
+    if (neg)
+        p++;
+    char digits[24];
+    int nd = 0;
+    for (; *p && *p != 'e'; p++)
+        if (*p >= '0' && *p <= '9' && nd < (int)sizeof digits - 1)
+            digits[nd++] = *p;
+    digits[nd] = '\0';
+    int exp = *p == 'e' ? atoi(p + 1) : 0;
+    while (nd > 1 && digits[nd - 1] == '0')
+        digits[--nd] = '\0';
+    struct mini_buf *o = b;
+    if (neg && mini_buf_putc(o, '-') < 0)
+        return -1;
+    if (exp >= -4 && exp < 16) {
+        if (exp >= 0) {
+            for (int i = 0; i <= exp; i++)
+                if (mini_buf_putc(o, i < nd ? digits[i] : '0') < 0)
+                    return -1;
+            if (mini_buf_putc(o, '.') < 0)
+                return -1;
+            if (nd > exp + 1)
+                return mini_buf_puts(o, digits + exp + 1);
+            return mini_buf_putc(o, '0');
+        }
+        if (mini_buf_puts(o, "0.") < 0)
+            return -1;
+        for (int i = 0; i < -exp - 1; i++)
+            if (mini_buf_putc(o, '0') < 0)
+                return -1;
+        return mini_buf_puts(o, digits);
+    }
+    if (mini_buf_putc(o, digits[0]) < 0)
+        return -1;
+    if (nd > 1 && mini_buf_printf(o, ".%s", digits + 1) < 0)
+        return -1;
+    return mini_buf_printf(o, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+}
+
+static bool float_key(const char *key, const char *const *keys)
+{
+    for (; key && keys && *keys; keys++)
+        if (strcmp(key, *keys) == 0)
+            return true;
+    return false;
+}
+
+static int py_indent(struct mini_buf *b, int level)
+{
+    if (mini_buf_putc(b, '\n') < 0)
+        return -1;
+    for (int i = 0; i < level; i++)
+        if (mini_buf_puts(b, "  ") < 0)
+            return -1;
+    return 0;
+}
+
+static int py_value(struct mini_buf *b, const cJSON *v, const char *const *float_keys, int level)
+{
+    switch (v->type & 0xFF) {
+    case cJSON_NULL: return mini_buf_puts(b, "null");
+    case cJSON_False: return mini_buf_puts(b, "false");
+    case cJSON_True: return mini_buf_puts(b, "true");
+    case cJSON_Number: {
+        double d = v->valuedouble;
+        bool integral = isfinite(d) && d >= -(double)MINI_JSON_INT_MAX && d <= (double)MINI_JSON_INT_MAX
+                        && d == (double)(int64_t)d;
+        const char *text = v->valuestring;
+        bool is_float = text && *text ? strpbrk(text, ".eEnN") != NULL : float_key(v->string, float_keys);
+        if (integral && !is_float)
+            return mini_buf_printf(b, "%" PRId64, (int64_t)d);
+        return py_float(b, d);
+    }
+    case cJSON_String: return py_string(b, v->valuestring ? v->valuestring : "");
+    case cJSON_Raw: return v->valuestring ? mini_buf_puts(b, v->valuestring) : -2;
+    case cJSON_Array:
+    case cJSON_Object: {
+        bool obj = cJSON_IsObject(v);
+        if (mini_buf_putc(b, obj ? '{' : '[') < 0)
+            return -1;
+        if (!v->child)
+            return mini_buf_putc(b, obj ? '}' : ']');
+        for (const cJSON *c = v->child; c; c = c->next) {
+            int r;
+            if ((c != v->child && mini_buf_putc(b, ',') < 0) || py_indent(b, level + 1) < 0
+                || (obj && (py_string(b, c->string ? c->string : "") < 0 || mini_buf_puts(b, ": ") < 0)))
+                return -1;
+            if ((r = py_value(b, c, float_keys, level + 1)) < 0)
+                return r;
+        }
+        if (py_indent(b, level) < 0)
+            return -1;
+        return mini_buf_putc(b, obj ? '}' : ']');
+    }
+    default: return -2;
+    }
+}
+
+int mini_json_print_py(struct mini_buf *out, const cJSON *item, const char *const *float_keys, struct mini_err *e)
+{
+    size_t len = out->len;
+    int r = item ? py_value(out, item, float_keys, 0) : -2;
+    if (r == 0)
+        return 0;
+    out->len = len;
+    if (out->data)
+        out->data[len] = '\0';
+    return r == -1 ? mini_err_set(e, MINI_E_NOMEM, "out of memory")
+                   : mini_err_set(e, MINI_E_INTERNAL, "cannot print an invalid JSON item");
+}
+
+cJSON *mini_json_create_float(double d)
+{
+    cJSON *n = cJSON_CreateNumber(d);
+    struct mini_buf b = MINI_BUF_INIT;
+    if (!n || py_float(&b, d) < 0 || !b.data) {
+        mini_buf_free(&b);
+        cJSON_Delete(n);
+        return NULL;
+    }
+    n->valuestring = b.data;    /* malloc'd: cJSON_Delete frees it */
+    return n;
+}

@@ -51,6 +51,28 @@ bool mini_json_get_int(const cJSON *item, int64_t min, int64_t max, int64_t *out
  * invalid item). */
 int mini_json_print(struct mini_buf *out, const cJSON *item, struct mini_err *e);
 
+/* Append item as json.dump(item, indent=2) writes it in Python (the
+ * defaults, ensure_ascii included): objects and arrays one member a line,
+ * indented by two spaces, ", " / ": " separators; strings with every
+ * character outside ' '..'~' escaped (\n and the like, else \uXXXX, with
+ * surrogate pairs above U+FFFF; invalid UTF-8 first becomes U+FFFD as
+ * bytes.decode(errors="replace") would); numbers as Python's repr: integers
+ * in full, other doubles in the shortest form that reads back (1e-05,
+ * 1e+16 style exponents outside 1e-4..1e16), NaN and infinities as NaN,
+ * Infinity, -Infinity.  cJSON keeps no difference between 1 and 1.0: an
+ * integral number under a key in float_keys (a NULL-terminated list, may
+ * be NULL) is written as a float ("1.0"), as Python writes a float field;
+ * so is a number whose valuestring (its source text, as
+ * mini_json_create_float keeps it) has a '.', an exponent, inf or nan.
+ * 0, or -1 with e filled. */
+int mini_json_print_py(struct mini_buf *out, const cJSON *item, const char *const *float_keys, struct mini_err *e);
+
+/* A number that Python would hold as a float: its valuestring keeps the
+ * text of Python's repr ("3.0"), which mini_json_print_py and the
+ * template engine read (see agent/template/template.h).  NULL when out of
+ * memory. */
+cJSON *mini_json_create_float(double d);
+
 /* How many bytes of s to show when quoting it in a message: at most max,
  * cut on a character boundary.  For printf's "%.*s". */
 int mini_json_clip(const char *s, size_t max);

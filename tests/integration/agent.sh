@@ -146,7 +146,9 @@ openai_common_checks() {
 t = load_traj()
 expect_status(t, "Submitted")
 expect_eq(t["info"].get("submission"), "the final answer\n", "info.submission")
-expect_eq(roles(t), ["system", "user", "assistant", "tool", "tool", "assistant", "exit"], "roles")
+# The submitting tool call is answered too ("action was not executed"), as
+# mini-swe-agent's InteractiveAgent answers it before the exit message.
+expect_eq(roles(t), ["system", "user", "assistant", "tool", "tool", "assistant", "tool", "exit"], "roles")
 expect_eq(calls(t), 2, "info.model_stats.api_calls")
 PY
     jcheck "openai/$mode: tool messages answer the mock's tool_call_ids, in order" <<'PY'
@@ -156,7 +158,8 @@ ids = [c["id"] for c in a.get("tool_calls", [])]
 expect_eq(ids, ["call_write_1", "call_env_2"], "the assistant message's tool_calls ids")
 expect_eq([x.get("tool_call_id") for x in a["extra"]["actions"]], ids, "extra.actions tool_call_ids")
 tools = of_role(t, "tool")
-expect_eq([m.get("tool_call_id") for m in tools], ids, "tool messages' tool_call_id")
+expect_eq([m.get("tool_call_id") for m in tools], ids + ["call_submit_3"], "tool messages' tool_call_id")
+expect_eq(tools[2]["extra"].get("exception_info"), "action was not executed", "the submitting call's answer")
 assert tools[0]["content"].startswith("<returncode>0</returncode>") and "wrote-it" in tools[0]["content"], \
     "first observation: " + short(tools[0]["content"])
 PY
@@ -321,7 +324,9 @@ jcheck "anthropic: trajectory Submitted, OpenAI-shaped messages, tool message fo
 t = load_traj()
 expect_status(t, "Submitted")
 expect_eq(t["info"].get("submission"), "claude done\n", "info.submission")
-expect_eq(roles(t), ["system", "user", "assistant", "tool", "assistant", "exit"], "roles")
+# The submitting tool call is answered as not executed (InteractiveAgent).
+expect_eq(roles(t), ["system", "user", "assistant", "tool", "assistant", "tool", "exit"], "roles")
+expect_eq(of_role(t, "tool")[1].get("tool_call_id"), "toolu_e2e_2", "the submitting call's answer")
 a = of_role(t, "assistant")[0]
 expect_eq([c["id"] for c in a.get("tool_calls", [])], ["toolu_e2e_1"], "assistant tool_calls ids")
 tool = of_role(t, "tool")[0]

@@ -75,6 +75,45 @@ static int decode_rep(const char *json, struct mini_rep *rep)
 
 #define PARSE(s) mini_json_parse(s, strlen(s), &e)
 
+/* mini_json_print_py: the bytes Python's json.dumps(v, indent=2) writes
+ * (expected values from CPython 3). */
+static void test_json_py(void)
+{
+    struct mini_err e;
+    static const struct { double d; const char *py; } nums[] = {
+        { 1.0, "1.0" }, { 0.1, "0.1" }, { 1e16, "1e+16" }, { 1e-5, "1e-05" },
+        { 123456789012345678.0, "1.2345678901234568e+17" }, { 1.5e-7, "1.5e-07" }, { 0.0001, "0.0001" },
+        { -2.5, "-2.5" }, { 1e22, "1e+22" }, { 1234.5678, "1234.5678" }, { 1763977447.123456, "1763977447.123456" },
+        { 5e-324, "5e-324" }, { 1.7976931348623157e308, "1.7976931348623157e+308" }, { 100.0, "100.0" },
+    };
+    static const char *const fk[] = { "cost", NULL };
+    for (size_t i = 0; i < MINI_ARRAY_SIZE(nums); i++) {
+        struct mini_buf b = MINI_BUF_INIT;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "cost", nums[i].d);
+        CHECK(mini_json_print_py(&b, cJSON_GetObjectItem(o, "cost"), fk, &e) == 0);
+        CHECK_STR(b.data, nums[i].py);
+        mini_buf_free(&b);
+        cJSON_Delete(o);
+    }
+    cJSON *v = PARSE("{\"a\":[],\"b\":{},\"c\":[1,{\"d\":\"\\u00e9\\ud83d\\ude00\\u007f\\u0001\\\"\\\\\"}],"
+                     "\"cost\":1,\"n\":3}");
+    CHECK(v != NULL);
+    struct mini_buf b = MINI_BUF_INIT;
+    CHECK(mini_json_print_py(&b, v, fk, &e) == 0);
+    CHECK_STR(b.data, "{\n  \"a\": [],\n  \"b\": {},\n  \"c\": [\n    1,\n    {\n"
+                      "      \"d\": \"\\u00e9\\ud83d\\ude00\\u007f\\u0001\\\"\\\\\"\n    }\n  ],\n"
+                      "  \"cost\": 1.0,\n  \"n\": 3\n}");
+    mini_buf_free(&b);
+    cJSON_Delete(v);
+    /* Invalid UTF-8 as bytes.decode(errors="replace") makes it. */
+    v = cJSON_CreateString("a\xff" "b");
+    CHECK(mini_json_print_py(&b, v, NULL, &e) == 0);
+    CHECK_STR(b.data, "\"a\\ufffdb\"");
+    mini_buf_free(&b);
+    cJSON_Delete(v);
+}
+
 static void test_json(void)
 {
     struct mini_err e;
@@ -880,6 +919,7 @@ static void test_names(void)
 int main(void)
 {
     test_json();
+    test_json_py();
     test_bad_requests();
     test_bad_replies();
     test_request_round_trips();
