@@ -91,6 +91,24 @@ int mini_config_merge(cJSON *dst, const cJSON *src, struct mini_err *e);
  * 0, or -1 with e (cfg may then be partly converted). */
 int mini_config_validate(cJSON *cfg, struct mini_err *e);
 
+/* Warnings: keys and values mini accepts without using them (the keys of
+ * mini-swe-agent's container environments, its container classes, model
+ * keys of classes mini does not have) are reported through fn, one line
+ * each without a trailing newline, and not refused.  Without a handler
+ * they are dropped silently.  Process-wide; set it before validating. */
+typedef void mini_config_warn_fn(const char *msg, void *ud);
+void mini_config_set_warn(mini_config_warn_fn *fn, void *ud);
+
+/* Python keeps int and float apart (YAML `3.0` and JSON `3.0` are floats
+ * and print as "3.0"); cJSON does not.  A float is a cJSON number whose
+ * valuestring holds its text with a '.', an exponent, "inf" or "nan" (the
+ * convention of template/template.h).  The YAML loader, `-c` values and
+ * validation (pydantic's float fields: cost_limit, cost_per_call) mark
+ * them.  mini_config_float creates one (NULL when out of memory);
+ * mini_config_is_float tells. */
+cJSON *mini_config_float(double d);
+bool mini_config_is_float(const cJSON *n);
+
 /* The item at a dotted path ("model.model_kwargs.temperature"), or NULL. */
 cJSON *mini_config_get(const cJSON *cfg, const char *path);
 /* Typed shortcuts: the value when the item exists and has that type, else
