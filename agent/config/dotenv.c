@@ -532,5 +532,6 @@ int mini_config_dotenv_edit(const char *text, size_t len, const char *key, const
         return nomem(e);
     if (mini_buf_reserve(out, 0) < 0)
         return nomem(e);
+    out->data[out->len] = '\0';
     return 0;
 }
