@@ -184,7 +184,7 @@ void mini_config_set_warn(mini_config_warn_fn *fn, void *ud)
     warn_ud = ud;
 }
 
-__attribute__((format(printf, 1, 2))) static void warn(const char *fmt, ...)
+__attribute__((format(printf, 1, 2))) static void cfg_warn(const char *fmt, ...)
 {
     if (!warn_fn)
         return;
@@ -765,17 +765,17 @@ static const char *const container_classes[][2] = {
 static int ignored_key(const char *section, const char *key)
 {
     if (!strcmp(section, "environment") && !strcmp(key, "image")) {
-        warn("environment.image: container images are not supported yet (issue P9); ignored: the commands run "
+        cfg_warn("environment.image: container images are not supported yet (issue P9); ignored: the commands run "
              "on this machine");
         return 1;
     }
     if (!strcmp(section, "environment") && !strcmp(key, "interpreter")) {
-        warn("environment.interpreter: ignored (mini runs every command with /bin/sh -c)");
+        cfg_warn("environment.interpreter: ignored (mini runs every command with /bin/sh -c)");
         return 1;
     }
     for (size_t i = 0; i < MINI_ARRAY_SIZE(ignored_keys); i++)
         if (!strcmp(ignored_keys[i].section, section) && !strcmp(ignored_keys[i].key, key)) {
-            warn("%s.%s: ignored (a setting of mini-swe-agent's %s %s, which mini does not have)", section, key,
+            cfg_warn("%s.%s: ignored (a setting of mini-swe-agent's %s %s, which mini does not have)", section, key,
                  ignored_keys[i].owner, section);
             return 1;
         }
@@ -1184,7 +1184,7 @@ static int fill_environment(cJSON *env, bool container, struct mini_err *e)
     cJSON *cls = cJSON_GetObjectItemCaseSensitive(env, "environment_class");
     for (size_t i = 0; cls && i < MINI_ARRAY_SIZE(container_classes); i++)
         if (!strcmp(cls->valuestring, container_classes[i][0]) || !strcmp(cls->valuestring, container_classes[i][1])) {
-            warn("environment.environment_class: %s is not available in mini (containers: issue P9); the "
+            cfg_warn("environment.environment_class: %s is not available in mini (containers: issue P9); the "
                  "commands run on this machine, as with local (--sandbox PROFILE isolates them)",
                  container_classes[i][0]);
             if (replace(env, cls, cJSON_CreateString("local"), e) < 0)
@@ -1197,7 +1197,7 @@ static int fill_environment(cJSON *env, bool container, struct mini_err *e)
      * current one (the workspace). */
     const char *ccwd = mini_config_get_string(env, "cwd");
     if (container && ccwd && *ccwd && !is_dir(ccwd)) {
-        warn("environment.cwd: \"%.*s\" is a directory of the container and does not exist here; ignored: the "
+        cfg_warn("environment.cwd: \"%.*s\" is a directory of the container and does not exist here; ignored: the "
              "commands start in the current directory", MINI_JSON_SHOW(ccwd));
         cJSON_DeleteItemFromObjectCaseSensitive(env, "cwd");
     }
