@@ -696,8 +696,8 @@ static void test_compat(void)
     cJSON_Delete(cfg);
 
     /* Import paths of container classes, and modal's keys. */
-    const char *specs4[] = { "swebench", "environment.environment_class=minisweagent.environments.extra."
-                                         "swerex_modal.SwerexModalEnvironment",
+    const char *specs4[] = { "swebench",
+                             "environment.environment_class=minisweagent.environments.extra.swerex_modal.SwerexModalEnvironment",
                              "environment.startup_timeout=600.0", "environment.install_pipx=true",
                              "environment.modal_sandbox_kwargs=null" };
     reset_warnings();
