@@ -51,7 +51,7 @@ const char *mini_config_global_dir(void);
  * is an existing file; else, with its suffix replaced by (or given) .yaml
  * as mini-swe-agent does, the first existing one of: that path,
  * $MSWEA_CONFIG_DIR (default ".") / it, <builtin dir> / it,
- * <builtin dir>/extra / it.  Newly allocated; NULL with e listing the
+ * <builtin dir>/extra / it, <builtin dir>/benchmarks / it.  Newly allocated; NULL with e listing the
  * places tried. */
 char *mini_config_find(const char *spec, struct mini_err *e);
 
@@ -87,7 +87,12 @@ int mini_config_merge(cJSON *dst, const cJSON *src, struct mini_err *e);
  *     docs/config.md); model.model_name falls back to $MSWEA_MODEL_NAME and
  *     is an error when neither is set;
  *   - environment_class and agent_class given as mini-swe-agent import
- *     paths are shortened to "local", "default", "interactive".
+ *     paths are shortened to "local", "default", "interactive";
+ *   - mini-swe-agent's container environments (docker, swerex_modal, ...)
+ *     become "local", and their own keys (image, interpreter, run_args,
+ *     ...) are dropped, each reported through the warning hook below, as
+ *     is a container cwd that does not exist here;
+ *   - pydantic's float fields get the float mark, its int fields lose it.
  * 0, or -1 with e (cfg may then be partly converted). */
 int mini_config_validate(cJSON *cfg, struct mini_err *e);
 
