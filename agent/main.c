@@ -1,5 +1,6 @@
 /* mini: a minimal software-engineering agent whose commands run in a sandbox. */
 #include "agent.h"
+#include "config/command.h"
 #include "config/config.h"
 #include "config/dotenv.h"
 #include "environment.h"
@@ -36,11 +37,15 @@ static void usage(FILE *f)
             "                             global config directory)\n"
             "      --exit-immediately     do not ask for a new task when the model submits\n"
             "      --model-class NAME     openai, anthropic, openrouter, *_textbased, deterministic, replay\n"
+            "      --agent-class NAME     interactive (asks before running commands, per agent.mode) or\n"
+            "                             default (runs them)\n"
             "      --environment-class C  local or sandbox\n"
             "      --sandbox P|FILE|off   run commands in the sandbox with profile P (strict, standard,\n"
             "                             permissive) or a profile file; off: on the host, unconfined\n"
             "      --workspace DIR        the directory the commands work in (default: .)\n"
             "  -h, --help, --version\n\n"
+            "       mini config set KEY VALUE | unset KEY | edit\n"
+            "                             change the global .env file (mini-extra config)\n\n"
             "Without -y, mini shows each step's commands and runs them when you press Enter\n"
             "(type a reason to reject them); /h at any question lists the commands (/y, /c,\n"
             "/u, /m), Ctrl-C stops the model or a command and asks for a comment.\n\n"
@@ -85,7 +90,7 @@ static char *default_output(void)
 /* The command line. */
 struct args {
     const char *task, *model_name, *cost_limit, *output;
-    const char *model_class, *env_class, *sandbox, *workspace;
+    const char *model_class, *agent_class, *env_class, *sandbox, *workspace;
     bool yolo, exit_immediately;
     const char **specs;            /* argc + 1 slots */
     size_t n_specs;
@@ -94,13 +99,14 @@ struct args {
 /* -1: go on; otherwise the exit code. */
 static int parse_args(int argc, char **argv, struct args *o)
 {
-    enum { OPT_EXIT = 256, OPT_MODEL_CLASS, OPT_ENV_CLASS, OPT_SANDBOX, OPT_WORKSPACE, OPT_VERSION };
+    enum { OPT_EXIT = 256, OPT_MODEL_CLASS, OPT_AGENT_CLASS, OPT_ENV_CLASS, OPT_SANDBOX, OPT_WORKSPACE, OPT_VERSION };
     static const struct option opts[] = {
         { "task", required_argument, NULL, 't' },        { "model", required_argument, NULL, 'm' },
         { "config", required_argument, NULL, 'c' },      { "yolo", no_argument, NULL, 'y' },
         { "cost-limit", required_argument, NULL, 'l' },  { "output", required_argument, NULL, 'o' },
         { "exit-immediately", no_argument, NULL, OPT_EXIT },
         { "model-class", required_argument, NULL, OPT_MODEL_CLASS },
+        { "agent-class", required_argument, NULL, OPT_AGENT_CLASS },
         { "environment-class", required_argument, NULL, OPT_ENV_CLASS },
         { "sandbox", required_argument, NULL, OPT_SANDBOX },
         { "workspace", required_argument, NULL, OPT_WORKSPACE },
@@ -118,6 +124,7 @@ static int parse_args(int argc, char **argv, struct args *o)
         case 'o': o->output = optarg; break;
         case OPT_EXIT: o->exit_immediately = true; break;
         case OPT_MODEL_CLASS: o->model_class = optarg; break;
+        case OPT_AGENT_CLASS: o->agent_class = optarg; break;
         case OPT_ENV_CLASS: o->env_class = optarg; break;
         case OPT_SANDBOX: o->sandbox = optarg; break;
         case OPT_WORKSPACE: o->workspace = optarg; break;
@@ -154,9 +161,12 @@ static int apply_flags(cJSON *cfg, const struct args *o, struct mini_err *e)
             fprintf(stderr, "mini: --cost-limit: not a non-negative number: %s\n", o->cost_limit);
             return 2;
         }
-        if (set_path(cfg, "agent.cost_limit", cJSON_CreateNumber(v), e) < 0)
+        if (set_path(cfg, "agent.cost_limit", mini_config_float(v), e) < 0)
             return -1;
     }
+    /* validation maps mini-swe-agent's class paths and refuses others */
+    if (o->agent_class && set_path(cfg, "agent.agent_class", cJSON_CreateString(o->agent_class), e) < 0)
+        return -1;
     if (o->yolo && set_path(cfg, "agent.mode", cJSON_CreateString("yolo"), e) < 0)
         return -1;
     if (o->exit_immediately && set_path(cfg, "agent.confirm_exit", cJSON_CreateFalse(), e) < 0)
@@ -174,6 +184,12 @@ static int apply_flags(cJSON *cfg, const struct args *o, struct mini_err *e)
     return mini_config_validate(cfg, e) < 0 ? -1 : 0;
 }
 
+static void print_warning(const char *msg, void *ud)
+{
+    (void)ud;
+    fprintf(stderr, "mini: warning: %s\n", msg);
+}
+
 /* The config: the global .env (variables already set win), the config
  * files, the flags.  NULL with *rc the exit code (said). */
 static cJSON *load_config(const struct args *o, int *rc)
@@ -183,6 +199,7 @@ static cJSON *load_config(const struct args *o, int *rc)
     _cleanup_free_ char *dotenv = NULL;
     const char *gdir = mini_config_global_dir();
     _cleanup_cjson_ cJSON *cfg = NULL;
+    mini_config_set_warn(print_warning, NULL);
     if ((gdir && asprintf(&dotenv, "%s/.env", gdir) >= 0 && access(dotenv, F_OK) == 0 &&
          mini_config_load_dotenv(dotenv, &e) < 0) ||
         !(cfg = mini_config_load(o->specs, o->n_specs, &e))) {
@@ -330,6 +347,8 @@ int main(int argc, char **argv)
     /* Characters for line editing and the display; numbers stay in "C". */
     setlocale(LC_CTYPE, "");
     _cleanup_free_ const char **specs = calloc((size_t)argc + 1, sizeof *specs);
+    if (argc > 1 && !strcmp(argv[1], "config"))
+        return mini_config_command(argc - 1, argv + 1);
     struct args o = { .specs = specs };
     int rc = parse_args(argc, argv, &o);
     return rc >= 0 ? rc : run(&o);

@@ -3,6 +3,7 @@
 #include "config_yaml.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <limits.h>
 #include <math.h>
 #include <pwd.h>
@@ -172,6 +173,119 @@ const char *mini_config_global_dir(void)
     return dir;
 }
 
+/* ---- warnings and floats ---- */
+
+static mini_config_warn_fn *warn_fn;
+static void *warn_ud;
+
+void mini_config_set_warn(mini_config_warn_fn *fn, void *ud)
+{
+    warn_fn = fn;
+    warn_ud = ud;
+}
+
+__attribute__((format(printf, 1, 2))) static void cfg_warn(const char *fmt, ...)
+{
+    if (!warn_fn)
+        return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    warn_fn(msg, warn_ud);
+}
+
+bool mini_config_is_float(const cJSON *n)
+{
+    return cJSON_IsNumber(n) && n->valuestring && strpbrk(n->valuestring, ".eEnN");
+}
+
+/* Give number n the text that marks it a float (Python's repr is not
+ * needed: the template engine only looks for a point, an exponent, inf or
+ * nan).  0, or -1 when out of memory. */
+static int set_float(cJSON *n)
+{
+    char text[40];
+    snprintf(text, sizeof text, "%.17g", n->valuedouble);
+    if (!strpbrk(text, ".eEnN"))
+        strcat(text, ".0");
+    char *dup = strdup(text);
+    if (!dup)
+        return -1;
+    free(n->valuestring);   /* cJSON's default allocator is malloc */
+    n->valuestring = dup;
+    return 0;
+}
+
+/* Forget the text: the number is an int (pydantic's int fields). */
+static void set_int(cJSON *n)
+{
+    free(n->valuestring);
+    n->valuestring = NULL;
+}
+
+cJSON *mini_config_float(double d)
+{
+    cJSON *n = cJSON_CreateNumber(d);
+    if (n && set_float(n) < 0) {
+        cJSON_Delete(n);
+        return NULL;
+    }
+    return n;
+}
+
+/* Python's json.loads makes a float of every number written with a
+ * fraction or an exponent.  cJSON forgets how a number was written, so
+ * the numbers of the text are listed in order and matched with the
+ * tree's numbers, which cJSON keeps in document order.  -1 when out of
+ * memory. */
+struct numflags {
+    bool *is_float;
+    size_t n, next;
+};
+
+static int mark_tree_floats(cJSON *j, struct numflags *f)
+{
+    if (cJSON_IsNumber(j)) {
+        if (f->next < f->n && f->is_float[f->next++])
+            return set_float(j);
+        return 0;
+    }
+    for (cJSON *c = j->child; c; c = c->next)
+        if (mark_tree_floats(c, f) < 0)
+            return -1;
+    return 0;
+}
+
+static int mark_json_floats(cJSON *root, const char *text)
+{
+    size_t len = strlen(text), cap = len / 2 + 1;
+    struct numflags f = { .is_float = calloc(cap, sizeof(bool)) };
+    if (!f.is_float)
+        return -1;
+    for (size_t i = 0; i < len;) {
+        char ch = text[i];
+        if (ch == '"') {
+            for (i++; i < len && text[i] != '"'; i++)
+                if (text[i] == '\\')
+                    i++;
+            i++;
+        } else if (ch == '-' || (ch >= '0' && ch <= '9')) {
+            bool fl = false;
+            for (; i < len && strchr("+-0123456789.eE", text[i]); i++)
+                fl |= text[i] == '.' || text[i] == 'e' || text[i] == 'E';
+            if (f.n < cap)
+                f.is_float[f.n++] = fl;
+        } else {
+            i++;
+        }
+    }
+    int r = mark_tree_floats(root, &f);
+    free(f.is_float);
+    return r;
+}
+
 /* ---- finding and reading config specs ---- */
 
 /* pathlib's with_suffix(".yaml") unless the suffix already is ".yaml";
@@ -224,22 +338,25 @@ char *mini_config_find(const char *spec, struct mini_err *e)
     const char *cdir = getenv("MSWEA_CONFIG_DIR");
     _cleanup_free_ char *builtin = mini_config_builtin_dir();
     _cleanup_free_ char *extra = builtin ? path_join(builtin, "extra") : NULL;
-    char *cands[4] = {
+    _cleanup_free_ char *bench = builtin ? path_join(builtin, "benchmarks") : NULL;
+    enum { N = 5 };
+    char *cands[N] = {
         strdup(name),
         path_join(cdir ? cdir : ".", name),
         builtin ? path_join(builtin, name) : NULL,
         extra ? path_join(extra, name) : NULL,
+        bench ? path_join(bench, name) : NULL,
     };
     char *found = NULL;
     bool oom = false;
-    for (size_t i = 0; i < 4; i++) {
+    for (size_t i = 0; i < N; i++) {
         if (!cands[i])
             oom = true;
         else if (!found && is_file(cands[i]))
             found = cands[i];
     }
     if (found && !oom) {
-        for (size_t i = 0; i < 4; i++)
+        for (size_t i = 0; i < N; i++)
             if (cands[i] != found)
                 free(cands[i]);
         return found;
@@ -247,9 +364,9 @@ char *mini_config_find(const char *spec, struct mini_err *e)
     if (oom)
         nomem(e);
     else
-        mini_err_set(e, MINI_E_CONFIG, "config \"%.*s\" not found (tried: %s, %s, %s, %s)", MINI_JSON_SHOW(spec),
-                     cands[0], cands[1], cands[2], cands[3]);
-    for (size_t i = 0; i < 4; i++)
+        mini_err_set(e, MINI_E_CONFIG, "config \"%.*s\" not found (tried: %s, %s, %s, %s, %s)", MINI_JSON_SHOW(spec),
+                     cands[0], cands[1], cands[2], cands[3], cands[4]);
+    for (size_t i = 0; i < N; i++)
         free(cands[i]);
     return NULL;
 }
@@ -285,14 +402,18 @@ static cJSON *parse_override_value(const char *v)
     while (b > a && strchr(" \t\n\r", v[b - 1]))
         b--;
     if (b - a == 3 && !memcmp(v + a, "NaN", 3))
-        return cJSON_CreateNumber(NAN);
+        return mini_config_float(NAN);
     if (b - a == 8 && !memcmp(v + a, "Infinity", 8))
-        return cJSON_CreateNumber(INFINITY);
+        return mini_config_float(INFINITY);
     if (b - a == 9 && !memcmp(v + a, "-Infinity", 9))
-        return cJSON_CreateNumber(-INFINITY);
+        return mini_config_float(-INFINITY);
     struct mini_err ignored;
     cJSON *j = mini_json_parse(v, strlen(v), &ignored);
     if (j) {
+        if (mark_json_floats(j, v) < 0) {
+            cJSON_Delete(j);
+            return NULL;
+        }
         json_dedupe(j);
         return j;
     }
@@ -600,6 +721,67 @@ static const struct {
     { "model", "action_observation_template", "mini-swe-agent v2 renamed it model.observation_template" },
 };
 
+/* Keys of mini-swe-agent's environments and models that mini does not
+ * have: accepted with a warning and dropped (its configs set them). */
+static const struct {
+    const char *section, *key, *owner;
+} ignored_keys[] = {
+    { "environment", "container_timeout", "docker" },
+    { "environment", "executable", "docker" },
+    { "environment", "run_args", "docker" },
+    { "environment", "pull_timeout", "docker" },
+    { "environment", "global_args", "singularity" },
+    { "environment", "exec_args", "singularity" },
+    { "environment", "sandbox_build_retries", "singularity" },
+    { "environment", "wrapper_args", "bubblewrap" },
+    { "environment", "deployment_extra_kwargs", "swerex_docker" },
+    { "environment", "startup_timeout", "swerex_modal" },
+    { "environment", "runtime_timeout", "swerex_modal" },
+    { "environment", "deployment_timeout", "swerex_modal" },
+    { "environment", "install_pipx", "swerex_modal" },
+    { "environment", "modal_sandbox_kwargs", "swerex_modal" },
+    { "environment", "contree_config", "contree" },
+    { "environment", "image_tag", "contree" },
+    { "environment", "cwd_auto_create", "contree" },
+    { "environment", "import_username", "contree" },
+    { "environment", "import_password", "contree" },
+    { "model", "provider", "portkey" },
+    { "model", "litellm_model_name_override", "portkey" },
+};
+
+/* mini-swe-agent's environments that run commands elsewhere than on this
+ * machine (containers, remote sandboxes), by name and import path. */
+static const char *const container_classes[][2] = {
+    { "docker", "minisweagent.environments.docker.DockerEnvironment" },
+    { "singularity", "minisweagent.environments.singularity.SingularityEnvironment" },
+    { "swerex_docker", "minisweagent.environments.extra.swerex_docker.SwerexDockerEnvironment" },
+    { "swerex_modal", "minisweagent.environments.extra.swerex_modal.SwerexModalEnvironment" },
+    { "bubblewrap", "minisweagent.environments.extra.bubblewrap.BubblewrapEnvironment" },
+    { "contree", "minisweagent.environments.extra.contree.ContreeEnvironment" },
+};
+
+/* Warn about an accepted but unused key.  1 when it is one (the caller
+ * drops it), 0 when not. */
+static int ignored_key(const char *section, const char *key)
+{
+    if (!strcmp(section, "environment") && !strcmp(key, "image")) {
+        cfg_warn("environment.image: container images are not supported yet (issue P9); ignored: the commands run "
+             "on this machine");
+        return 1;
+    }
+    if (!strcmp(section, "environment") && !strcmp(key, "interpreter")) {
+        cfg_warn("environment.interpreter: ignored (mini runs every command with /bin/sh -c)");
+        return 1;
+    }
+    for (size_t i = 0; i < MINI_ARRAY_SIZE(ignored_keys); i++)
+        if (!strcmp(ignored_keys[i].section, section) && !strcmp(ignored_keys[i].key, key)) {
+            cfg_warn("%s.%s: ignored (a setting of mini-swe-agent's %s %s, which mini does not have)", section, key,
+                 ignored_keys[i].owner, section);
+            return 1;
+        }
+    return 0;
+}
+
 #define DEFAULT_ACTION_REGEX "```mswea_bash_command\\s*\\n(.*?)\\n```"
 #define DEFAULT_OBSERVATION_TEMPLATE \
     "<returncode>{{ output.returncode }}</returncode>\n" \
@@ -791,16 +973,17 @@ static int check_value(cJSON *parent, cJSON *v, const struct keydef *k, const ch
             d = v->valuedouble;
             if (!isfinite(d) || d != floor(d) || fabs(d) > (double)MINI_JSON_INT_MAX)
                 return type_error(e, path, "an integer", v, NULL);
+            set_int(v);   /* pydantic makes an int of 10.0 */
             return 0;
         }
         if (cJSON_IsString(v) && str_to_int(v->valuestring, &d))
             return replace(parent, v, cJSON_CreateNumber(d), e);
         return type_error(e, path, "an integer", v, NULL);
-    case V_NUM:
+    case V_NUM:   /* pydantic makes a float of 3: it prints as 3.0 */
         if (cJSON_IsNumber(v))
-            return 0;
+            return mini_config_is_float(v) || set_float(v) == 0 ? 0 : nomem(e);
         if (cJSON_IsString(v) && str_to_num(v->valuestring, &d))
-            return replace(parent, v, cJSON_CreateNumber(d), e);
+            return replace(parent, v, mini_config_float(d), e);
         return type_error(e, path, "a number", v, NULL);
     case V_BOOL: {
         if (cJSON_IsBool(v))
@@ -932,7 +1115,7 @@ static int fill_agent(cJSON *a, struct mini_err *e)
                                 "base config? write -c mini -c KEY=VALUE)", *req);
     if (add_default(a, "agent_class", cJSON_CreateString("interactive"), e) < 0 ||
         add_default(a, "step_limit", cJSON_CreateNumber(0), e) < 0 ||
-        add_default(a, "cost_limit", cJSON_CreateNumber(3.0), e) < 0 ||
+        add_default(a, "cost_limit", mini_config_float(3.0), e) < 0 ||
         add_default(a, "wall_time_limit_seconds", cJSON_CreateNumber(0), e) < 0 ||
         add_default(a, "max_consecutive_format_errors", cJSON_CreateNumber(3), e) < 0 ||
         add_default(a, "output_path", cJSON_CreateNull(), e) < 0 ||
@@ -987,17 +1170,37 @@ static int fill_model(cJSON *m, struct mini_err *e)
         return -1;
     if ((textbased || deterministic) && add_default(m, "action_regex", cJSON_CreateString(DEFAULT_ACTION_REGEX), e) < 0)
         return -1;
-    if (deterministic && add_default(m, "cost_per_call", cJSON_CreateNumber(1.0), e) < 0)
+    if (deterministic && add_default(m, "cost_per_call", mini_config_float(1.0), e) < 0)
         return -1;
     return 0;
 }
 
-static int fill_environment(cJSON *env, struct mini_err *e)
+static int fill_environment(cJSON *env, bool container, struct mini_err *e)
 {
     static const char *const aliases[][2] = {
         { "minisweagent.environments.local.LocalEnvironment", "local" },
     };
     static const char *const supported[] = { "local", "sandbox", NULL };
+    cJSON *cls = cJSON_GetObjectItemCaseSensitive(env, "environment_class");
+    for (size_t i = 0; cls && i < MINI_ARRAY_SIZE(container_classes); i++)
+        if (!strcmp(cls->valuestring, container_classes[i][0]) || !strcmp(cls->valuestring, container_classes[i][1])) {
+            cfg_warn("environment.environment_class: %s is not available in mini (containers: issue P9); the "
+                 "commands run on this machine, as with local (--sandbox PROFILE isolates them)",
+                 container_classes[i][0]);
+            if (replace(env, cls, cJSON_CreateString("local"), e) < 0)
+                return -1;
+            container = true;
+            break;
+        }
+    /* A container's working directory is a path inside its image; when
+     * this machine has no such directory the commands start in the
+     * current one (the workspace). */
+    const char *ccwd = mini_config_get_string(env, "cwd");
+    if (container && ccwd && *ccwd && !is_dir(ccwd)) {
+        cfg_warn("environment.cwd: \"%.*s\" is a directory of the container and does not exist here; ignored: the "
+             "commands start in the current directory", MINI_JSON_SHOW(ccwd));
+        cJSON_DeleteItemFromObjectCaseSensitive(env, "cwd");
+    }
     if (normalize_class(env, "environment_class", aliases, MINI_ARRAY_SIZE(aliases), supported, "environment",
                         " (mini runs commands on this machine, or isolated with environment_class sandbox)", e) < 0)
         return -1;
@@ -1042,6 +1245,7 @@ int mini_config_validate(cJSON *cfg, struct mini_err *e)
 {
     if (!cJSON_IsObject(cfg))
         return mini_err_set(e, MINI_E_CONFIG, "the configuration must be a mapping");
+    bool container = false;   /* written for a container: its cwd is inside it */
     for (cJSON *sec = cfg->child, *next_sec; sec; sec = next_sec) {
         next_sec = sec->next;
         const struct section *s = NULL;
@@ -1072,6 +1276,12 @@ int mini_config_validate(cJSON *cfg, struct mini_err *e)
         for (cJSON *item = sec->child, *next; item; item = next) {
             next = item->next;   /* check_value may replace item */
             const struct keydef *k = find_key(s, item->string);
+            if (!k && ignored_key(s->name, item->string)) {
+                if (!strcmp(s->name, "environment"))
+                    container = true;
+                cJSON_Delete(cJSON_DetachItemViaPointer(sec, item));
+                continue;
+            }
             if (!k)
                 return unknown_key(e, s, item->string);
             char path[256];
@@ -1085,7 +1295,7 @@ int mini_config_validate(cJSON *cfg, struct mini_err *e)
             return -1;
     if (fill_agent(cJSON_GetObjectItemCaseSensitive(cfg, "agent"), e) < 0 ||
         fill_model(cJSON_GetObjectItemCaseSensitive(cfg, "model"), e) < 0 ||
-        fill_environment(cJSON_GetObjectItemCaseSensitive(cfg, "environment"), e) < 0)
+        fill_environment(cJSON_GetObjectItemCaseSensitive(cfg, "environment"), container, e) < 0)
         return -1;
     return 0;
 }

@@ -51,7 +51,7 @@ const char *mini_config_global_dir(void);
  * is an existing file; else, with its suffix replaced by (or given) .yaml
  * as mini-swe-agent does, the first existing one of: that path,
  * $MSWEA_CONFIG_DIR (default ".") / it, <builtin dir> / it,
- * <builtin dir>/extra / it.  Newly allocated; NULL with e listing the
+ * <builtin dir>/extra / it, <builtin dir>/benchmarks / it.  Newly allocated; NULL with e listing the
  * places tried. */
 char *mini_config_find(const char *spec, struct mini_err *e);
 
@@ -87,9 +87,32 @@ int mini_config_merge(cJSON *dst, const cJSON *src, struct mini_err *e);
  *     docs/config.md); model.model_name falls back to $MSWEA_MODEL_NAME and
  *     is an error when neither is set;
  *   - environment_class and agent_class given as mini-swe-agent import
- *     paths are shortened to "local", "default", "interactive".
+ *     paths are shortened to "local", "default", "interactive";
+ *   - mini-swe-agent's container environments (docker, swerex_modal, ...)
+ *     become "local", and their own keys (image, interpreter, run_args,
+ *     ...) are dropped, each reported through the warning hook below, as
+ *     is a container cwd that does not exist here;
+ *   - pydantic's float fields get the float mark, its int fields lose it.
  * 0, or -1 with e (cfg may then be partly converted). */
 int mini_config_validate(cJSON *cfg, struct mini_err *e);
+
+/* Warnings: keys and values mini accepts without using them (the keys of
+ * mini-swe-agent's container environments, its container classes, model
+ * keys of classes mini does not have) are reported through fn, one line
+ * each without a trailing newline, and not refused.  Without a handler
+ * they are dropped silently.  Process-wide; set it before validating. */
+typedef void mini_config_warn_fn(const char *msg, void *ud);
+void mini_config_set_warn(mini_config_warn_fn *fn, void *ud);
+
+/* Python keeps int and float apart (YAML `3.0` and JSON `3.0` are floats
+ * and print as "3.0"); cJSON does not.  A float is a cJSON number whose
+ * valuestring holds its text with a '.', an exponent, "inf" or "nan" (the
+ * convention of template/template.h).  The YAML loader, `-c` values and
+ * validation (pydantic's float fields: cost_limit, cost_per_call) mark
+ * them.  mini_config_float creates one (NULL when out of memory);
+ * mini_config_is_float tells. */
+cJSON *mini_config_float(double d);
+bool mini_config_is_float(const cJSON *n);
 
 /* The item at a dotted path ("model.model_kwargs.temperature"), or NULL. */
 cJSON *mini_config_get(const cJSON *cfg, const char *path);

@@ -469,3 +469,69 @@ int mini_config_load_dotenv(const char *path, struct mini_err *e)
     }
     return set;
 }
+
+int mini_config_dotenv_edit(const char *text, size_t len, const char *key, const char *value,
+                            struct mini_buf *out, bool *found, struct mini_err *e)
+{
+    *found = false;
+    if (memchr(text, '\0', len))
+        return mini_err_set(e, MINI_E_CONFIG, "contains a NUL byte");
+    if (!mini_utf8_valid(text, len))
+        return mini_err_set(e, MINI_E_CONFIG, "not valid UTF-8");
+    _cleanup_buf_ struct mini_buf norm = MINI_BUF_INIT, line = MINI_BUF_INIT, k = MINI_BUF_INIT,
+                                  v = MINI_BUF_INIT;
+    for (size_t i = 0; i < len; i++) {
+        int rc;
+        if (text[i] == '\r') {
+            if (i + 1 < len && text[i + 1] == '\n')
+                i++;
+            rc = mini_buf_putc(&norm, '\n');
+        } else {
+            rc = mini_buf_putc(&norm, text[i]);
+        }
+        if (rc < 0)
+            return nomem(e);
+    }
+    if (value) {   /* "{}='{}'\n".format(key, value.replace("'", "\\'")) */
+        if (mini_buf_printf(&line, "%s='", key) < 0)
+            return nomem(e);
+        for (const char *c = value; *c; c++)
+            if ((*c == '\'' && mini_buf_puts(&line, "\\'") < 0) || (*c != '\'' && mini_buf_putc(&line, *c) < 0))
+                return nomem(e);
+        if (mini_buf_puts(&line, "'\n") < 0)
+            return nomem(e);
+    }
+    struct dreader r = { norm.data ? norm.data : "", norm.len, 0 };
+    bool missing_newline = false;
+    for (;;) {
+        size_t start = r.pos;
+        bool has_key, has_val;
+        int rc = r.pos < r.n ? dotenv_binding(&r, &k, &v, &has_key, &has_val) : DB_END;
+        if (rc < 0)
+            return nomem(e);
+        if (rc == DB_END)
+            r.pos = r.n;   /* trailing whitespace: a binding without a key */
+        if (rc == DB_END && start == r.n)
+            break;
+        const char *orig = r.s + start;
+        size_t olen = r.pos - start;
+        if (rc == DB_OK && has_key && !strcmp(k.data, key)) {
+            *found = true;
+            if (value && mini_buf_append(out, line.data, line.len) < 0)
+                return nomem(e);
+        } else {
+            if (mini_buf_append(out, orig, olen) < 0)
+                return nomem(e);
+            missing_newline = olen == 0 || orig[olen - 1] != '\n';
+        }
+        if (rc == DB_END)
+            break;
+    }
+    if (value && !*found &&
+        ((missing_newline && mini_buf_putc(out, '\n') < 0) || mini_buf_append(out, line.data, line.len) < 0))
+        return nomem(e);
+    if (mini_buf_reserve(out, 0) < 0)
+        return nomem(e);
+    out->data[out->len] = '\0';
+    return 0;
+}

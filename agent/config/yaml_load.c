@@ -4,6 +4,7 @@
  * graph (anchors resolved, aliases pointing at the anchored node), then
  * each node is constructed into a cJSON value, resolving the tag of plain
  * scalars with the YAML 1.1 rules and flattening merge keys. */
+#include "config.h"
 #include "config_yaml.h"
 #include <yaml.h>   /* libyaml's */
 #ifndef YAML_DECLARE
@@ -848,9 +849,11 @@ static cJSON *construct_scalar(struct ctx *c, struct ynode *n, const char *tag)
         v = cJSON_CreateBool(b);
     } else if (!strcmp(tag, T_INT) || !strcmp(tag, T_FLOAT)) {
         double d = 0;
-        if ((!strcmp(tag, T_INT) ? construct_int(c, n, &d) : construct_float(c, n, &d)) < 0)
+        bool is_int = !strcmp(tag, T_INT);
+        if ((is_int ? construct_int(c, n, &d) : construct_float(c, n, &d)) < 0)
             return NULL;
-        v = cJSON_CreateNumber(d);
+        /* Floats keep being floats: 3.0 prints as "3.0" in templates. */
+        v = is_int ? cJSON_CreateNumber(d) : mini_config_float(d);
     } else {
         return NULL;   /* not a scalar tag: the caller reports it */
     }

@@ -106,10 +106,34 @@ static void one_line(const char *label, cJSON *v, const struct mini_err *e)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: config_tool yaml|dotenv|load ARGS...\n");
+        fprintf(stderr, "usage: config_tool yaml|dotenv|load ARGS...\n"
+                        "       config_tool dotenv-set KEY VALUE FILE... | dotenv-unset KEY FILE...\n");
         return 2;
     }
     const char *mode = argv[1];
+    /* The text python-dotenv's set_key / unset_key would leave, as a JSON
+     * string (the files are not changed). */
+    bool set = !strcmp(mode, "dotenv-set");
+    if (set || !strcmp(mode, "dotenv-unset")) {
+        int first = set ? 4 : 3;
+        if (argc < first)
+            return 2;
+        for (int i = first; i < argc; i++) {
+            struct mini_err e;
+            mini_err_clear(&e);
+            _cleanup_buf_ struct mini_buf text = MINI_BUF_INIT, out = MINI_BUF_INIT;
+            bool found;
+            cJSON *v = NULL;
+            if (mini_read_file(argv[i], &text, 64u << 20, &e) == 0 &&
+                mini_config_dotenv_edit(text.data ? text.data : "", text.len, argv[2], set ? argv[3] : NULL, &out,
+                                        &found, &e) == 0)
+                v = cJSON_CreateString(out.data ? out.data : "");
+            one_line(argv[i], v, &e);
+            cJSON_Delete(v);
+        }
+        fflush(stdout);
+        return 0;
+    }
     if (!strcmp(mode, "load")) {
         struct mini_err e;
         mini_err_clear(&e);

@@ -291,6 +291,32 @@ if DotEnv is not None:
         else:
             report(True, f".env {label!r}")
 
+    # mini config set|unset: the text python-dotenv's set_key (quote_mode
+    # "always") and unset_key leave, on every file above, with and without
+    # its final newline.
+    from dotenv import set_key, unset_key
+    import shutil
+    edits = list(envs)
+    for i, text in enumerate(lines):
+        p = os.path.join(tmp, f"nonl{i:03d}.env")
+        with open(p, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+        edits.append(p)
+    for op, key, value in [("set", "A", "new"), ("set", "B", "it's \u00e9"), ("set", "A B", ""),
+                           ("unset", "A", None), ("unset", "B", None)]:
+        args = [key, value] if op == "set" else [key]
+        ours = run_tool("dotenv-" + op, args + edits)
+        for p in edits:
+            status, rest = ours[p]
+            q = p + ".py"
+            shutil.copyfile(p, q)
+            (set_key(q, key, value) if op == "set" else unset_key(q, key))
+            with open(q, encoding="utf-8", newline="") as f:
+                want = f.read()
+            label = open(p, encoding="utf-8").read()[:60]
+            got = json.loads(rest) if status == "OK" else rest
+            report(status == "OK" and got == want, f"{op} {key!r} in {label!r}", f"mini {got!r}, python-dotenv {want!r}")
+
 # ---- 3. Templates ----
 try:
     import jinja2

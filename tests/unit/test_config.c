@@ -328,9 +328,12 @@ static void test_validate(void)
     expect_invalid("agent.confirm_exit=maybe", "agent.confirm_exit: must be true or false, got \"maybe\"");
     expect_invalid("environment.env.TQDM_DISABLE=1",
                    "environment.env.TQDM_DISABLE: must be a string, got 1 (quote it in YAML)");
-    expect_invalid("environment.environment_class=docker",
-                   "environment.environment_class: \"docker\" is not supported (supported: local, sandbox) (mini "
+    /* mini-swe-agent's container classes are accepted with a warning
+     * (test_compat); other names are still refused. */
+    expect_invalid("environment.environment_class=kubernetes",
+                   "environment.environment_class: \"kubernetes\" is not supported (supported: local, sandbox) (mini "
                    "runs commands on this machine, or isolated with environment_class sandbox)");
+    expect_invalid("environment.timout=1", "environment.timout: unknown key (did you mean environment.timeout?)");
     expect_invalid("agent.whitelist_actions=[\"ls\", 3]", "agent.whitelist_actions[1]: must be a string, got 3");
     expect_invalid("model.set_cache_control=always",
                    "model.set_cache_control: must be one of \"default_end\", null, got \"always\"");
@@ -583,6 +586,151 @@ static void test_get_set_merge(void)
     cJSON_Delete(cfg);
 }
 
+/* Warnings collected by the hook. */
+static struct mini_buf warnings = MINI_BUF_INIT;
+
+static void collect_warning(const char *msg, void *ud)
+{
+    (void)ud;
+    mini_buf_printf(&warnings, "%s\n", msg);
+}
+
+static void reset_warnings(void)
+{
+    warnings.len = 0;
+    if (warnings.data)
+        warnings.data[0] = 0;
+}
+
+static cJSON *load_validated(const char *const *specs, size_t n, struct mini_err *e)
+{
+    cJSON *cfg = mini_config_load(specs, n, e);
+    if (cfg && mini_config_validate(cfg, e) < 0) {
+        cJSON_Delete(cfg);
+        return NULL;
+    }
+    return cfg;
+}
+
+static size_t count(const char *hay, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = hay; p && (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    return n;
+}
+
+/* mini-swe-agent 2.4's configs: the keys of its container environments and
+ * of model classes mini does not have are accepted with one warning each;
+ * names are also looked up under benchmarks/; floats stay floats. */
+static void test_compat(void)
+{
+    struct mini_err e;
+    mini_config_set_warn(collect_warning, NULL);
+    _cleanup_free_ char *bdir = tpath("builtin"), *bench = tpath("builtin/benchmarks");
+    mkdir(bdir, 0700);
+    mkdir(bench, 0700);
+    _cleanup_free_ char *old_dir = getenv("MINI_CONFIG_DIR") ? strdup(getenv("MINI_CONFIG_DIR")) : NULL;
+    setenv("MINI_CONFIG_DIR", bdir, 1);
+    _cleanup_free_ char *sweb = tpath("builtin/benchmarks/swebench.yaml");
+    /* The shape of benchmarks/swebench.yaml (its keys, not its text). */
+    write_file(sweb, "agent:\n  system_template: s\n  instance_template: '{{task}}'\n  step_limit: 250\n"
+                     "  cost_limit: 3.\nenvironment:\n  cwd: /no/such/testbed\n  timeout: 60\n"
+                     "  interpreter: [bash, -c]\n  env:\n    PAGER: cat\n  environment_class: docker\n"
+                     "  image: python:3.11\n  container_timeout: 2h\n  executable: docker\n"
+                     "  run_args: [--rm]\n  pull_timeout: 120\nmodel:\n  model_name: anthropic/x\n"
+                     "  model_class: portkey\n  provider: '@openai'\n  model_kwargs:\n    drop_params: true\n"
+                     "    temperature: 0.0\n");
+    /* get_config_path: name, name.yaml, under benchmarks/. */
+    for (const char *const *n = (const char *const[]){ "swebench", "swebench.yaml", NULL }; *n; n++) {
+        _cleanup_free_ char *p = mini_config_find(*n, &e);
+        CHECK_MSG(p && !strcmp(p, sweb), "%s: %s", *n, p ? p : e.msg);
+    }
+    CHECK(!mini_config_find("benchmark", &e) && contains(e.msg, "builtin/benchmarks/benchmark.yaml"));
+
+    const char *specs[] = { "swebench" };
+    reset_warnings();
+    cJSON *cfg = load_validated(specs, 1, &e);
+    CHECK_MSG(cfg, "%s", e.msg);
+    const char *w = warnings.data ? warnings.data : "";
+    static const char *const keys[] = { "environment.image:", "environment.interpreter:",
+                                        "environment.container_timeout:", "environment.executable:",
+                                        "environment.run_args:", "environment.pull_timeout:",
+                                        "environment.environment_class:", "environment.cwd:", "model.provider:" };
+    for (size_t i = 0; i < MINI_ARRAY_SIZE(keys); i++)
+        CHECK_MSG(count(w, keys[i]) == 1, "%s: warned %zu times in:\n%s", keys[i], count(w, keys[i]), w);
+    CHECK(count(w, "\n") == MINI_ARRAY_SIZE(keys));
+    CHECK(contains(w, "environment.image: container images are not supported yet (issue P9)"));
+    CHECK(contains(w, "environment.run_args: ignored (a setting of mini-swe-agent's docker environment"));
+    CHECK(contains(w, "environment.environment_class: docker is not available in mini"));
+    CHECK_STR(mini_config_get_string(cfg, "environment.environment_class"), "local");
+    CHECK(!mini_config_get(cfg, "environment.image") && !mini_config_get(cfg, "environment.cwd") &&
+          !mini_config_get(cfg, "model.provider"));
+    CHECK(mini_config_get_number(cfg, "environment.timeout", 0) == 60);
+    /* Floats: YAML 3. and 0.0, pydantic's float cost_limit; ints stay ints. */
+    CHECK(mini_config_is_float(mini_config_get(cfg, "agent.cost_limit")));
+    CHECK(mini_config_is_float(mini_config_get(cfg, "model.model_kwargs.temperature")));
+    CHECK(!mini_config_is_float(mini_config_get(cfg, "agent.step_limit")));
+    cJSON_Delete(cfg);
+
+    /* The same config with the sandbox chosen on the command line: the
+     * class is not warned about, the container's cwd still is. */
+    const char *specs2[] = { "swebench", "environment.environment_class=sandbox", "agent.cost_limit=0",
+                             "agent.step_limit=5.0", "model.model_kwargs.top_p=[1, 0.5, 1e-05]" };
+    reset_warnings();
+    cfg = load_validated(specs2, MINI_ARRAY_SIZE(specs2), &e);
+    CHECK_MSG(cfg, "%s", e.msg);
+    w = warnings.data ? warnings.data : "";
+    CHECK(!strstr(w, "environment_class") && count(w, "environment.cwd:") == 1);
+    CHECK(mini_config_is_float(mini_config_get(cfg, "agent.cost_limit")));   /* pydantic: 0 -> 0.0 */
+    CHECK(!mini_config_is_float(mini_config_get(cfg, "agent.step_limit")));  /* 5.0 -> 5 */
+    const cJSON *tp = mini_config_get(cfg, "model.model_kwargs.top_p");
+    CHECK(tp && !mini_config_is_float(cJSON_GetArrayItem(tp, 0)) && mini_config_is_float(cJSON_GetArrayItem(tp, 1)) &&
+          mini_config_is_float(cJSON_GetArrayItem(tp, 2)));
+    cJSON_Delete(cfg);
+
+    /* A container cwd that exists here is kept. */
+    const char *specs3[] = { "swebench", "environment.cwd=/" };
+    cfg = load_validated(specs3, MINI_ARRAY_SIZE(specs3), &e);
+    CHECK(cfg && !strcmp(mini_config_get_string(cfg, "environment.cwd"), "/"));
+    cJSON_Delete(cfg);
+
+    /* Import paths of container classes, and modal's keys. */
+    const char *specs4[] = { "swebench",
+                             "environment.environment_class=minisweagent.environments.extra.swerex_modal.SwerexModalEnvironment",
+                             "environment.startup_timeout=600.0", "environment.install_pipx=true",
+                             "environment.modal_sandbox_kwargs=null" };
+    reset_warnings();
+    cfg = load_validated(specs4, MINI_ARRAY_SIZE(specs4), &e);
+    CHECK_MSG(cfg, "%s", e.msg);
+    w = warnings.data ? warnings.data : "";
+    CHECK(contains(w, "environment.environment_class: swerex_modal is not available"));
+    CHECK(contains(w, "environment.startup_timeout: ignored (a setting of mini-swe-agent's swerex_modal"));
+    CHECK(count(w, "environment.install_pipx:") == 1 && count(w, "environment.modal_sandbox_kwargs:") == 1);
+    cJSON_Delete(cfg);
+
+    /* Without a handler, nothing is said and the config still loads. */
+    mini_config_set_warn(NULL, NULL);
+    cfg = load_validated(specs, 1, &e);
+    CHECK(cfg);
+    cJSON_Delete(cfg);
+    mini_buf_free(&warnings);
+
+    /* mini_config_float and the float mark of YAML scalars. */
+    cJSON *f = mini_config_float(3);
+    CHECK(mini_config_is_float(f) && f->valuedouble == 3);
+    cJSON_Delete(f);
+    cJSON *doc = y("a: 1.5\nb: 2\nc: .inf\nd: 1.0e+3\ne: '3.0'\n", &e);
+    CHECK(doc && mini_config_is_float(mini_config_get(doc, "a")) && !mini_config_is_float(mini_config_get(doc, "b")) &&
+          mini_config_is_float(mini_config_get(doc, "c")) && mini_config_is_float(mini_config_get(doc, "d")) &&
+          cJSON_IsString(mini_config_get(doc, "e")));
+    cJSON_Delete(doc);
+    if (old_dir)
+        setenv("MINI_CONFIG_DIR", old_dir, 1);
+    else
+        unsetenv("MINI_CONFIG_DIR");
+}
+
 int main(void)
 {
     if (!mkdtemp(tmpdir)) {
@@ -601,6 +749,7 @@ int main(void)
     test_dotenv();
     test_global_dir();
     test_get_set_merge();
+    test_compat();
     char *cmd = NULL;
     if (asprintf(&cmd, "rm -rf '%s'", tmpdir) >= 0 && system(cmd) != 0)
         fprintf(stderr, "could not remove %s\n", tmpdir);
