@@ -139,10 +139,45 @@ static void test_toolcalls(void)
     free(error);
     cJSON_Delete(tc);
 
+    /* mini-swe-agent 2.4.6's texts, exactly (json.loads' message, no spaces
+     * between the parts). */
     tc = J("[{\"id\":\"c1\",\"function\":{\"name\":\"bash\",\"arguments\":\"{oops\"}}]");
     CHECK(mini_toolcall_actions(tc, &actions, &error) == 1);
-    CHECK(strncmp(error, "Error parsing tool call arguments: ", 35) == 0);
-    CHECK(strstr(error, "Missing 'command' argument in bash tool call.") != NULL);
+    CHECK_STR(error, "Error parsing tool call arguments: Expecting property name enclosed in double quotes: "
+                     "line 1 column 2 (char 1).Missing 'command' argument in bash tool call.");
+    free(error);
+    cJSON_Delete(tc);
+
+    tc = J("[{\"id\":\"c1\",\"function\":{\"name\":\"python\",\"arguments\":\"{\"}}]");
+    CHECK(mini_toolcall_actions(tc, &actions, &error) == 1);
+    CHECK_STR(error, "Error parsing tool call arguments: Expecting property name enclosed in double quotes: "
+                     "line 1 column 2 (char 1).Unknown tool 'python'.Missing 'command' argument in bash tool call.");
+    free(error);
+    cJSON_Delete(tc);
+
+    tc = J("[{\"id\":\"c1\",\"function\":{\"name\":\"bash\",\"arguments\":\"\"}}]");
+    CHECK(mini_toolcall_actions(tc, &actions, &error) == 1);
+    CHECK_STR(error, "Error parsing tool call arguments: Expecting value: line 1 column 1 (char 0)."
+                     "Missing 'command' argument in bash tool call.");
+    free(error);
+    cJSON_Delete(tc);
+
+    tc = J("[{\"id\":\"c1\",\"function\":{\"name\":\"bash\",\"arguments\":null}}]");
+    CHECK(mini_toolcall_actions(tc, &actions, &error) == 1);
+    CHECK_STR(error, "Error parsing tool call arguments: the JSON object must be str, bytes or bytearray, not "
+                     "NoneType.Missing 'command' argument in bash tool call.");
+    free(error);
+    cJSON_Delete(tc);
+
+    tc = J("[{\"id\":\"c1\",\"function\":{\"name\":\"bash\",\"arguments\":\"{\\\"cmd\\\": 1}\"}}]");
+    CHECK(mini_toolcall_actions(tc, &actions, &error) == 1);
+    CHECK_STR(error, "Missing 'command' argument in bash tool call.");
+    free(error);
+    cJSON_Delete(tc);
+
+    tc = J("[{\"id\":\"c1\",\"function\":{\"name\":\"bash\",\"arguments\":\"[1]\"}}]");
+    CHECK(mini_toolcall_actions(tc, &actions, &error) == 1);
+    CHECK_STR(error, "Missing 'command' argument in bash tool call.");
     free(error);
     cJSON_Delete(tc);
 
@@ -151,6 +186,143 @@ static void test_toolcalls(void)
     CHECK(strstr(error, "must be a string") != NULL);
     free(error);
     cJSON_Delete(tc);
+}
+
+/* ---- Python's json.loads error messages ---- */
+
+/* What CPython 3.11's json.loads says (the version mini-swe-agent 2.4.6 was
+ * checked with); NULL: accepted. */
+static const struct { const char *text, *msg; } pyjson_cases[] = {
+    { "{bad", "Expecting property name enclosed in double quotes: line 1 column 2 (char 1)" },
+    { "", "Expecting value: line 1 column 1 (char 0)" },
+    { "  ", "Expecting value: line 1 column 3 (char 2)" },
+    { "[1,]", "Expecting value: line 1 column 4 (char 3)" },
+    { "{\"a\":1,}", "Expecting property name enclosed in double quotes: line 1 column 8 (char 7)" },
+    { "\"\\x\"", "Invalid \\escape: line 1 column 2 (char 1)" },
+    { "\"\\u12\"", "Invalid \\uXXXX escape: line 1 column 3 (char 2)" },
+    { "\"\\u12", "Invalid \\uXXXX escape: line 1 column 3 (char 2)" },
+    { "\"\\ud800\\u12\"", "Invalid \\uXXXX escape: line 1 column 9 (char 8)" },
+    { "\"abc", "Unterminated string starting at: line 1 column 1 (char 0)" },
+    { "\"a\tb\"", "Invalid control character at: line 1 column 3 (char 2)" },
+    { "-", "Expecting value: line 1 column 1 (char 0)" },
+    { "01", "Extra data: line 1 column 2 (char 1)" },
+    { "1.", "Extra data: line 1 column 2 (char 1)" },
+    { "1e", "Extra data: line 1 column 2 (char 1)" },
+    { "[1 2]", "Expecting ',' delimiter: line 1 column 4 (char 3)" },
+    { "{\"a\" 1}", "Expecting ':' delimiter: line 1 column 6 (char 5)" },
+    { "tru", "Expecting value: line 1 column 1 (char 0)" },
+    { "[", "Expecting value: line 1 column 2 (char 1)" },
+    { "\xef\xbb\xbf{}", "Unexpected UTF-8 BOM (decode using utf-8-sig): line 1 column 1 (char 0)" },
+    { "{\n  \"command\": \"ls\"\n  \"x\": 1}", "Expecting ',' delimiter: line 3 column 3 (char 22)" },
+    { "{\"command\": \"\xc3\xa9\xe2\x82\xac\" x}", "Expecting ',' delimiter: line 1 column 18 (char 17)" },
+    { "{\"command\": 'ls'}", "Expecting value: line 1 column 13 (char 12)" },
+    { "{\"command\": \"ls\"}}", "Extra data: line 1 column 18 (char 17)" },
+    { "{\"command\": \"ls\"", "Expecting ',' delimiter: line 1 column 17 (char 16)" },
+    { "{\"command\": \"ls\n\"}", "Invalid control character at: line 1 column 16 (char 15)" },
+    { " {\"a\": NaN, \"b\": -Infinity, \"c\": [1e5, -0.5E-3, true, false, null, \"\\ud83d\\ude00\"]} ", NULL },
+    { "{\"command\": \"ls\"}", NULL },
+};
+
+static void test_pyjson_table(void)
+{
+    for (size_t i = 0; i < sizeof pyjson_cases / sizeof *pyjson_cases; i++) {
+        char *m = mini_py_json_error(pyjson_cases[i].text, strlen(pyjson_cases[i].text));
+        if (pyjson_cases[i].msg)
+            CHECK_STR(m, pyjson_cases[i].msg);
+        else
+            CHECK(m == NULL);
+        free(m);
+    }
+}
+
+/* The same against the python3 at hand, over the table and a few thousand
+ * random short strings of JSON's characters.  Python 3.13 words trailing
+ * commas differently ("Illegal trailing comma ..."): from there on the
+ * random strings are compared only where neither side says so. */
+static const char pyjson_script[] =
+    "import sys, json\n"
+    "for line in sys.stdin:\n"
+    "    s = bytes.fromhex(line.strip()).decode('utf-8')\n"
+    "    try:\n"
+    "        json.loads(s); print('OK')\n"
+    "    except json.JSONDecodeError as e:\n"
+    "        print(str(e))\n"
+    "    except Exception as e:\n"
+    "        print('OTHER ' + type(e).__name__)\n";
+
+static void test_pyjson_python(void)
+{
+    if (system("python3 -c 'import sys; sys.exit(0 if sys.version_info >= (3, 8) else 1)' >/dev/null 2>&1") != 0) {
+        printf("SKIP python3 json differential: no python3\n");
+        return;
+    }
+    enum { N_RANDOM = 4000 };
+    static const char *const atoms[] = { "{", "}", "[", "]", "\"", ":", ",", " ", "\n", "\t", "\\", "u", "0",
+                                         "1", "9", "-", "+", ".", "e", "E", "a", "d8", "00", "true", "null",
+                                         "fals", "NaN", "Infinity", "\xc3\xa9", "\xf0\x9f\x98\x80", "x", "/" };
+    size_t n_fixed = sizeof pyjson_cases / sizeof *pyjson_cases, total = n_fixed + N_RANDOM;
+    char **texts = calloc(total, sizeof *texts);
+    CHECK(texts != NULL);
+    uint32_t seed = 12345;
+    for (size_t i = 0; i < total; i++) {
+        struct mini_buf b = MINI_BUF_INIT;
+        if (i < n_fixed) {
+            mini_buf_puts(&b, pyjson_cases[i].text);
+        } else {
+            seed = seed * 1103515245u + 12345u;
+            int len = (int)(seed >> 16) % 10;
+            if ((seed >> 8) % 3 == 0)
+                mini_buf_puts(&b, (seed >> 10) % 2 ? "{\"command\": " : "[");
+            for (int k = 0; k < len; k++) {
+                seed = seed * 1103515245u + 12345u;
+                mini_buf_puts(&b, atoms[(seed >> 16) % (sizeof atoms / sizeof *atoms)]);
+            }
+        }
+        mini_buf_putc(&b, '\0');
+        texts[i] = b.data;
+    }
+    char in[] = "/tmp/mini-pyjson-in-XXXXXX", script[] = "/tmp/mini-pyjson-py-XXXXXX";
+    int fd = mkstemp(in), sfd = mkstemp(script);
+    CHECK(fd >= 0 && sfd >= 0);
+    FILE *f = fdopen(fd, "w");
+    for (size_t i = 0; i < total; i++) {
+        for (const unsigned char *p = (const unsigned char *)texts[i]; *p; p++)
+            fprintf(f, "%02x", *p);
+        fputc('\n', f);
+    }
+    fclose(f);
+    CHECK(write(sfd, pyjson_script, sizeof pyjson_script - 1) == (ssize_t)(sizeof pyjson_script - 1));
+    close(sfd);
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "python3 %s < %s", script, in);
+    FILE *py = popen(cmd, "r");
+    CHECK(py != NULL);
+    char line[512];
+    size_t i = 0, compared = 0;
+    while (i < total && fgets(line, sizeof line, py)) {
+        line[strcspn(line, "\n")] = '\0';
+        char *m = mini_py_json_error(texts[i], strlen(texts[i]));
+        bool newer = strstr(line, "Illegal trailing comma") != NULL;
+        if (!newer && strncmp(line, "OTHER", 5) != 0) {
+            const char *want = strcmp(line, "OK") == 0 ? NULL : line;
+            if (!(want ? m && strcmp(m, want) == 0 : m == NULL)) {
+                fprintf(stderr, "json.loads differs on \"%s\": python: %s, mini: %s\n", texts[i], line,
+                        m ? m : "OK");
+                CHECK(false);
+            }
+            compared++;
+        }
+        free(m);
+        i++;
+    }
+    CHECK(pclose(py) == 0);
+    CHECK(i == total);
+    CHECK(compared > total / 2);
+    unlink(in);
+    unlink(script);
+    for (size_t k = 0; k < total; k++)
+        free(texts[k]);
+    free(texts);
 }
 
 /* ---- prices ---- */
@@ -666,6 +838,8 @@ int main(void)
 {
     test_regex();
     test_toolcalls();
+    test_pyjson_table();
+    test_pyjson_python();
     test_prices();
     test_retry_timing();
     test_classes();
