@@ -828,20 +828,6 @@ oom:
     return NULL;
 }
 
-/* Jinja's truthiness of exception_info. */
-static bool truthy(const cJSON *v)
-{
-    if (!v || cJSON_IsNull(v) || cJSON_IsFalse(v))
-        return false;
-    if (cJSON_IsString(v))
-        return *v->valuestring != '\0';
-    if (cJSON_IsNumber(v))
-        return v->valuedouble != 0;
-    if (cJSON_IsArray(v) || cJSON_IsObject(v))
-        return v->child != NULL;
-    return true;
-}
-
 static cJSON *observation(struct mini_model *m, const cJSON *action, const cJSON *output, const cJSON *template_vars,
                           struct mini_err *e)
 {
@@ -890,14 +876,14 @@ static cJSON *observation(struct mini_model *m, const cJSON *action, const cJSON
     cJSON_AddItemToObject(extra, "returncode", x);
     if (!cJSON_AddNumberToObject(extra, "timestamp", mini_model_now()))
         goto oom;
-    if (truthy(exc)) {
-        if (!(x = cJSON_Duplicate(exc, true)))
-            goto oom;
-        cJSON_AddItemToObject(extra, "exception_info", x);
-        const cJSON *oextra = cJSON_GetObjectItemCaseSensitive(output, "extra");
-        if (cJSON_IsObject(oextra) && mini_json_merge_into(extra, oextra) < 0)
-            goto oom;
-    }
+    /* As format_observation_messages: exception_info always (None when the
+     * output has none), then the output's own extra over it all. */
+    if (!(x = exc ? cJSON_Duplicate(exc, true) : cJSON_CreateNull()))
+        goto oom;
+    cJSON_AddItemToObject(extra, "exception_info", x);
+    const cJSON *oextra = cJSON_GetObjectItemCaseSensitive(output, "extra");
+    if (cJSON_IsObject(oextra) && mini_json_merge_into(extra, oextra) < 0)
+        goto oom;
     return msg;
 oom:
     free(text);
