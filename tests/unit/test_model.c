@@ -572,6 +572,7 @@ static void test_deterministic(void)
                    "\"/sleep 0\", \"```mswea_bash_command\\necho two\\n```\\n```bash\\nx\\n```\", "
                    "{\"role\": \"assistant\", \"content\": \"obj\", \"extra\": {\"actions\": [{\"command\": \"echo three\"}]}}], "
                    "\"cost_per_call\": 0.5}");
+    double global0 = mini_model_global_cost();
     struct mini_model *m = mini_model_new(cfg, "deterministic", &e);
     cJSON_Delete(cfg);
     CHECK(m != NULL);
@@ -623,14 +624,18 @@ static void test_deterministic(void)
     CHECK(mini_model_query(m, messages, &a, &fe, &e) == 0);
     CHECK_STR(str(a, "content"), "obj");
     CHECK_STR(str(path(a, "extra.actions.0"), "command"), "echo three");
-    CHECK(cJSON_GetNumberValue(path(a, "extra.cost")) == 0.5);
+    /* DeterministicModel returns a message as given: no extra.cost is
+     * added, and the agent, which sums extra.cost, is charged nothing for
+     * it; only the process-wide total gets cost_per_call. */
+    CHECK(path(a, "extra.cost") == NULL);
     cJSON_Delete(a);
+    CHECK(fabs(mini_model_global_cost() - global0 - 2.0) < 1e-12);
 
     CHECK(mini_model_query(m, messages, &a, &fe, &e) == -1 && e.code == MINI_E_MODEL);
     CHECK(strstr(e.msg, "all 5 replies") != NULL);
 
     CHECK(mini_model_calls(m) == 4);
-    CHECK(fabs(mini_model_cost(m) - 2.0) < 1e-12);
+    CHECK(fabs(mini_model_cost(m) - 1.5) < 1e-12);
     cJSON *ser = mini_model_serialize(m);
     CHECK_STR(str(path(ser, "info.config"), "model_type"), "mini.models.test_models.DeterministicModel");
     CHECK(cJSON_GetNumberValue(path(ser, "info.model_stats.api_calls")) == 4);
@@ -654,7 +659,7 @@ static void test_deterministic(void)
         CHECK(fabs(mini_model_cost(m) - 0.125) < 1e-12);
         CHECK(mini_model_query(m, messages, &a, &fe, &e) == 0);
         CHECK_JSON(path(a, "extra.actions"), "[{\"command\": \"pwd\", \"tool_call_id\": \"t9\"}]");
-        CHECK(fabs(mini_model_cost(m) - 1.125) < 1e-12);
+        CHECK(fabs(mini_model_cost(m) - 0.125) < 1e-12);   /* no extra.cost: 0, as the real agent counts */
         cJSON_Delete(a);
         cJSON_Delete(messages);
         mini_model_free(m);
@@ -750,7 +755,8 @@ static void test_replay(void)
         cJSON_Delete(a);
         CHECK(mini_model_query(m, messages, &a, &fe, &e) == -1);
         CHECK(e.code == MINI_E_MODEL && strstr(e.msg, "all 2 assistant messages") && strstr(e.msg, tmpl));
-        CHECK(mini_model_calls(m) == 2 && fabs(mini_model_cost(m) - 0.25) < 1e-12);
+        /* the second has no cost: cost_per_call (1.0), as the real tests' make_output */
+        CHECK(mini_model_calls(m) == 2 && fabs(mini_model_cost(m) - 1.25) < 1e-12);
         CHECK_STR(mini_model_class(m), "replay");
         cJSON_Delete(messages);
         mini_model_free(m);
