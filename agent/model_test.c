@@ -95,9 +95,13 @@ static int load_trajectory(struct mini_model *m, struct mini_err *e)
 int mini_testmodel_init(struct mini_model *m, struct mini_err *e)
 {
     cJSON *cfg = m->cfg;
+    /* deterministic: text mode, deterministic_toolcall: tool calls (the
+     * class row says which); replay takes what each message has. */
     bool det = m->kind == MINI_KIND_DETERMINISTIC;
-    m->text_mode = det;
-    if (set_default(cfg, "model_name", cJSON_CreateString(det ? "deterministic" : "replay"), e) < 0
+    if (!det)
+        m->text_mode = false;
+    const char *name = !det ? "replay" : m->text_mode ? "deterministic" : "deterministic_toolcall";
+    if (set_default(cfg, "model_name", cJSON_CreateString(name), e) < 0
         || set_default(cfg, "action_regex", cJSON_CreateString(TEST_ACTION_REGEX), e) < 0
         || set_default(cfg, "format_error_template", cJSON_CreateString(TEST_FORMAT_ERROR_TEMPLATE), e) < 0
         || set_default(cfg, "observation_template", cJSON_CreateString(TEST_OBSERVATION_TEMPLATE), e) < 0)
@@ -312,6 +316,13 @@ int mini_testmodel_query(struct mini_model *m, const cJSON *messages, cJSON **as
             if (mini_http_sleep_ms((long)(s * 1000), m->cancel) < 0)
                 return mini_err_set(e, MINI_E_IO, "deterministic model: interrupted");
             continue;
+        }
+        if (cJSON_IsString(out) && !m->text_mode) {
+            /* text alone, where tool calls are expected: what a tool-calling
+             * model's reply without one gets */
+            count(m, m->cost_per_call, m->cost_per_call);
+            return format_error(m, "No tool calls found in the response. Every response MUST include at least "
+                               "one tool call.", NULL, out->valuestring, m->cost_per_call, format_error_out, e);
         }
         if (cJSON_IsString(out))
             return query_text(m, out->valuestring, assistant, format_error_out, e);

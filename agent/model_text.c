@@ -475,7 +475,10 @@ int mini_message_actions(struct mini_model *m, const cJSON *msg, cJSON **actions
         return 0;
     }
     const cJSON *tcs = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls");
-    if (cJSON_IsArray(tcs) && cJSON_GetArraySize(tcs) > 0) {
+    /* In tool-call mode a reply without tool calls is "No tool calls found ...",
+     * as parse_toolcall_actions says; replay parses whatever the message has. */
+    bool toolcall_mode = !m->text_mode && m->kind != MINI_KIND_REPLAY;
+    if (toolcall_mode || (cJSON_IsArray(tcs) && cJSON_GetArraySize(tcs) > 0)) {
         int rc = mini_toolcall_actions(tcs, actions, error);
         if (rc < 0)
             return mini_err_set(e, MINI_E_NOMEM, "out of memory");

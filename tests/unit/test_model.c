@@ -718,6 +718,50 @@ static void test_tool_observations(void)
 
 /* ---- replay ---- */
 
+/* deterministic_toolcall (DeterministicToolcallModel): tool-call mode, so a
+ * reply without tool calls is a format error in parse_toolcall_actions'
+ * words, with has_tool_calls for the template. */
+static void test_deterministic_toolcall(void)
+{
+    struct mini_err e;
+    cJSON *cfg = J("{\"outputs\": [{\"role\": \"assistant\", \"content\": \"just text\"},"
+                   " \"plain string\","
+                   " {\"role\": \"assistant\", \"content\": null, \"tool_calls\": [{\"id\": \"t1\", \"type\": \"function\","
+                   "  \"function\": {\"name\": \"bash\", \"arguments\": \"{\\\"command\\\": ls}\"}}]},"
+                   " {\"role\": \"assistant\", \"content\": null, \"tool_calls\": [{\"id\": \"t2\", \"type\": \"function\","
+                   "  \"function\": {\"name\": \"bash\", \"arguments\": \"{\\\"command\\\": \\\"ls\\\"}\"}}]}],"
+                   " \"format_error_template\": \"{{error}} [{{has_tool_calls}}]\"}");
+    struct mini_model *m = mini_model_new(cfg, "deterministic_toolcall", &e);
+    cJSON_Delete(cfg);
+    CHECK(m != NULL);
+    if (!m)
+        return;
+    cJSON *messages = cJSON_CreateArray(), *a = NULL, *fe = NULL;
+    CHECK(mini_model_query(m, messages, &a, &fe, &e) == -1 && e.code == MINI_E_FORMAT);
+    CHECK_STR(str(path(fe, "0"), "content"),
+              "No tool calls found in the response. Every response MUST include at least one tool call. [False]");
+    cJSON_Delete(fe);
+    CHECK(mini_model_query(m, messages, &a, &fe, &e) == -1 && e.code == MINI_E_FORMAT);
+    CHECK_STR(str(path(fe, "0"), "content"),
+              "No tool calls found in the response. Every response MUST include at least one tool call. [False]");
+    cJSON_Delete(fe);
+    CHECK(mini_model_query(m, messages, &a, &fe, &e) == -1 && e.code == MINI_E_FORMAT);
+    CHECK_STR(str(path(fe, "0"), "content"),
+              "Error parsing tool call arguments: Expecting value: line 1 column 13 (char 12)."
+              "Missing 'command' argument in bash tool call. [True]");
+    cJSON_Delete(fe);
+    CHECK(mini_model_query(m, messages, &a, &fe, &e) == 0);
+    CHECK_JSON(path(a, "extra.actions"), "[{\"command\": \"ls\", \"tool_call_id\": \"t2\"}]");
+    cJSON_Delete(a);
+    CHECK_STR(mini_model_class(m), "deterministic_toolcall");
+    cJSON *ser = mini_model_serialize(m);
+    CHECK_STR(str(path(ser, "info.config"), "model_type"), "mini.models.test_models.DeterministicToolcallModel");
+    CHECK_STR(str(path(ser, "info.config.model"), "model_name"), "deterministic_toolcall");
+    cJSON_Delete(ser);
+    cJSON_Delete(messages);
+    mini_model_free(m);
+}
+
 static void test_replay(void)
 {
     char tmpl[] = "/tmp/test_model_traj.XXXXXX";
@@ -854,6 +898,7 @@ int main(void)
     test_anthropic();
     test_deterministic();
     test_tool_observations();
+    test_deterministic_toolcall();
     test_replay();
     test_api_config();
     return check_summary();
