@@ -219,18 +219,52 @@ static char *stopped_message(const char *command, bool timed_out, double timeout
     return n < 0 ? NULL : what;
 }
 
+/* Popen's OSError for a working directory it cannot enter: "[Errno 2] No
+ * such file or directory: '/x'", its type named after the errno. */
+static cJSON *start_error(int err, const char *cwd)
+{
+    const char *type = err == ENOENT ? "FileNotFoundError" : err == ENOTDIR ? "NotADirectoryError"
+                     : err == EACCES || err == EPERM ? "PermissionError" : "OSError";
+    /* repr() of the path: single quotes unless it holds one and no double */
+    bool dq = strchr(cwd, '\'') && !strchr(cwd, '"');
+    struct mini_buf q = MINI_BUF_INIT;
+    mini_buf_putc(&q, dq ? '"' : '\'');
+    for (const char *c = cwd; *c; c++) {
+        if (*c == '\\' || (!dq && *c == '\''))
+            mini_buf_putc(&q, '\\');
+        mini_buf_putc(&q, *c);
+    }
+    mini_buf_putc(&q, dq ? '"' : '\'');
+    char *what = NULL;
+    if (asprintf(&what, "[Errno %d] %s: %s", err, strerror(err), q.data ? q.data : "''") < 0)
+        what = NULL;
+    mini_buf_free(&q);
+    cJSON *r = what ? exception_result("", 0, type, what) : NULL;
+    free(what);
+    return r;
+}
+
 static int local_execute(struct mini_environment *env, const char *command, const char *cwd, double timeout,
                          mini_env_output_fn fn, void *arg, cJSON **result, struct mini_err *e)
 {
-    int p[2];
+    int p[2], ep[2];
     if (pipe2(p, O_CLOEXEC) < 0)
         return mini_err_sys(e, MINI_E_IO, errno, "pipe");
+    /* The child's errno when it cannot start (a bad cwd), as Popen learns it. */
+    if (pipe2(ep, O_CLOEXEC) < 0) {
+        int err = errno;
+        close(p[0]);
+        close(p[1]);
+        return mini_err_sys(e, MINI_E_IO, err, "pipe");
+    }
     const cJSON *extra = cJSON_GetObjectItemCaseSensitive(env->cfg, "env");
     pid_t pid = fork();
     if (pid < 0) {
         int err = errno;
         close(p[0]);
         close(p[1]);
+        close(ep[0]);
+        close(ep[1]);
         return mini_err_sys(e, MINI_E_IO, err, "fork");
     }
     if (pid == 0) {
@@ -244,7 +278,9 @@ static int local_execute(struct mini_environment *env, const char *command, cons
             if (cJSON_IsString(it))
                 setenv(it->string, it->valuestring, 1);
         if (chdir(cwd) < 0) {
-            dprintf(2, "mini: cd %s: %s\n", cwd, strerror(errno));
+            int err = errno;
+            if (write(ep[1], &err, sizeof err) < 0)
+                dprintf(2, "mini: cd %s: %s\n", cwd, strerror(err));
             _exit(126);
         }
         signal(SIGPIPE, SIG_DFL);
@@ -254,6 +290,19 @@ static int local_execute(struct mini_environment *env, const char *command, cons
         _exit(127);
     }
     close(p[1]);
+    close(ep[1]);
+    int child_err = 0;
+    ssize_t en;
+    while ((en = read(ep[0], &child_err, sizeof child_err)) < 0 && errno == EINTR)
+        ;
+    close(ep[0]);
+    if (en == (ssize_t)sizeof child_err) {
+        close(p[0]);
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        *result = start_error(child_err, cwd);
+        return *result ? 0 : mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    }
     struct mini_buf out = MINI_BUF_INIT;
     int64_t deadline = mini_mono_ms() + (int64_t)(timeout * 1000);
     bool timed_out = false, interrupted = false;

@@ -62,4 +62,30 @@ expect_eq((x["exception_type"], x["exception"]), ("TimeoutExpired", f"Command '{
 PY
 done
 
+# A working directory that cannot be entered: Popen's OSError, as the real
+# LocalEnvironment reports it (the sandbox has its own rules for cwd).
+scenario_cwd() {
+    local dir=$1 errno=$2 text=$3 type=$4
+    WS=$T/ws.cwd.$errno
+    mkws "$WS"
+    TRAJ=$T/traj.cwd.$errno.json
+    mrun -y --exit-immediately -c mini --model-class deterministic --sandbox off --workspace "$WS" -t task \
+        -c agent.step_limit=1 -c "environment.cwd=$dir" \
+        -c 'model.outputs=[{"role": "assistant", "content": "s", "extra": {"actions": [{"command": "echo hi"}]}}]' \
+        -o "$TRAJ"
+    jcheck "off: cwd $dir: $type, as Popen says it" DIR="$dir" ERRNO="$errno" TEXT="$text" TYPE="$type" <<'PY'
+import os
+t = load_traj()
+obs = [m for m in t["messages"] if "raw_output" in m.get("extra", {})]
+expect_eq(len(obs), 1, "observations")
+x = obs[0]["extra"]
+what = f"[Errno {os.environ['ERRNO']}] {os.environ['TEXT']}: '{os.environ['DIR']}'"
+expect_eq((x["raw_output"], x["returncode"], x["exception_info"], x["exception_type"], x["exception"]),
+          ("", -1, "An error occurred while executing the command: " + what, os.environ["TYPE"], what), "result")
+PY
+}
+scenario_cwd "$T/no-such-dir" 2 "No such file or directory" FileNotFoundError
+: >"$T/a-file"
+scenario_cwd "$T/a-file" 20 "Not a directory" NotADirectoryError
+
 finish
