@@ -417,12 +417,10 @@ int mini_toolcall_actions(const cJSON *tool_calls, cJSON **actions, char **error
             rc |= mini_buf_printf(&msg, "Error parsing tool call arguments: the JSON object must be str, bytes "
                                   "or bytearray, not %s.", type);
         }
-        const char *fname = cJSON_IsString(name) ? name->valuestring : "";
-        if (strcmp(fname, "bash") != 0) {
-            char q[200];
-            snprintf(q, sizeof(q), "%.*s", MINI_JSON_SHOW(fname));
-            rc |= mini_buf_printf(&msg, "Unknown tool '%s'.", q);
-        }
+        /* the whole name, as the f-string shows it (a missing one is None) */
+        const char *fname = cJSON_IsString(name) ? name->valuestring : NULL;
+        if (!fname || strcmp(fname, "bash") != 0)
+            rc |= mini_buf_printf(&msg, "Unknown tool '%s'.", fname ? fname : "None");
         const cJSON *cmd = cJSON_IsObject(argobj) ? cJSON_GetObjectItemCaseSensitive(argobj, "command") : NULL;
         if (!cmd)
             rc |= mini_buf_puts(&msg, "Missing 'command' argument in bash tool call.");

@@ -175,6 +175,19 @@ static void test_toolcalls(void)
     free(error);
     cJSON_Delete(tc);
 
+    tc = J("[{\"id\":\"c1\",\"function\":{\"arguments\":\"{\\\"command\\\": \\\"ls\\\"}\"}}]");
+    CHECK(mini_toolcall_actions(tc, &actions, &error) == 1);
+    CHECK_STR(error, "Unknown tool 'None'.");
+    free(error);
+    cJSON_Delete(tc);
+
+    tc = J("[{\"id\":\"c1\",\"function\":{\"name\":\"a_tool_name_longer_than_sixty_four_bytes_is_quoted_whole_xxxxxxxxxxxxx\","
+           "\"arguments\":\"{\\\"command\\\": \\\"ls\\\"}\"}}]");
+    CHECK(mini_toolcall_actions(tc, &actions, &error) == 1);
+    CHECK_STR(error, "Unknown tool 'a_tool_name_longer_than_sixty_four_bytes_is_quoted_whole_xxxxxxxxxxxxx'.");
+    free(error);
+    cJSON_Delete(tc);
+
     tc = J("[{\"id\":\"c1\",\"function\":{\"name\":\"bash\",\"arguments\":\"[1]\"}}]");
     CHECK(mini_toolcall_actions(tc, &actions, &error) == 1);
     CHECK_STR(error, "Missing 'command' argument in bash tool call.");
