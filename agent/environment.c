@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -149,12 +150,34 @@ void mini_environment_interrupt(struct mini_environment *env)
     env->interrupted = 1;
 }
 
+/* The output as mini-swe-agent's text-mode subprocess gives it: invalid
+ * UTF-8 replaced (errors="replace"), then universal newlines: "\r\n" and
+ * a lone "\r" both become "\n". */
+static void text_output(struct mini_buf *out, const char *output, size_t len)
+{
+    mini_utf8_sanitize(out, output ? output : "", len);
+    if (!out->data)
+        return;
+    size_t w = 0;
+    for (size_t i = 0; i < out->len; i++) {
+        if (out->data[i] == '\r') {
+            out->data[w++] = '\n';
+            if (i + 1 < out->len && out->data[i + 1] == '\n')
+                i++;
+        } else {
+            out->data[w++] = out->data[i];
+        }
+    }
+    out->len = w;
+    out->data[w] = '\0';
+}
+
 /* mini-swe-agent's result when a command could not finish. */
 static cJSON *exception_result(const char *output, size_t len, const char *type, const char *what)
 {
     cJSON *r = cJSON_CreateObject();
     struct mini_buf out = MINI_BUF_INIT;
-    mini_utf8_sanitize(&out, output ? output : "", len);
+    text_output(&out, output, len);
     cJSON_AddStringToObject(r, "output", out.data ? out.data : "");
     mini_buf_free(&out);
     cJSON_AddNumberToObject(r, "returncode", -1);
@@ -173,7 +196,7 @@ static cJSON *plain_result(const char *output, size_t len, int returncode)
 {
     cJSON *r = cJSON_CreateObject();
     struct mini_buf out = MINI_BUF_INIT;
-    mini_utf8_sanitize(&out, output ? output : "", len);
+    text_output(&out, output, len);
     cJSON_AddStringToObject(r, "output", out.data ? out.data : "");
     mini_buf_free(&out);
     cJSON_AddNumberToObject(r, "returncode", returncode);
@@ -181,18 +204,67 @@ static cJSON *plain_result(const char *output, size_t len, int returncode)
     return r;
 }
 
+/* subprocess.TimeoutExpired's text, the whole command quoted as it is
+ * ("Command '%s' timed out after %s seconds"); mini's own for an interrupt. */
+static char *stopped_message(const char *command, bool timed_out, double timeout)
+{
+    char *what = NULL;
+    char secs[64];
+    if (timeout == floor(timeout) && timeout < 1e15)
+        snprintf(secs, sizeof secs, "%.0f", timeout);   /* an int, as the config's timeout is */
+    else
+        snprintf(secs, sizeof secs, "%g", timeout);
+    int n = timed_out ? asprintf(&what, "Command '%s' timed out after %s seconds", command, secs)
+                      : asprintf(&what, "Command '%s' was interrupted", command);
+    return n < 0 ? NULL : what;
+}
+
+/* Popen's OSError for a working directory it cannot enter: "[Errno 2] No
+ * such file or directory: '/x'", its type named after the errno. */
+static cJSON *start_error(int err, const char *cwd)
+{
+    const char *type = err == ENOENT ? "FileNotFoundError" : err == ENOTDIR ? "NotADirectoryError"
+                     : err == EACCES || err == EPERM ? "PermissionError" : "OSError";
+    /* repr() of the path: single quotes unless it holds one and no double */
+    bool dq = strchr(cwd, '\'') && !strchr(cwd, '"');
+    struct mini_buf q = MINI_BUF_INIT;
+    mini_buf_putc(&q, dq ? '"' : '\'');
+    for (const char *c = cwd; *c; c++) {
+        if (*c == '\\' || (!dq && *c == '\''))
+            mini_buf_putc(&q, '\\');
+        mini_buf_putc(&q, *c);
+    }
+    mini_buf_putc(&q, dq ? '"' : '\'');
+    char *what = NULL;
+    if (asprintf(&what, "[Errno %d] %s: %s", err, strerror(err), q.data ? q.data : "''") < 0)
+        what = NULL;
+    mini_buf_free(&q);
+    cJSON *r = what ? exception_result("", 0, type, what) : NULL;
+    free(what);
+    return r;
+}
+
 static int local_execute(struct mini_environment *env, const char *command, const char *cwd, double timeout,
                          mini_env_output_fn fn, void *arg, cJSON **result, struct mini_err *e)
 {
-    int p[2];
+    int p[2], ep[2];
     if (pipe2(p, O_CLOEXEC) < 0)
         return mini_err_sys(e, MINI_E_IO, errno, "pipe");
+    /* The child's errno when it cannot start (a bad cwd), as Popen learns it. */
+    if (pipe2(ep, O_CLOEXEC) < 0) {
+        int err = errno;
+        close(p[0]);
+        close(p[1]);
+        return mini_err_sys(e, MINI_E_IO, err, "pipe");
+    }
     const cJSON *extra = cJSON_GetObjectItemCaseSensitive(env->cfg, "env");
     pid_t pid = fork();
     if (pid < 0) {
         int err = errno;
         close(p[0]);
         close(p[1]);
+        close(ep[0]);
+        close(ep[1]);
         return mini_err_sys(e, MINI_E_IO, err, "fork");
     }
     if (pid == 0) {
@@ -206,14 +278,31 @@ static int local_execute(struct mini_environment *env, const char *command, cons
             if (cJSON_IsString(it))
                 setenv(it->string, it->valuestring, 1);
         if (chdir(cwd) < 0) {
-            dprintf(2, "mini: cd %s: %s\n", cwd, strerror(errno));
+            int err = errno;
+            if (write(ep[1], &err, sizeof err) < 0)
+                dprintf(2, "mini: cd %s: %s\n", cwd, strerror(err));
             _exit(126);
         }
         signal(SIGPIPE, SIG_DFL);
-        execl("/bin/sh", "sh", "-c", command, (char *)NULL);
+        /* As subprocess's shell=True: argv[0] is "/bin/sh", which the shell's
+         * own messages quote ("/bin/sh: 1: x: not found"). */
+        execl("/bin/sh", "/bin/sh", "-c", command, (char *)NULL);
         _exit(127);
     }
     close(p[1]);
+    close(ep[1]);
+    int child_err = 0;
+    ssize_t en;
+    while ((en = read(ep[0], &child_err, sizeof child_err)) < 0 && errno == EINTR)
+        ;
+    close(ep[0]);
+    if (en == (ssize_t)sizeof child_err) {
+        close(p[0]);
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        *result = start_error(child_err, cwd);
+        return *result ? 0 : mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    }
     struct mini_buf out = MINI_BUF_INIT;
     int64_t deadline = mini_mono_ms() + (int64_t)(timeout * 1000);
     bool timed_out = false, interrupted = false;
@@ -251,11 +340,11 @@ static int local_execute(struct mini_environment *env, const char *command, cons
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
         ;
     if (timed_out || interrupted) {
-        char what[256];
-        if (timed_out)
-            snprintf(what, sizeof what, "Command '%.160s' timed out after %g seconds", command, timeout);
-        else
-            snprintf(what, sizeof what, "Command '%.160s' was interrupted", command);
+        _cleanup_free_ char *what = stopped_message(command, timed_out, timeout);
+        if (!what) {
+            mini_buf_free(&out);
+            return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+        }
         *result = exception_result(out.data, out.len, timed_out ? "TimeoutExpired" : "Interrupted", what);
     } else {
         /* As Python's subprocess: -N when killed by signal N. */
@@ -294,17 +383,21 @@ static int sandbox_execute(struct mini_environment *env, const char *command, co
     }
     const struct mini_rep_exit *x2 = &rep.u.exit;
     if (x2->timed_out || x2->limit == MINI_LIMIT_CANCELLED) {
-        char what[256];
         /* timeout 0: the profile's limit, which the run's length tells. */
         double secs = timeout > 0 ? timeout : (double)((x2->duration_ms + 500) / 1000);
-        if (x2->timed_out)
-            snprintf(what, sizeof what, "Command '%.160s' timed out after %g seconds", command, secs);
-        else
-            snprintf(what, sizeof what, "Command '%.160s' was interrupted", command);
+        _cleanup_free_ char *what = stopped_message(command, x2->timed_out, secs);
+        if (!what) {
+            mini_rep_free(&rep);
+            return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+        }
         *result = exception_result(x2->output, x2->output_len, x2->timed_out ? "TimeoutExpired" : "Interrupted",
                                    what);
     } else {
-        *result = plain_result(x2->output, x2->output_len, x2->returncode);
+        /* The shell itself killed by signal N: -N, as local (and Python's
+         * subprocess) gives; the daemon's 128+N is what a shell reports for
+         * a child.  A limit's kill keeps the daemon's code (see extra.limit). */
+        int rc = x2->signal > 0 && x2->limit == MINI_LIMIT_NONE ? -x2->signal : x2->returncode;
+        *result = plain_result(x2->output, x2->output_len, rc);
     }
     if (x2->truncated || x2->limit != MINI_LIMIT_NONE || x2->n_notes) {
         cJSON *extra = cJSON_GetObjectItemCaseSensitive(*result, "extra");

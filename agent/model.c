@@ -220,6 +220,8 @@ static const struct class_row classes[] = {
       MINI_PROV_OPENROUTER, true },
     { "deterministic", MINI_KIND_DETERMINISTIC, MINI_PROV_NONE, true },
     { "minisweagent.models.test_models.DeterministicModel", MINI_KIND_DETERMINISTIC, MINI_PROV_NONE, true },
+    { "deterministic_toolcall", MINI_KIND_DETERMINISTIC, MINI_PROV_NONE, false },
+    { "minisweagent.models.test_models.DeterministicToolcallModel", MINI_KIND_DETERMINISTIC, MINI_PROV_NONE, false },
     { "replay", MINI_KIND_REPLAY, MINI_PROV_NONE, false },
 };
 
@@ -278,7 +280,7 @@ static const char *class_name_of(const struct mini_model *m)
 {
     switch (m->kind) {
     case MINI_KIND_DETERMINISTIC:
-        return "deterministic";
+        return m->text_mode ? "deterministic" : "deterministic_toolcall";
     case MINI_KIND_REPLAY:
         return "replay";
     case MINI_KIND_API:
@@ -298,7 +300,8 @@ static const char *model_type_of(const struct mini_model *m)
 {
     switch (m->kind) {
     case MINI_KIND_DETERMINISTIC:
-        return "mini.models.test_models.DeterministicModel";
+        return m->text_mode ? "mini.models.test_models.DeterministicModel"
+                            : "mini.models.test_models.DeterministicToolcallModel";
     case MINI_KIND_REPLAY:
         return "mini.models.test_models.ReplayModel";
     case MINI_KIND_API:
@@ -794,6 +797,13 @@ cJSON *mini_model_format_error_msg(struct mini_model *m, const char *error, cons
         return NULL;
     }
     cJSON_AddItemToObject(vars, "actions", acts);
+    /* parse_toolcall_actions also tells whether the reply had tool calls */
+    if (!m->text_mode && m->kind != MINI_KIND_REPLAY
+        && !cJSON_AddBoolToObject(vars, "has_tool_calls", strncmp(error, "No tool calls found", 19) != 0)) {
+        cJSON_Delete(vars);
+        mini_err_set(e, MINI_E_NOMEM, "out of memory");
+        return NULL;
+    }
     char *text = NULL;
     int rc = mini_model_render(m->format_error_template, vars, &text, e);
     cJSON_Delete(vars);
@@ -826,20 +836,6 @@ oom:
     cJSON_Delete(msg);
     mini_err_set(e, MINI_E_NOMEM, "out of memory");
     return NULL;
-}
-
-/* Jinja's truthiness of exception_info. */
-static bool truthy(const cJSON *v)
-{
-    if (!v || cJSON_IsNull(v) || cJSON_IsFalse(v))
-        return false;
-    if (cJSON_IsString(v))
-        return *v->valuestring != '\0';
-    if (cJSON_IsNumber(v))
-        return v->valuedouble != 0;
-    if (cJSON_IsArray(v) || cJSON_IsObject(v))
-        return v->child != NULL;
-    return true;
 }
 
 static cJSON *observation(struct mini_model *m, const cJSON *action, const cJSON *output, const cJSON *template_vars,
@@ -890,14 +886,14 @@ static cJSON *observation(struct mini_model *m, const cJSON *action, const cJSON
     cJSON_AddItemToObject(extra, "returncode", x);
     if (!cJSON_AddNumberToObject(extra, "timestamp", mini_model_now()))
         goto oom;
-    if (truthy(exc)) {
-        if (!(x = cJSON_Duplicate(exc, true)))
-            goto oom;
-        cJSON_AddItemToObject(extra, "exception_info", x);
-        const cJSON *oextra = cJSON_GetObjectItemCaseSensitive(output, "extra");
-        if (cJSON_IsObject(oextra) && mini_json_merge_into(extra, oextra) < 0)
-            goto oom;
-    }
+    /* As format_observation_messages: exception_info always (None when the
+     * output has none), then the output's own extra over it all. */
+    if (!(x = exc ? cJSON_Duplicate(exc, true) : cJSON_CreateNull()))
+        goto oom;
+    cJSON_AddItemToObject(extra, "exception_info", x);
+    const cJSON *oextra = cJSON_GetObjectItemCaseSensitive(output, "extra");
+    if (cJSON_IsObject(oextra) && mini_json_merge_into(extra, oextra) < 0)
+        goto oom;
     return msg;
 oom:
     free(text);

@@ -113,6 +113,10 @@ void mini_py_strip(const char *s, size_t len, size_t *start, size_t *end);
 /* Actions from OpenAI-style tool calls (an array; NULL or empty is an
  * error).  0 with *actions set; 1 with *error set (malloc'd) for a format
  * error; -1 when out of memory. */
+/* The message of Python's json.loads for text[0..len) ("Expecting value:
+ * line 1 column 1 (char 0)"), or NULL when Python would accept it (or out
+ * of memory).  Malloc'd. */
+char *mini_py_json_error(const char *text, size_t len);
 int mini_toolcall_actions(const cJSON *tool_calls, cJSON **actions, char **error);
 /* Actions of a message, parsed as the model would: extra.actions when
  * present, else its tool_calls, else action_regex on its content.

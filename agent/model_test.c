@@ -5,15 +5,17 @@
  * string is the assistant's text, parsed with action_regex (exactly one
  * match, else a format error); an object is a whole assistant message
  * (v2 style: {"role": "assistant", "content": ..., "extra": {"actions":
- * [...]}}, or with OpenAI tool_calls), returned as it is.  Each reply costs
- * cost_per_call (default 1.0; an object's own extra.cost wins), format
- * errors included.  A reply "/sleep N"
+ * [...]}}, or with OpenAI tool_calls), returned as it is.  A string reply
+ * costs cost_per_call (default 1.0), format errors included; an object
+ * costs the run its own extra.cost (0 without one) while the process-wide
+ * total is charged cost_per_call, as DeterministicModel does.  A reply "/sleep N"
  * (or an action "/sleep N") waits N seconds and moves on to the next
  * without counting.
  *
  * replay: model.replay_path names a saved trajectory (.traj.json, or a
  * bare list of messages); its assistant messages are returned in order,
- * with their actions and costs, so a run can be repeated without a model. */
+ * with their actions and costs (cost_per_call, default 1.0, where a message
+ * has none), so a run can be repeated without a model. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,9 +95,13 @@ static int load_trajectory(struct mini_model *m, struct mini_err *e)
 int mini_testmodel_init(struct mini_model *m, struct mini_err *e)
 {
     cJSON *cfg = m->cfg;
+    /* deterministic: text mode, deterministic_toolcall: tool calls (the
+     * class row says which); replay takes what each message has. */
     bool det = m->kind == MINI_KIND_DETERMINISTIC;
-    m->text_mode = det;
-    if (set_default(cfg, "model_name", cJSON_CreateString(det ? "deterministic" : "replay"), e) < 0
+    if (!det)
+        m->text_mode = false;
+    const char *name = !det ? "replay" : m->text_mode ? "deterministic" : "deterministic_toolcall";
+    if (set_default(cfg, "model_name", cJSON_CreateString(name), e) < 0
         || set_default(cfg, "action_regex", cJSON_CreateString(TEST_ACTION_REGEX), e) < 0
         || set_default(cfg, "format_error_template", cJSON_CreateString(TEST_FORMAT_ERROR_TEMPLATE), e) < 0
         || set_default(cfg, "observation_template", cJSON_CreateString(TEST_OBSERVATION_TEMPLATE), e) < 0)
@@ -106,6 +112,12 @@ int mini_testmodel_init(struct mini_model *m, struct mini_err *e)
     m->model_name = cJSON_GetObjectItemCaseSensitive(cfg, "model_name")->valuestring;
     if (!(m->action_re = mini_action_regex_compile(cJSON_GetObjectItemCaseSensitive(cfg, "action_regex")->valuestring, e)))
         return mini_err_prefix(e, "model");
+    if (set_default(cfg, "cost_per_call", cJSON_CreateNumber(1.0), e) < 0)
+        return -1;
+    const cJSON *cpc = cJSON_GetObjectItemCaseSensitive(cfg, "cost_per_call");
+    if (!cJSON_IsNumber(cpc) || !(cpc->valuedouble >= 0) || !isfinite(cpc->valuedouble))
+        return mini_err_set(e, MINI_E_CONFIG, "model.cost_per_call must be a number >= 0");
+    m->cost_per_call = cpc->valuedouble;
     if (!det) {
         const cJSON *path = cJSON_GetObjectItemCaseSensitive(cfg, "replay_path");
         if (!cJSON_IsString(path) || !*path->valuestring)
@@ -114,12 +126,6 @@ int mini_testmodel_init(struct mini_model *m, struct mini_err *e)
             return mini_err_set(e, MINI_E_NOMEM, "out of memory");
         return load_trajectory(m, e);
     }
-    if (set_default(cfg, "cost_per_call", cJSON_CreateNumber(1.0), e) < 0)
-        return -1;
-    const cJSON *cpc = cJSON_GetObjectItemCaseSensitive(cfg, "cost_per_call");
-    if (!cJSON_IsNumber(cpc) || !(cpc->valuedouble >= 0) || !isfinite(cpc->valuedouble))
-        return mini_err_set(e, MINI_E_CONFIG, "model.cost_per_call must be a number >= 0");
-    m->cost_per_call = cpc->valuedouble;
     const cJSON *outputs = cJSON_GetObjectItemCaseSensitive(cfg, "outputs");
     if (!cJSON_IsArray(outputs) || cJSON_GetArraySize(outputs) == 0)
         return mini_err_set(e, MINI_E_CONFIG, "the deterministic model needs model.outputs, a list of replies");
@@ -184,11 +190,14 @@ static int set_extra(cJSON *msg, const char *key, cJSON *value, bool replace, st
     return 0;
 }
 
-static void count(struct mini_model *m, double cost)
+/* A call: `cost` for this run (the agent's instance cost, what the reply's
+ * extra.cost says), `billed` for the process-wide total (mini-swe-agent's
+ * GLOBAL_MODEL_STATS, which test models charge cost_per_call). */
+static void count(struct mini_model *m, double cost, double billed)
 {
     m->calls++;
     m->cost += cost;
-    mini_model_global_add(cost);
+    mini_model_global_add(billed);
 }
 
 static int format_error(struct mini_model *m, const char *error, const cJSON *found, const char *content,
@@ -210,7 +219,7 @@ static int query_text(struct mini_model *m, const char *text, cJSON **assistant,
                       struct mini_err *e)
 {
     double cost = m->cost_per_call;
-    count(m, cost);
+    count(m, cost, cost);
     cJSON *found = NULL;
     int n = mini_regex_findall(m->action_re, text, strlen(text), &found, e);
     if (n < 0) {
@@ -246,10 +255,10 @@ static int query_text(struct mini_model *m, const char *text, cJSON **assistant,
 }
 
 /* A whole assistant message (deterministic object output or replayed). */
-static int query_message(struct mini_model *m, const cJSON *src, double cost, bool replace_ts, cJSON **assistant,
-                         cJSON **format_error_out, struct mini_err *e)
+static int query_message(struct mini_model *m, const cJSON *src, double cost, double billed, bool add_cost,
+                         bool replace_ts, cJSON **assistant, cJSON **format_error_out, struct mini_err *e)
 {
-    count(m, cost);
+    count(m, cost, billed);
     cJSON *msg = cJSON_Duplicate(src, true);
     if (!msg)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
@@ -271,7 +280,8 @@ static int query_message(struct mini_model *m, const cJSON *src, double cost, bo
         cJSON_Delete(msg);
         return rc;
     }
-    if (set_extra(msg, "actions", actions, false, e) < 0 || set_extra(msg, "cost", cJSON_CreateNumber(cost), false, e) < 0
+    if (set_extra(msg, "actions", actions, false, e) < 0
+        || (add_cost && set_extra(msg, "cost", cJSON_CreateNumber(cost), false, e) < 0)
         || set_extra(msg, "timestamp", cJSON_CreateNumber(mini_model_now()), replace_ts, e) < 0) {
         cJSON_Delete(msg);
         return -1;
@@ -295,9 +305,11 @@ int mini_testmodel_query(struct mini_model *m, const cJSON *messages, cJSON **as
         }
         const cJSON *out = cJSON_GetArrayItem(m->outputs, m->next_output++);
         if (m->kind == MINI_KIND_REPLAY) {
+            /* the file's cost, else cost_per_call (mini-swe-agent's own tests
+             * replay saved replies with make_output's cost, 1.0) */
             const cJSON *c = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(out, "extra"), "cost");
-            double cost = cJSON_IsNumber(c) && c->valuedouble > 0 ? c->valuedouble : 0;
-            return query_message(m, out, cost, true, assistant, format_error_out, e);
+            double cost = !cJSON_IsNumber(c) ? m->cost_per_call : c->valuedouble > 0 ? c->valuedouble : 0;
+            return query_message(m, out, cost, cost, true, true, assistant, format_error_out, e);
         }
         double s = cJSON_IsString(out) ? sleep_request(out->valuestring) : message_sleep(out);
         if (s >= 0) {
@@ -305,11 +317,20 @@ int mini_testmodel_query(struct mini_model *m, const cJSON *messages, cJSON **as
                 return mini_err_set(e, MINI_E_IO, "deterministic model: interrupted");
             continue;
         }
+        if (cJSON_IsString(out) && !m->text_mode) {
+            /* text alone, where tool calls are expected: what a tool-calling
+             * model's reply without one gets */
+            count(m, m->cost_per_call, m->cost_per_call);
+            return format_error(m, "No tool calls found in the response. Every response MUST include at least "
+                               "one tool call.", NULL, out->valuestring, m->cost_per_call, format_error_out, e);
+        }
         if (cJSON_IsString(out))
             return query_text(m, out->valuestring, assistant, format_error_out, e);
-        /* a whole message: its own extra.cost (as the agent would count it), else cost_per_call */
+        /* a whole message, as DeterministicModel returns it: the run is
+         * charged its own extra.cost (none: 0, and none is added), the
+         * process-wide total cost_per_call */
         const cJSON *c = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(out, "extra"), "cost");
-        double cost = cJSON_IsNumber(c) && c->valuedouble >= 0 ? c->valuedouble : m->cost_per_call;
-        return query_message(m, out, cost, false, assistant, format_error_out, e);
+        double cost = cJSON_IsNumber(c) && c->valuedouble >= 0 ? c->valuedouble : 0;
+        return query_message(m, out, cost, m->cost_per_call, false, false, assistant, format_error_out, e);
     }
 }

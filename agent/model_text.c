@@ -1,7 +1,9 @@
 /* Finding actions in replies: action_regex on text (PCRE2, as Python's
  * re.findall(action_regex, content, re.DOTALL) with each match stripped),
  * and bash tool calls (mini-swe-agent's parse_toolcall_actions). */
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "model_int.h"
@@ -134,6 +136,243 @@ int mini_regex_findall(const pcre2_code *re, const char *content, size_t len, cJ
     return count;
 }
 
+/* Python's json.loads error message for a document it rejects.
+ *
+ * The walk follows CPython's C scanner (Modules/_json.c, as in 3.11):
+ * the same checks in the same order, so the first error found and its
+ * position are Python's.  Positions count code points, as Python's str
+ * indices do. */
+struct pyj {
+    const uint32_t *s;
+    size_t n;
+    const char *msg;
+    size_t pos;
+};
+
+static bool pyj_ws(uint32_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+static bool pyj_digit(uint32_t c) { return c >= '0' && c <= '9'; }
+static bool pyj_hex(uint32_t c) { return pyj_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+
+static int pyj_fail(struct pyj *p, const char *msg, size_t pos)
+{
+    p->msg = msg;
+    p->pos = pos;
+    return -1;
+}
+
+static size_t pyj_skip_ws(const struct pyj *p, size_t i)
+{
+    while (i < p->n && pyj_ws(p->s[i]))
+        i++;
+    return i;
+}
+
+static bool pyj_word(const struct pyj *p, size_t i, const char *w)
+{
+    size_t k = strlen(w);
+    if (i + k > p->n)
+        return false;
+    for (size_t j = 0; j < k; j++)
+        if (p->s[i + j] != (unsigned char)w[j])
+            return false;
+    return true;
+}
+
+/* The string whose opening quote is at begin; *end past its closing quote. */
+static int pyj_string(struct pyj *p, size_t begin, size_t *end)
+{
+    size_t i = begin + 1;
+    for (;;) {
+        while (i < p->n && p->s[i] != '"' && p->s[i] != '\\') {
+            if (p->s[i] <= 0x1f)
+                return pyj_fail(p, "Invalid control character at", i);
+            i++;
+        }
+        if (i >= p->n)
+            return pyj_fail(p, "Unterminated string starting at", begin);
+        if (p->s[i] == '"') {
+            *end = i + 1;
+            return 0;
+        }
+        i++;                                    /* past the backslash */
+        if (i >= p->n)
+            return pyj_fail(p, "Unterminated string starting at", begin);
+        uint32_t c = p->s[i];
+        if (c != 'u') {
+            if (c == 0 || c > 0x7f || !strchr("\"\\/bfnrt", (int)c))
+                return pyj_fail(p, "Invalid \\escape", i - 1);
+            i++;
+            continue;
+        }
+        i++;                                    /* the first hex digit */
+        size_t e = i + 4;
+        if (e >= p->n)
+            return pyj_fail(p, "Invalid \\uXXXX escape", i - 1);
+        uint32_t v = 0;
+        for (; i < e; i++) {
+            if (!pyj_hex(p->s[i]))
+                return pyj_fail(p, "Invalid \\uXXXX escape", e - 5);
+            v = v << 4 | (pyj_digit(p->s[i]) ? p->s[i] - '0' : (p->s[i] | 0x20) - 'a' + 10);
+        }
+        /* A high surrogate takes a following \uXXXX with it, whatever it is. */
+        if (v >= 0xD800 && v <= 0xDBFF && e + 6 < p->n && p->s[i] == '\\' && p->s[i + 1] == 'u') {
+            i += 2;
+            e += 6;
+            for (; i < e; i++)
+                if (!pyj_hex(p->s[i]))
+                    return pyj_fail(p, "Invalid \\uXXXX escape", e - 5);
+        }
+    }
+}
+
+static int pyj_value(struct pyj *p, size_t i, size_t *end, int depth);
+
+static int pyj_object(struct pyj *p, size_t i, size_t *end, int depth)
+{
+    i = pyj_skip_ws(p, i);
+    if (i >= p->n || p->s[i] != '}') {
+        for (;;) {
+            if (i >= p->n || p->s[i] != '"')
+                return pyj_fail(p, "Expecting property name enclosed in double quotes", i);
+            if (pyj_string(p, i, &i) < 0)
+                return -1;
+            i = pyj_skip_ws(p, i);
+            if (i >= p->n || p->s[i] != ':')
+                return pyj_fail(p, "Expecting ':' delimiter", i);
+            i = pyj_skip_ws(p, i + 1);
+            if (pyj_value(p, i, &i, depth + 1) < 0)
+                return -1;
+            i = pyj_skip_ws(p, i);
+            if (i < p->n && p->s[i] == '}')
+                break;
+            if (i >= p->n || p->s[i] != ',')
+                return pyj_fail(p, "Expecting ',' delimiter", i);
+            i = pyj_skip_ws(p, i + 1);
+        }
+    }
+    *end = i + 1;
+    return 0;
+}
+
+static int pyj_array(struct pyj *p, size_t i, size_t *end, int depth)
+{
+    i = pyj_skip_ws(p, i);
+    if (i >= p->n || p->s[i] != ']') {
+        for (;;) {
+            if (pyj_value(p, i, &i, depth + 1) < 0)
+                return -1;
+            i = pyj_skip_ws(p, i);
+            if (i < p->n && p->s[i] == ']')
+                break;
+            if (i >= p->n || p->s[i] != ',')
+                return pyj_fail(p, "Expecting ',' delimiter", i);
+            i = pyj_skip_ws(p, i + 1);
+        }
+    }
+    *end = i + 1;
+    return 0;
+}
+
+static int pyj_number(struct pyj *p, size_t start, size_t *end)
+{
+    size_t i = start;
+    if (p->s[i] == '-' && ++i >= p->n)
+        return pyj_fail(p, "Expecting value", start);
+    if (p->s[i] >= '1' && p->s[i] <= '9') {
+        while (i < p->n && pyj_digit(p->s[i]))
+            i++;
+    } else if (p->s[i] == '0') {
+        i++;
+    } else {
+        return pyj_fail(p, "Expecting value", start);
+    }
+    if (i + 1 < p->n && p->s[i] == '.' && pyj_digit(p->s[i + 1])) {
+        i += 2;
+        while (i < p->n && pyj_digit(p->s[i]))
+            i++;
+    }
+    if (i + 1 < p->n && (p->s[i] == 'e' || p->s[i] == 'E')) {
+        size_t e = i++;
+        if (i + 1 < p->n && (p->s[i] == '-' || p->s[i] == '+'))
+            i++;
+        while (i < p->n && pyj_digit(p->s[i]))
+            i++;
+        if (!pyj_digit(p->s[i - 1]))
+            i = e;
+    }
+    *end = i;
+    return 0;
+}
+
+static int pyj_value(struct pyj *p, size_t i, size_t *end, int depth)
+{
+    if (i >= p->n)
+        return pyj_fail(p, "Expecting value", i);
+    if (depth > 900)                            /* Python: RecursionError; mini's parser has a lower limit */
+        return pyj_fail(p, NULL, i);
+    switch (p->s[i]) {
+    case '"':
+        return pyj_string(p, i, end);
+    case '{':
+        return pyj_object(p, i + 1, end, depth);
+    case '[':
+        return pyj_array(p, i + 1, end, depth);
+    case 'n':
+    case 't':
+    case 'f':
+    case 'N':
+    case 'I':
+    case '-': {
+        static const char *const words[] = { "null", "true", "false", "NaN", "Infinity", "-Infinity" };
+        for (size_t k = 0; k < sizeof words / sizeof *words; k++)
+            if (p->s[i] == (unsigned char)words[k][0] && pyj_word(p, i, words[k])) {
+                *end = i + strlen(words[k]);
+                return 0;
+            }
+        break;
+    }
+    default:
+        break;
+    }
+    return pyj_number(p, i, end);
+}
+
+char *mini_py_json_error(const char *text, size_t len)
+{
+    _cleanup_free_ uint32_t *cps = malloc((len + 1) * sizeof *cps);
+    if (!cps)
+        return NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < len; n++)
+        i += utf8_at((const unsigned char *)text, len, i, &cps[n]);
+    struct pyj p = { .s = cps, .n = n };
+    int rc = 0;
+    if (n > 0 && cps[0] == 0xFEFF) {
+        rc = pyj_fail(&p, "Unexpected UTF-8 BOM (decode using utf-8-sig)", 0);
+    } else {
+        size_t end;
+        rc = pyj_value(&p, pyj_skip_ws(&p, 0), &end, 0);
+        if (rc == 0 && (end = pyj_skip_ws(&p, end)) != n)
+            rc = pyj_fail(&p, "Extra data", end);
+    }
+    if (rc == 0 || !p.msg)
+        return NULL;
+    /* JSONDecodeError: lineno = count of \n before pos + 1; colno = pos - last \n before pos. */
+    size_t line = 1, last_nl = 0;
+    bool nl = false;
+    for (size_t i = 0; i < p.pos && i < n; i++)
+        if (cps[i] == '\n') {
+            line++;
+            last_nl = i;
+            nl = true;
+        }
+    size_t col = nl ? p.pos - last_nl : p.pos + 1;
+    char *out = NULL;
+    if (asprintf(&out, "%s: line %zu column %zu (char %zu)", p.msg, line, col, p.pos) < 0)
+        return NULL;
+    return out;
+}
+
 int mini_toolcall_actions(const cJSON *tool_calls, cJSON **actions, char **error)
 {
     *actions = NULL;
@@ -156,23 +395,32 @@ int mini_toolcall_actions(const cJSON *tool_calls, cJSON **actions, char **error
         const cJSON *argobj = NULL;
         int rc = 0;
         if (cJSON_IsString(args)) {
+            /* json.loads' own message where Python rejects the text; mini's
+             * where only mini's stricter parser does (NaN, \u0000, ...). */
+            size_t alen = strlen(args->valuestring);
+            _cleanup_free_ char *pyerr = mini_py_json_error(args->valuestring, alen);
             struct mini_err pe;
             mini_err_clear(&pe);
-            parsed = mini_json_parse(args->valuestring, strlen(args->valuestring), &pe);
+            if (!pyerr)
+                parsed = mini_json_parse(args->valuestring, alen, &pe);
             if (!parsed)
-                rc |= mini_buf_printf(&msg, "Error parsing tool call arguments: %s. ", pe.msg);
+                rc |= mini_buf_printf(&msg, "Error parsing tool call arguments: %s.", pyerr ? pyerr : pe.msg);
             argobj = parsed;
         } else if (cJSON_IsObject(args)) {
             argobj = args;                      /* some servers send the object itself */
         } else {
-            rc |= mini_buf_puts(&msg, "Error parsing tool call arguments: arguments missing or not a string. ");
+            /* json.loads' TypeError for what the arguments would be in Python */
+            const char *type = !args || cJSON_IsNull(args) ? "NoneType" : cJSON_IsBool(args) ? "bool"
+                             : cJSON_IsArray(args) ? "list"
+                             : cJSON_IsNumber(args) && args->valuedouble == floor(args->valuedouble)
+                                 ? "int" : "float";
+            rc |= mini_buf_printf(&msg, "Error parsing tool call arguments: the JSON object must be str, bytes "
+                                  "or bytearray, not %s.", type);
         }
-        const char *fname = cJSON_IsString(name) ? name->valuestring : "";
-        if (strcmp(fname, "bash") != 0) {
-            char q[200];
-            snprintf(q, sizeof(q), "%.*s", MINI_JSON_SHOW(fname));
-            rc |= mini_buf_printf(&msg, "Unknown tool '%s'.", q);
-        }
+        /* the whole name, as the f-string shows it (a missing one is None) */
+        const char *fname = cJSON_IsString(name) ? name->valuestring : NULL;
+        if (!fname || strcmp(fname, "bash") != 0)
+            rc |= mini_buf_printf(&msg, "Unknown tool '%s'.", fname ? fname : "None");
         const cJSON *cmd = cJSON_IsObject(argobj) ? cJSON_GetObjectItemCaseSensitive(argobj, "command") : NULL;
         if (!cmd)
             rc |= mini_buf_puts(&msg, "Missing 'command' argument in bash tool call.");
@@ -225,7 +473,10 @@ int mini_message_actions(struct mini_model *m, const cJSON *msg, cJSON **actions
         return 0;
     }
     const cJSON *tcs = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls");
-    if (cJSON_IsArray(tcs) && cJSON_GetArraySize(tcs) > 0) {
+    /* In tool-call mode a reply without tool calls is "No tool calls found ...",
+     * as parse_toolcall_actions says; replay parses whatever the message has. */
+    bool toolcall_mode = !m->text_mode && m->kind != MINI_KIND_REPLAY;
+    if (toolcall_mode || (cJSON_IsArray(tcs) && cJSON_GetArraySize(tcs) > 0)) {
         int rc = mini_toolcall_actions(tcs, actions, error);
         if (rc < 0)
             return mini_err_set(e, MINI_E_NOMEM, "out of memory");

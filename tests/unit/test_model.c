@@ -139,10 +139,58 @@ static void test_toolcalls(void)
     free(error);
     cJSON_Delete(tc);
 
+    /* mini-swe-agent 2.4.6's texts, exactly (json.loads' message, no spaces
+     * between the parts). */
     tc = J("[{\"id\":\"c1\",\"function\":{\"name\":\"bash\",\"arguments\":\"{oops\"}}]");
     CHECK(mini_toolcall_actions(tc, &actions, &error) == 1);
-    CHECK(strncmp(error, "Error parsing tool call arguments: ", 35) == 0);
-    CHECK(strstr(error, "Missing 'command' argument in bash tool call.") != NULL);
+    CHECK_STR(error, "Error parsing tool call arguments: Expecting property name enclosed in double quotes: "
+                     "line 1 column 2 (char 1).Missing 'command' argument in bash tool call.");
+    free(error);
+    cJSON_Delete(tc);
+
+    tc = J("[{\"id\":\"c1\",\"function\":{\"name\":\"python\",\"arguments\":\"{\"}}]");
+    CHECK(mini_toolcall_actions(tc, &actions, &error) == 1);
+    CHECK_STR(error, "Error parsing tool call arguments: Expecting property name enclosed in double quotes: "
+                     "line 1 column 2 (char 1).Unknown tool 'python'.Missing 'command' argument in bash tool call.");
+    free(error);
+    cJSON_Delete(tc);
+
+    tc = J("[{\"id\":\"c1\",\"function\":{\"name\":\"bash\",\"arguments\":\"\"}}]");
+    CHECK(mini_toolcall_actions(tc, &actions, &error) == 1);
+    CHECK_STR(error, "Error parsing tool call arguments: Expecting value: line 1 column 1 (char 0)."
+                     "Missing 'command' argument in bash tool call.");
+    free(error);
+    cJSON_Delete(tc);
+
+    tc = J("[{\"id\":\"c1\",\"function\":{\"name\":\"bash\",\"arguments\":null}}]");
+    CHECK(mini_toolcall_actions(tc, &actions, &error) == 1);
+    CHECK_STR(error, "Error parsing tool call arguments: the JSON object must be str, bytes or bytearray, not "
+                     "NoneType.Missing 'command' argument in bash tool call.");
+    free(error);
+    cJSON_Delete(tc);
+
+    tc = J("[{\"id\":\"c1\",\"function\":{\"name\":\"bash\",\"arguments\":\"{\\\"cmd\\\": 1}\"}}]");
+    CHECK(mini_toolcall_actions(tc, &actions, &error) == 1);
+    CHECK_STR(error, "Missing 'command' argument in bash tool call.");
+    free(error);
+    cJSON_Delete(tc);
+
+    tc = J("[{\"id\":\"c1\",\"function\":{\"arguments\":\"{\\\"command\\\": \\\"ls\\\"}\"}}]");
+    CHECK(mini_toolcall_actions(tc, &actions, &error) == 1);
+    CHECK_STR(error, "Unknown tool 'None'.");
+    free(error);
+    cJSON_Delete(tc);
+
+    tc = J("[{\"id\":\"c1\",\"function\":{\"name\":\"a_tool_name_longer_than_sixty_four_bytes_is_quoted_whole_xxxxxxxxxxxxx\","
+           "\"arguments\":\"{\\\"command\\\": \\\"ls\\\"}\"}}]");
+    CHECK(mini_toolcall_actions(tc, &actions, &error) == 1);
+    CHECK_STR(error, "Unknown tool 'a_tool_name_longer_than_sixty_four_bytes_is_quoted_whole_xxxxxxxxxxxxx'.");
+    free(error);
+    cJSON_Delete(tc);
+
+    tc = J("[{\"id\":\"c1\",\"function\":{\"name\":\"bash\",\"arguments\":\"[1]\"}}]");
+    CHECK(mini_toolcall_actions(tc, &actions, &error) == 1);
+    CHECK_STR(error, "Missing 'command' argument in bash tool call.");
     free(error);
     cJSON_Delete(tc);
 
@@ -151,6 +199,156 @@ static void test_toolcalls(void)
     CHECK(strstr(error, "must be a string") != NULL);
     free(error);
     cJSON_Delete(tc);
+}
+
+/* ---- Python's json.loads error messages ---- */
+
+/* What CPython 3.11's json.loads says (the version mini-swe-agent 2.4.6 was
+ * checked with); NULL: accepted. */
+static const struct { const char *text, *msg; } pyjson_cases[] = {
+    { "{bad", "Expecting property name enclosed in double quotes: line 1 column 2 (char 1)" },
+    { "", "Expecting value: line 1 column 1 (char 0)" },
+    { "  ", "Expecting value: line 1 column 3 (char 2)" },
+    { "[1,]", "Expecting value: line 1 column 4 (char 3)" },
+    { "{\"a\":1,}", "Expecting property name enclosed in double quotes: line 1 column 8 (char 7)" },
+    { "\"\\x\"", "Invalid \\escape: line 1 column 2 (char 1)" },
+    { "\"\\u12\"", "Invalid \\uXXXX escape: line 1 column 3 (char 2)" },
+    { "\"\\u12", "Invalid \\uXXXX escape: line 1 column 3 (char 2)" },
+    { "\"\\ud800\\u12\"", "Invalid \\uXXXX escape: line 1 column 9 (char 8)" },
+    { "\"abc", "Unterminated string starting at: line 1 column 1 (char 0)" },
+    { "\"a\tb\"", "Invalid control character at: line 1 column 3 (char 2)" },
+    { "-", "Expecting value: line 1 column 1 (char 0)" },
+    { "01", "Extra data: line 1 column 2 (char 1)" },
+    { "1.", "Extra data: line 1 column 2 (char 1)" },
+    { "1e", "Extra data: line 1 column 2 (char 1)" },
+    { "[1 2]", "Expecting ',' delimiter: line 1 column 4 (char 3)" },
+    { "{\"a\" 1}", "Expecting ':' delimiter: line 1 column 6 (char 5)" },
+    { "tru", "Expecting value: line 1 column 1 (char 0)" },
+    { "[", "Expecting value: line 1 column 2 (char 1)" },
+    { "\xef\xbb\xbf{}", "Unexpected UTF-8 BOM (decode using utf-8-sig): line 1 column 1 (char 0)" },
+    { "{\n  \"command\": \"ls\"\n  \"x\": 1}", "Expecting ',' delimiter: line 3 column 3 (char 22)" },
+    { "{\"command\": \"\xc3\xa9\xe2\x82\xac\" x}", "Expecting ',' delimiter: line 1 column 18 (char 17)" },
+    { "{\"command\": 'ls'}", "Expecting value: line 1 column 13 (char 12)" },
+    { "{\"command\": \"ls\"}}", "Extra data: line 1 column 18 (char 17)" },
+    { "{\"command\": \"ls\"", "Expecting ',' delimiter: line 1 column 17 (char 16)" },
+    { "{\"command\": \"ls\n\"}", "Invalid control character at: line 1 column 16 (char 15)" },
+    { " {\"a\": NaN, \"b\": -Infinity, \"c\": [1e5, -0.5E-3, true, false, null, \"\\ud83d\\ude00\"]} ", NULL },
+    { "{\"command\": \"ls\"}", NULL },
+};
+
+static void test_pyjson_table(void)
+{
+    for (size_t i = 0; i < sizeof pyjson_cases / sizeof *pyjson_cases; i++) {
+        char *m = mini_py_json_error(pyjson_cases[i].text, strlen(pyjson_cases[i].text));
+        if (pyjson_cases[i].msg)
+            CHECK_STR(m, pyjson_cases[i].msg);
+        else
+            CHECK(m == NULL);
+        free(m);
+    }
+}
+
+/* The same against the python3 at hand, over the table and a few thousand
+ * random short strings of JSON's characters.  Python 3.13 words trailing
+ * commas differently ("Illegal trailing comma ..."): from there on the
+ * random strings are compared only where neither side says so. */
+static const char pyjson_script[] =
+    "import sys, json\n"
+    "for line in sys.stdin:\n"
+    "    s = bytes.fromhex(line.strip()).decode('utf-8')\n"
+    "    try:\n"
+    "        json.loads(s); print('OK')\n"
+    "    except json.JSONDecodeError as e:\n"
+    "        print(str(e))\n"
+    "    except Exception as e:\n"
+    "        print('OTHER ' + type(e).__name__)\n";
+
+static void test_pyjson_python(void)
+{
+    if (system("python3 -c 'import sys; sys.exit(0 if sys.version_info >= (3, 8) else 1)' >/dev/null 2>&1") != 0) {
+        printf("SKIP python3 json differential: no python3\n");
+        return;
+    }
+    enum { N_RANDOM = 4000 };
+    static const char *const atoms[] = { "{", "}", "[", "]", "\"", ":", ",", " ", "\n", "\t", "\\", "u", "0",
+                                         "1", "9", "-", "+", ".", "e", "E", "a", "d8", "00", "true", "null",
+                                         "fals", "NaN", "Infinity", "\xc3\xa9", "\xf0\x9f\x98\x80", "x", "/",
+                                         "\\u", "\\ud83d", "\\u00e9", "\"k\"", "\"k\":" };
+    /* openings that lead into objects, keys and strings, so that every one
+     * of json.loads' messages comes up (each several dozen times) */
+    static const char *const openings[] = { "{\"command\": ", "[", "{\"", "{\"k\"", "\"", "" };
+    size_t n_fixed = sizeof pyjson_cases / sizeof *pyjson_cases, total = n_fixed + N_RANDOM;
+    char **texts = calloc(total, sizeof *texts);
+    CHECK(texts != NULL);
+    uint32_t seed = 12345;
+    for (size_t i = 0; i < total; i++) {
+        struct mini_buf b = MINI_BUF_INIT;
+        if (i < n_fixed) {
+            mini_buf_puts(&b, pyjson_cases[i].text);
+        } else {
+            seed = seed * 1103515245u + 12345u;
+            int len = (int)(seed >> 16) % 10;
+            mini_buf_puts(&b, openings[(seed >> 8) % (sizeof openings / sizeof *openings)]);
+            for (int k = 0; k < len; k++) {
+                seed = seed * 1103515245u + 12345u;
+                mini_buf_puts(&b, atoms[(seed >> 16) % (sizeof atoms / sizeof *atoms)]);
+            }
+        }
+        mini_buf_putc(&b, '\0');
+        texts[i] = b.data;
+    }
+    char in[] = "/tmp/mini-pyjson-in-XXXXXX", script[] = "/tmp/mini-pyjson-py-XXXXXX";
+    int fd = mkstemp(in), sfd = mkstemp(script);
+    CHECK(fd >= 0 && sfd >= 0);
+    FILE *f = fdopen(fd, "w");
+    for (size_t i = 0; i < total; i++) {
+        for (const unsigned char *p = (const unsigned char *)texts[i]; *p; p++)
+            fprintf(f, "%02x", *p);
+        fputc('\n', f);
+    }
+    fclose(f);
+    CHECK(write(sfd, pyjson_script, sizeof pyjson_script - 1) == (ssize_t)(sizeof pyjson_script - 1));
+    close(sfd);
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "python3 %s < %s", script, in);
+    FILE *py = popen(cmd, "r");
+    CHECK(py != NULL);
+    char line[512];
+    size_t i = 0, compared = 0, n_kinds = 0;
+    char kinds[16][64];
+    while (i < total && fgets(line, sizeof line, py)) {
+        line[strcspn(line, "\n")] = '\0';
+        char *m = mini_py_json_error(texts[i], strlen(texts[i]));
+        bool newer = strstr(line, "Illegal trailing comma") != NULL;
+        if (!newer && strncmp(line, "OTHER", 5) != 0) {
+            const char *want = strcmp(line, "OK") == 0 ? NULL : line;
+            if (!(want ? m && strcmp(m, want) == 0 : m == NULL)) {
+                fprintf(stderr, "json.loads differs on \"%s\": python: %s, mini: %s\n", texts[i], line,
+                        m ? m : "OK");
+                CHECK(false);
+            }
+            compared++;
+            if (want) {
+                size_t k = strcspn(want, ":");
+                bool seen = false;
+                for (size_t j = 0; j < n_kinds; j++)
+                    seen |= strlen(kinds[j]) == k && strncmp(kinds[j], want, k) == 0;
+                if (!seen && n_kinds < sizeof kinds / sizeof *kinds)
+                    snprintf(kinds[n_kinds++], sizeof kinds[0], "%.*s", (int)k, want);
+            }
+        }
+        free(m);
+        i++;
+    }
+    CHECK(pclose(py) == 0);
+    CHECK(i == total);
+    CHECK(compared > total / 2);
+    CHECK(n_kinds >= 9);   /* all of json.loads' messages but the BOM's were compared */
+    unlink(in);
+    unlink(script);
+    for (size_t k = 0; k < total; k++)
+        free(texts[k]);
+    free(texts);
 }
 
 /* ---- prices ---- */
@@ -400,6 +598,7 @@ static void test_deterministic(void)
                    "\"/sleep 0\", \"```mswea_bash_command\\necho two\\n```\\n```bash\\nx\\n```\", "
                    "{\"role\": \"assistant\", \"content\": \"obj\", \"extra\": {\"actions\": [{\"command\": \"echo three\"}]}}], "
                    "\"cost_per_call\": 0.5}");
+    double global0 = mini_model_global_cost();
     struct mini_model *m = mini_model_new(cfg, "deterministic", &e);
     cJSON_Delete(cfg);
     CHECK(m != NULL);
@@ -435,7 +634,8 @@ static void test_deterministic(void)
     CHECK_JSON(path(obs, "0.role"), "\"user\"");
     CHECK_STR(str(path(obs, "0"), "content"), "<returncode>0</returncode>\n<output>\none\n</output>");
     CHECK_STR(str(path(obs, "0.extra"), "raw_output"), "one\n");
-    CHECK(path(obs, "0.extra.exception_info") == NULL);
+    /* mini-swe-agent keeps exception_info in extra even when it is "" */
+    CHECK_JSON(path(obs, "0.extra.exception_info"), "\"\"");
     cJSON_Delete(obs);
     cJSON_Delete(outputs);
     cJSON_Delete(vars);
@@ -450,14 +650,18 @@ static void test_deterministic(void)
     CHECK(mini_model_query(m, messages, &a, &fe, &e) == 0);
     CHECK_STR(str(a, "content"), "obj");
     CHECK_STR(str(path(a, "extra.actions.0"), "command"), "echo three");
-    CHECK(cJSON_GetNumberValue(path(a, "extra.cost")) == 0.5);
+    /* DeterministicModel returns a message as given: no extra.cost is
+     * added, and the agent, which sums extra.cost, is charged nothing for
+     * it; only the process-wide total gets cost_per_call. */
+    CHECK(path(a, "extra.cost") == NULL);
     cJSON_Delete(a);
+    CHECK(fabs(mini_model_global_cost() - global0 - 2.0) < 1e-12);
 
     CHECK(mini_model_query(m, messages, &a, &fe, &e) == -1 && e.code == MINI_E_MODEL);
     CHECK(strstr(e.msg, "all 5 replies") != NULL);
 
     CHECK(mini_model_calls(m) == 4);
-    CHECK(fabs(mini_model_cost(m) - 2.0) < 1e-12);
+    CHECK(fabs(mini_model_cost(m) - 1.5) < 1e-12);
     cJSON *ser = mini_model_serialize(m);
     CHECK_STR(str(path(ser, "info.config"), "model_type"), "mini.models.test_models.DeterministicModel");
     CHECK(cJSON_GetNumberValue(path(ser, "info.model_stats.api_calls")) == 4);
@@ -481,7 +685,7 @@ static void test_deterministic(void)
         CHECK(fabs(mini_model_cost(m) - 0.125) < 1e-12);
         CHECK(mini_model_query(m, messages, &a, &fe, &e) == 0);
         CHECK_JSON(path(a, "extra.actions"), "[{\"command\": \"pwd\", \"tool_call_id\": \"t9\"}]");
-        CHECK(fabs(mini_model_cost(m) - 1.125) < 1e-12);
+        CHECK(fabs(mini_model_cost(m) - 0.125) < 1e-12);   /* no extra.cost: 0, as the real agent counts */
         cJSON_Delete(a);
         cJSON_Delete(messages);
         mini_model_free(m);
@@ -540,6 +744,50 @@ static void test_tool_observations(void)
 
 /* ---- replay ---- */
 
+/* deterministic_toolcall (DeterministicToolcallModel): tool-call mode, so a
+ * reply without tool calls is a format error in parse_toolcall_actions'
+ * words, with has_tool_calls for the template. */
+static void test_deterministic_toolcall(void)
+{
+    struct mini_err e;
+    cJSON *cfg = J("{\"outputs\": [{\"role\": \"assistant\", \"content\": \"just text\"},"
+                   " \"plain string\","
+                   " {\"role\": \"assistant\", \"content\": null, \"tool_calls\": [{\"id\": \"t1\", \"type\": \"function\","
+                   "  \"function\": {\"name\": \"bash\", \"arguments\": \"{\\\"command\\\": ls}\"}}]},"
+                   " {\"role\": \"assistant\", \"content\": null, \"tool_calls\": [{\"id\": \"t2\", \"type\": \"function\","
+                   "  \"function\": {\"name\": \"bash\", \"arguments\": \"{\\\"command\\\": \\\"ls\\\"}\"}}]}],"
+                   " \"format_error_template\": \"{{error}} [{{has_tool_calls}}]\"}");
+    struct mini_model *m = mini_model_new(cfg, "deterministic_toolcall", &e);
+    cJSON_Delete(cfg);
+    CHECK(m != NULL);
+    if (!m)
+        return;
+    cJSON *messages = cJSON_CreateArray(), *a = NULL, *fe = NULL;
+    CHECK(mini_model_query(m, messages, &a, &fe, &e) == -1 && e.code == MINI_E_FORMAT);
+    CHECK_STR(str(path(fe, "0"), "content"),
+              "No tool calls found in the response. Every response MUST include at least one tool call. [False]");
+    cJSON_Delete(fe);
+    CHECK(mini_model_query(m, messages, &a, &fe, &e) == -1 && e.code == MINI_E_FORMAT);
+    CHECK_STR(str(path(fe, "0"), "content"),
+              "No tool calls found in the response. Every response MUST include at least one tool call. [False]");
+    cJSON_Delete(fe);
+    CHECK(mini_model_query(m, messages, &a, &fe, &e) == -1 && e.code == MINI_E_FORMAT);
+    CHECK_STR(str(path(fe, "0"), "content"),
+              "Error parsing tool call arguments: Expecting value: line 1 column 13 (char 12)."
+              "Missing 'command' argument in bash tool call. [True]");
+    cJSON_Delete(fe);
+    CHECK(mini_model_query(m, messages, &a, &fe, &e) == 0);
+    CHECK_JSON(path(a, "extra.actions"), "[{\"command\": \"ls\", \"tool_call_id\": \"t2\"}]");
+    cJSON_Delete(a);
+    CHECK_STR(mini_model_class(m), "deterministic_toolcall");
+    cJSON *ser = mini_model_serialize(m);
+    CHECK_STR(str(path(ser, "info.config"), "model_type"), "mini.models.test_models.DeterministicToolcallModel");
+    CHECK_STR(str(path(ser, "info.config.model"), "model_name"), "deterministic_toolcall");
+    cJSON_Delete(ser);
+    cJSON_Delete(messages);
+    mini_model_free(m);
+}
+
 static void test_replay(void)
 {
     char tmpl[] = "/tmp/test_model_traj.XXXXXX";
@@ -577,7 +825,8 @@ static void test_replay(void)
         cJSON_Delete(a);
         CHECK(mini_model_query(m, messages, &a, &fe, &e) == -1);
         CHECK(e.code == MINI_E_MODEL && strstr(e.msg, "all 2 assistant messages") && strstr(e.msg, tmpl));
-        CHECK(mini_model_calls(m) == 2 && fabs(mini_model_cost(m) - 0.25) < 1e-12);
+        /* the second has no cost: cost_per_call (1.0), as the real tests' make_output */
+        CHECK(mini_model_calls(m) == 2 && fabs(mini_model_cost(m) - 1.25) < 1e-12);
         CHECK_STR(mini_model_class(m), "replay");
         cJSON_Delete(messages);
         mini_model_free(m);
@@ -666,6 +915,8 @@ int main(void)
 {
     test_regex();
     test_toolcalls();
+    test_pyjson_table();
+    test_pyjson_python();
     test_prices();
     test_retry_timing();
     test_classes();
@@ -673,6 +924,7 @@ int main(void)
     test_anthropic();
     test_deterministic();
     test_tool_observations();
+    test_deterministic_toolcall();
     test_replay();
     test_api_config();
     return check_summary();
