@@ -871,9 +871,11 @@ static cJSON *observation(struct mini_model *m, const cJSON *action, const cJSON
     const cJSON *out = cJSON_GetObjectItemCaseSensitive(output, "output");
     const cJSON *rcj = cJSON_GetObjectItemCaseSensitive(output, "returncode");
     const cJSON *exc = cJSON_GetObjectItemCaseSensitive(output, "exception_info");
+    /* Key order as mini-swe-agent writes them: role, content, extra for a
+     * text-mode observation; content, extra, tool_call_id, role for a tool
+     * answer (format_toolcall_observation_messages adds the last two). */
     cJSON *msg = cJSON_CreateObject(), *extra = NULL, *x;
-    if (!msg || !cJSON_AddStringToObject(msg, "role", tool ? "tool" : "user")
-        || (tool && !cJSON_AddStringToObject(msg, "tool_call_id", id->valuestring))
+    if (!msg || (!tool && !cJSON_AddStringToObject(msg, "role", "user"))
         || !cJSON_AddStringToObject(msg, "content", text) || !(extra = cJSON_AddObjectToObject(msg, "extra")))
         goto oom;
     free(text);
@@ -893,6 +895,9 @@ static cJSON *observation(struct mini_model *m, const cJSON *action, const cJSON
     cJSON_AddItemToObject(extra, "exception_info", x);
     const cJSON *oextra = cJSON_GetObjectItemCaseSensitive(output, "extra");
     if (cJSON_IsObject(oextra) && mini_json_merge_into(extra, oextra) < 0)
+        goto oom;
+    if (tool && (!cJSON_AddStringToObject(msg, "tool_call_id", id->valuestring)
+                 || !cJSON_AddStringToObject(msg, "role", "tool")))
         goto oom;
     return msg;
 oom:

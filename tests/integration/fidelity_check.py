@@ -36,12 +36,10 @@ def subst(v, subs):
     return v
 
 
-def normalise(t, subs, pending=()):
-    """The comparable part of trajectory t.  `pending` names differences
-    that belong to the model code of another branch and are tolerated until
-    it is merged: "exception_info" (observations without an empty
-    extra.exception_info), "tool_key_order" (tool messages' keys in another
-    order)."""
+def normalise(t, subs):
+    """The comparable part of trajectory t: the run's paths substituted,
+    timestamps, versions, the model and environment sections and Python
+    traceback frames left out."""
     t = subst(t, subs)
     cfg = t["info"]["config"]
     for k in ("model", "model_type", "environment", "environment_type", "agent_type"):
@@ -54,11 +52,6 @@ def normalise(t, subs, pending=()):
             ex.pop("timestamp", None)
             if "traceback" in ex:
                 ex["traceback"] = ex["traceback"].splitlines()[-1]
-            if "exception_info" in pending and "raw_output" in ex and "exception_info" not in ex:
-                head = {k: ex[k] for k in ("raw_output", "returncode") if k in ex}
-                m["extra"] = {**head, "exception_info": "", **{k: v for k, v in ex.items() if k not in head}}
-        if "tool_key_order" in pending and m.get("role") == "tool":
-            m = {k: m[k] for k in ("content", "extra", "tool_call_id", "role") if k in m}
         msgs.append(m)
     t["messages"] = msgs
     return t
