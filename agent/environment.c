@@ -152,10 +152,23 @@ void mini_environment_interrupt(struct mini_environment *env)
 
 /* The output as mini-swe-agent's text-mode subprocess gives it: invalid
  * UTF-8 replaced (errors="replace"), then universal newlines: "\r\n" and
- * a lone "\r" both become "\n". */
+ * a lone "\r" both become "\n".  A NUL byte stays in the text as C0 80
+ * (MINI_UTF8_NUL), which the JSON printers write as \u0000; a C0 80 in
+ * the output itself is invalid UTF-8 and became two U+FFFD first. */
 static void text_output(struct mini_buf *out, const char *output, size_t len)
 {
-    mini_utf8_sanitize(out, output ? output : "", len);
+    _cleanup_buf_ struct mini_buf clean = MINI_BUF_INIT;
+    mini_utf8_sanitize(&clean, output ? output : "", len);
+    if (!clean.data)
+        return;
+    mini_buf_append(out, "", 0);
+    for (const char *p = clean.data, *end = p + clean.len; p < end;) {
+        const char *z = memchr(p, '\0', (size_t)(end - p));
+        size_t seg = z ? (size_t)(z - p) : (size_t)(end - p);
+        if (mini_buf_append(out, p, seg) < 0 || (z && mini_buf_append(out, MINI_UTF8_NUL, 2) < 0))
+            break;
+        p += seg + (z != NULL);
+    }
     if (!out->data)
         return;
     size_t w = 0;

@@ -297,12 +297,14 @@ static int print_string(struct mini_buf *b, const char *s)
     const char *run = s;
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
-        if (c >= 0x20 && c != '"' && c != '\\')
+        bool nul = c == 0xC0 && (unsigned char)s[1] == 0x80;   /* MINI_UTF8_NUL */
+        if (c >= 0x20 && c != '"' && c != '\\' && !nul)
             continue;
         if (mini_buf_append(b, run, (size_t)(s - run)) < 0)
             return -1;
+        s += nul;
         run = s + 1;
-        const char *esc = escape_of(c);
+        const char *esc = nul ? "\\u0000" : escape_of(c);
         if (esc ? mini_buf_puts(b, esc) < 0 : mini_buf_printf(b, "\\u%04x", c) < 0)
             return -1;
     }
@@ -400,7 +402,8 @@ static int py_string(struct mini_buf *b, const char *str)
     struct mini_buf clean = MINI_BUF_INIT;
     const unsigned char *s = (const unsigned char *)str;
     if (!mini_utf8_valid(str, n)) {
-        if (mini_utf8_sanitize(&clean, str, n) < 0)
+        /* A NUL kept as C0 80 stays one: utf8_next reads it as U+0000. */
+        if (mini_utf8_sanitize_keep_nul(&clean, str, n) < 0)
             return -1;
         s = (const unsigned char *)(clean.data ? clean.data : "");
     }

@@ -110,6 +110,25 @@ int mini_utf8_sanitize(struct mini_buf *out, const void *data, size_t n)
     return mini_buf_append(out, p + run, n - run);
 }
 
+int mini_utf8_sanitize_keep_nul(struct mini_buf *out, const void *data, size_t n)
+{
+    const uint8_t *p = data;
+    if (n == 0)
+        return mini_buf_append(out, "", 0);
+    while (n > 0) {
+        const uint8_t *z = memchr(p, 0xC0, n);
+        while (z && !((size_t)(z - p) + 1 < n && z[1] == 0x80))
+            z = (size_t)(z - p) + 1 < n ? memchr(z + 1, 0xC0, n - (size_t)(z - p) - 1) : NULL;
+        size_t seg = z ? (size_t)(z - p) : n;
+        if ((seg && mini_utf8_sanitize(out, p, seg) < 0) || (z && mini_buf_append(out, MINI_UTF8_NUL, 2) < 0))
+            return -1;
+        seg += z ? 2 : 0;
+        p += seg;
+        n -= seg;
+    }
+    return 0;
+}
+
 bool mini_utf8_valid(const void *data, size_t n)
 {
     const uint8_t *p = data;

@@ -19,6 +19,10 @@ uint32_t tpl_u8_decode(const char *p, size_t n, size_t *len)
         *len = 1;
         return c;
     }
+    if (c == 0xC0 && n >= 2 && s[1] == 0x80) {
+        *len = 2;                       /* MINI_UTF8_NUL: a NUL in command output */
+        return 0;
+    }
     if (c >= 0xC2 && c <= 0xDF) {
         need = 1;
         cp = c & 0x1F;
@@ -81,7 +85,7 @@ int tpl_u8_put(struct mini_buf *b, uint32_t cp)
 {
     char s[4];
     size_t n;
-    if (cp < 0x80) {
+    if (cp < 0x80 && cp != 0) {         /* U+0000 as C0 80, MINI_UTF8_NUL */
         s[0] = (char)cp;
         n = 1;
     } else if (cp < 0x800) {

@@ -1,6 +1,7 @@
 /* UTF-8 and Unicode for the template engine (unicode.c), internal to
  * agent/template/.  Strings are (pointer, length) UTF-8 slices; a stray
- * byte decodes as U+FFFD and counts as one character. */
+ * byte decodes as U+FFFD and counts as one character; C0 80 is U+0000 (a
+ * NUL kept in command output, MINI_UTF8_NUL), which tpl_u8_put writes. */
 #ifndef MINI_TEMPLATE_UNICODE_H
 #define MINI_TEMPLATE_UNICODE_H
 

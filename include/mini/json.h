@@ -47,7 +47,8 @@ bool mini_json_get_int(const cJSON *item, int64_t min, int64_t max, int64_t *out
 /* Append item as compact JSON text.  Unlike cJSON_Print, numbers are exact:
  * integers up to +-2^53 in full, other doubles in the shortest form that
  * reads back to the same value ('.' whatever the locale); NaN and
- * infinities as null.  0, or -1 with e filled (out of memory, or an
+ * infinities as null.  A NUL kept as C0 80 (MINI_UTF8_NUL, mini/utf8.h)
+ * is written as \u0000.  0, or -1 with e filled (out of memory, or an
  * invalid item). */
 int mini_json_print(struct mini_buf *out, const cJSON *item, struct mini_err *e);
 
@@ -55,8 +56,9 @@ int mini_json_print(struct mini_buf *out, const cJSON *item, struct mini_err *e)
  * defaults, ensure_ascii included): objects and arrays one member a line,
  * indented by two spaces, ", " / ": " separators; strings with every
  * character outside ' '..'~' escaped (\n and the like, else \uXXXX, with
- * surrogate pairs above U+FFFF; invalid UTF-8 first becomes U+FFFD as
- * bytes.decode(errors="replace") would); numbers as Python's repr: integers
+ * surrogate pairs above U+FFFF; C0 80 (MINI_UTF8_NUL) as \u0000; other
+ * invalid UTF-8 first becomes U+FFFD as bytes.decode(errors="replace")
+ * would); numbers as Python's repr: integers
  * in full, other doubles in the shortest form that reads back (1e-05,
  * 1e+16 style exponents outside 1e-4..1e16), NaN and infinities as NaN,
  * Infinity, -Infinity.  cJSON keeps no difference between 1 and 1.0: an

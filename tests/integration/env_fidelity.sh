@@ -20,6 +20,7 @@ CMDS=(
     "$LONG"
     "printf '\\377x'"
     "echo out; exit 3"
+    "printf 'a\\0b\\300\\200'"
 )
 # One step per command, then the submission: deterministic whole messages.
 outputs=$(python3 - "${CMDS[@]}" <<'PY'
@@ -38,7 +39,7 @@ for mode in off strict; do
     mrun -y --exit-immediately -c mini --model-class deterministic --sandbox "$mode" --workspace "$WS" -t task \
         -c environment.timeout=1 -c "model.outputs=$outputs" -o "$TRAJ"
     if [[ $RC == 0 ]]; then pass "$mode: the run exits 0"; else fail "$mode: the run exits 0" "status $RC: $ERR"; fi
-    jcheck "$mode: outputs, return codes and messages as mini-swe-agent's local environment" LONG="$LONG" <<'PY'
+    jcheck "$mode: outputs, return codes and messages as mini-swe-agent's local environment" LONG="$LONG" MODE=$mode <<'PY'
 import os
 t = load_traj()
 obs = [m for m in t["messages"] if m["role"] in ("user", "tool") and "raw_output" in m.get("extra", {})]
@@ -51,11 +52,20 @@ want = [
     ("hi\n", -1, f"An error occurred while executing the command: Command '{long}' timed out after 1 seconds"),
     ("\ufffdx", 0, ""),
     ("out\n", 3, ""),
+    # A NUL byte is kept (json.dumps writes "a\u0000b", the template sees
+    # it); the bytes C0 80 are invalid UTF-8.  The sandbox's wire protocol
+    # sends a NUL as U+FFFD (docs/protocol.md).
+    ("a\x00b\ufffd\ufffd" if os.environ["MODE"] == "off" else "a\ufffdb\ufffd\ufffd", 0, ""),
 ]
 expect_eq(len(obs), len(want), "observations")
 for m, (out, rc, info) in zip(obs, want):
     x = m["extra"]
     expect_eq((x["raw_output"], x["returncode"], x["exception_info"]), (out, rc, info), "observation")
+if os.environ["MODE"] == "off":
+    expect_eq("<output>\na\x00b\ufffd\ufffd</output>" in obs[7]["content"], True, "NUL in the rendered observation")
+    with open(os.environ["TRAJ"], encoding="utf-8") as f:
+        raw = f.read()
+    expect_eq(raw.count('"a\\u0000b\\ufffd\\ufffd"'), 1, "raw_output as json.dumps writes it")
 x = obs[4]["extra"]
 expect_eq((x["exception_type"], x["exception"]), ("TimeoutExpired", f"Command '{long}' timed out after 1 seconds"),
           "timeout extra")

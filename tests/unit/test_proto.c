@@ -112,6 +112,18 @@ static void test_json_py(void)
     CHECK_STR(b.data, "\"a\\ufffdb\"");
     mini_buf_free(&b);
     cJSON_Delete(v);
+    /* A NUL kept as C0 80 is \u0000 (json.dumps("a\0b")), checked before
+     * the invalid UTF-8 around it becomes U+FFFD. */
+    v = cJSON_CreateString("a\xC0\x80" "b\xff\xC0\x80\xC0");
+    CHECK(mini_json_print_py(&b, v, NULL, &e) == 0);
+    CHECK_STR(b.data, "\"a\\u0000b\\ufffd\\u0000\\ufffd\"");
+    mini_buf_free(&b);
+    cJSON_Delete(v);
+    v = cJSON_CreateString("\xC0\x80");
+    CHECK(mini_json_print_py(&b, v, NULL, &e) == 0);
+    CHECK_STR(b.data, "\"\\u0000\"");
+    mini_buf_free(&b);
+    cJSON_Delete(v);
 }
 
 static void test_json(void)
@@ -326,6 +338,13 @@ static void test_json(void)
     cJSON_AddItemToArray(v, cJSON_CreateNumber(-INFINITY));
     CHECK(mini_json_print(&pb, v, &e) == 0);
     CHECK_STR(pb.data, "[null,null]");
+    cJSON_Delete(v);
+    /* A NUL kept as C0 80 is \u0000; a lone C0 passes as before. */
+    mini_buf_reset(&pb);
+    v = cJSON_CreateObject();
+    cJSON_AddStringToObject(v, "a\xC0\x80", "x\xC0\x80y\xC0z\xC0\x80");
+    CHECK(mini_json_print(&pb, v, &e) == 0);
+    CHECK_STR(pb.data, "{\"a\\u0000\":\"x\\u0000y\xC0z\\u0000\"}");
     cJSON_Delete(v);
     cJSON invalid;
     memset(&invalid, 0, sizeof invalid);

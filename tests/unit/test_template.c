@@ -74,6 +74,10 @@ static void test_basics(void)
        "1.0 2.5 1.4142135623730951 1e+16 0.30000000000000004");
     ok("{{ x|length }}:{{ x[1:3] }}:{{ x[-1] }}", "{\"x\":\"h\\u00e9llo\\ud83d\\ude00\"}",
        "6:\xc3\xa9l:\xf0\x9f\x98\x80");
+    /* A NUL kept in command output as C0 80 is one character, U+0000, as
+     * the NUL is to Jinja2: "a\0b" gives 3|a\0|\0|A\0B|"a\u0000b"|['\x00']|a-b. */
+    ok("{{ x|length }}|{{ x[:2] }}|{{ x[1] }}|{{ x|upper }}|{{ x|tojson }}|{{ [x[1]] }}|{{ x|replace(x[1], \"-\") }}",
+       "{\"x\":\"a\xC0\x80" "b\"}", "3|a\xC0\x80|\xC0\x80|A\xC0\x80" "B|\"a\\u0000b\"|['\\x00']|a-b");
     ok("{{ d|tojson }}", "{\"d\":{\"b\":[1,\"<&'>\"],\"a\":\"\\u00e9\\ud83d\\ude00\"}}",
        "{\"a\": \"\\u00e9\\ud83d\\ude00\", \"b\": [1, \"\\u003c\\u0026\\u0027\\u003e\"]}");
     ok("{%- if x -%}\n  yes\n{%- endif -%}\n!", "{\"x\":true}", "yes!");

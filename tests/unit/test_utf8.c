@@ -29,6 +29,24 @@ int main(void)
     CHECK(mini_utf8_incomplete_tail("\xff", 1) == 0);
     CHECK(mini_utf8_incomplete_tail("", 0) == 0);
 
+    /* C0 80 (a NUL kept in command output): invalid, so sanitize makes two
+     * U+FFFD of it, as Python does of those bytes; sanitize_keep_nul keeps it
+     * and repairs the rest alone. */
+    {
+        struct mini_buf a = MINI_BUF_INIT, k = MINI_BUF_INIT;
+        CHECK(!mini_utf8_valid(MINI_UTF8_NUL, 2));
+        CHECK(mini_utf8_sanitize(&a, MINI_UTF8_NUL, 2) == 0);
+        CHECK(a.len == 6 && memcmp(a.data, "\xEF\xBF\xBD\xEF\xBF\xBD", 6) == 0);
+        static const char in[] = "a\xC0\x80\xff\xC0\x80\xE2\x82\xC0\x80\xC0";
+        static const char want[] = "a\xC0\x80\xEF\xBF\xBD\xC0\x80\xEF\xBF\xBD\xC0\x80\xEF\xBF\xBD";
+        CHECK(mini_utf8_sanitize_keep_nul(&k, in, sizeof in - 1) == 0);
+        CHECK(k.len == sizeof want - 1 && memcmp(k.data, want, sizeof want - 1) == 0);
+        mini_buf_reset(&k);
+        CHECK(mini_utf8_sanitize_keep_nul(&k, "", 0) == 0 && k.data && k.len == 0);
+        mini_buf_free(&a);
+        mini_buf_free(&k);
+    }
+
     CHECK(mini_utf8_codepoints("h\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", 10) == 4);
 
     /* Sanitising in pieces split at a character boundary gives the same
