@@ -2,6 +2,7 @@
  * a bare fork+exec of the same command and, when installed, bwrap, measured
  * interleaved in one run so that the machine's state is shared. */
 #include "bench.h"
+#include "cli_util.h"
 #include "mini/client.h"
 #include "mini/clock.h"
 #include "mini/cleanup.h"
@@ -243,7 +244,8 @@ int mini_cli_bench(int argc, char **argv)
     bool json = false;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "n:", opts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+:n:h", opts, NULL)) != -1) {
         switch (c) {
         case 'p': profile = optarg; break;
         case 'n': n = strtol(optarg, NULL, 10); break;
@@ -252,13 +254,13 @@ int mini_cli_bench(int argc, char **argv)
         case 's': socket = optarg; break;
         case 'j': json = true; break;
         case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        default: return mini_cli_getopt_error("bench", c, optopt, argv, optind);
         }
     }
-    if (n < 1 || n > 1000000 || conc < 1 || conc > 256) {
-        fprintf(stderr, "mini-sandbox bench: -n must be 1..1000000 and --concurrency 1..256\n");
-        return 2;
-    }
+    if (optind < argc)
+        return mini_cli_usage_error("bench", "unexpected argument \"%s\"", argv[optind]);
+    if (n < 1 || n > 1000000 || conc < 1 || conc > 256)
+        return mini_cli_usage_error("bench", "-n must be 1..1000000 and --concurrency 1..256");
 
     /* One word runs directly; anything else through /bin/sh -c, for all three. */
     char *sh_argv[] = { "/bin/sh", "-c", (char *)command, NULL };
@@ -283,13 +285,13 @@ int mini_cli_bench(int argc, char **argv)
     struct conn k = { .cmd = &cmd, .next_id = 1000 };
     char ws[] = "/tmp/mini-bench.XXXXXX";
     if (!mkdtemp(ws)) {
-        fprintf(stderr, "mini-sandbox bench: mkdtemp: %s\n", strerror(errno));
+        fprintf(stderr, "mini-sandbox: bench: mkdtemp: %s\n", strerror(errno));
         return 1;
     }
     /* A root daemon refuses root-owned workspaces: the scratch one is
      * nobody's, as a user's would be theirs. */
     if (geteuid() == 0 && chown(ws, 65534, 65534) < 0) {
-        fprintf(stderr, "mini-sandbox bench: chown %s: %s\n", ws, strerror(errno));
+        fprintf(stderr, "mini-sandbox: bench: chown %s: %s\n", ws, strerror(errno));
         rmdir(ws);
         return 1;
     }
@@ -391,7 +393,7 @@ int mini_cli_bench(int argc, char **argv)
     rc = 0;
     goto out;
 fail:
-    fprintf(stderr, "mini-sandbox bench: %s\n", e.msg);
+    fprintf(stderr, "mini-sandbox: bench: %s\n", e.msg);
 out:
     for (int i = 0; i < K_COUNT; i++)
         free(s[i].ms);

@@ -1,6 +1,7 @@
 /* mini-sandbox: command-line client of mini-sandboxd. */
 #include "bench.h"
 #include "cli_check.h"
+#include "cli_util.h"
 #include "mini/client.h"
 #include "mini/cleanup.h"
 #include "mini/io.h"
@@ -36,11 +37,14 @@ static void usage(FILE *f)
             "      --env K=V             set a variable (repeatable); nothing else is inherited\n"
             "      --socket PATH         daemon socket (default: the per-user one; without a\n"
             "                            listening daemon a private one is started)\n"
+            "  -v, --verbose             also say how the sandbox is degraded, when it is\n"
+            "                            (mini-sandbox check shows it in full)\n"
             "    One word is run by /bin/sh -c; several words are run as argv.\n"
             "    Standard input is passed to the command when it is a pipe or a file.\n"
             "    Exit status: the command's; 128+N if killed by signal N; 124 on timeout;\n"
             "    143 if the daemon shut down (SIGTERM) while it ran; 125 if the sandbox\n"
-            "    failed; 126/127 as a shell.\n"
+            "    or the client failed (standard output not writable, for one); 126/127\n"
+            "    as a shell; 2 for a usage error.\n"
             "  ping [--socket PATH]            check that a daemon answers\n"
             "  stats [--socket PATH]           the daemon's counters as JSON\n"
             "  profiles                        list the built-in profiles\n"
@@ -48,7 +52,9 @@ static void usage(FILE *f)
             "                                  whether it runs in full, degraded or not at all\n"
             "  bench [--profile P] [-n N] [--concurrency C] [--command CMD] [--json]\n"
             "                                  latency and throughput against bare fork+exec and bwrap\n"
-            "  --help, --version\n");
+            "  --help, --version\n\n"
+            "Exit status (other commands): 0 on success, 2 for a usage error, 125 when\n"
+            "the daemon cannot be reached or standard output cannot be written.\n");
 }
 
 static int fail(const struct mini_err *e)
@@ -57,11 +63,33 @@ static int fail(const struct mini_err *e)
     return EXIT_SANDBOX;
 }
 
+/* The first error writing standard output (0: none): main reports it. */
+static int out_errno;
+
 static void write_out(void *arg, const char *data, size_t len)
 {
     (void)arg;
-    fwrite(data, 1, len, stdout);
-    fflush(stdout);
+    if (out_errno)
+        return;   /* the rest is lost as well; the command still runs to its end */
+    errno = 0;
+    if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0)
+        out_errno = errno ? errno : EIO;
+}
+
+/* Connecting failed: where nothing listens, say so and how to start one. */
+static int fail_connect(const struct mini_err *e, const char *socket)
+{
+    if (e->code == MINI_E_IO && (e->sys_errno == ENOENT || e->sys_errno == ECONNREFUSED)) {
+        struct mini_err ignored;
+        _cleanup_free_ char *def = socket ? NULL : mini_default_socket(&ignored);
+        const char *path = socket ? socket : def;
+        if (path) {
+            fprintf(stderr, "mini-sandbox: no daemon at %s (start one with: mini-sandboxd%s%s)\n", path,
+                    socket ? " --socket " : "", socket ? socket : "");
+            return EXIT_SANDBOX;
+        }
+    }
+    return fail(e);
 }
 
 /* A --profile that names a file (has a '/' or ends in .json) is read here
@@ -75,8 +103,18 @@ static cJSON *profile_file(const char *arg, struct mini_err *e)
     if (mini_read_file(arg, &b, 1 << 20, e) < 0)
         return NULL;
     cJSON *obj = mini_json_parse_object(b.data, b.len, e);
-    if (!obj)
+    if (!obj) {
         mini_err_prefix(e, "profile %s", arg);
+        return NULL;
+    }
+    /* Checked here too, so that a mistake is reported against the file
+     * (the daemon only sees "profile_data"). */
+    struct mini_profile *p = mini_profile_from_json(obj, arg, e);
+    if (!p) {
+        cJSON_Delete(obj);
+        return NULL;
+    }
+    mini_profile_free(p);
     return obj;
 }
 
@@ -99,49 +137,52 @@ static int cmd_run(int argc, char **argv)
         { "cwd", required_argument, NULL, 'c' },     { "timeout", required_argument, NULL, 't' },
         { "network", required_argument, NULL, 'n' }, { "env", required_argument, NULL, 'e' },
         { "socket", required_argument, NULL, 's' },  { "help", no_argument, NULL, 'h' },
-        { 0 },
+        { "verbose", no_argument, NULL, 'v' },       { 0 },
     };
     const char *profile = NULL, *workspace = ".", *cwd = NULL, *network = NULL, *socket = NULL;
+    bool verbose = false;
     double timeout = 0;
     struct mini_env env = { 0 };
     struct mini_err e;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+:hv", opts, NULL)) != -1) {
         switch (c) {
         case 'p': profile = optarg; break;
+        case 'v': verbose = true; break;
         case 'w': workspace = optarg; break;
         case 'c': cwd = optarg; break;
         case 's': socket = optarg; break;
         case 't': {
             char *end;
             timeout = strtod(optarg, &end);
-            if (*end || !(timeout > 0)) {
-                fprintf(stderr, "mini-sandbox: --timeout: not a positive number of seconds: %s\n", optarg);
-                return EXIT_SANDBOX;
+            if (*end || end == optarg || !(timeout > 0)) {
+                mini_env_free(&env);
+                return mini_cli_usage_error("run", "--timeout: not a positive number of seconds: %s", optarg);
             }
             break;
         }
         case 'n':
             if (strcmp(optarg, "none") && strcmp(optarg, "host")) {
-                fprintf(stderr, "mini-sandbox: --network: must be none or host\n");
-                return EXIT_SANDBOX;
+                mini_env_free(&env);
+                return mini_cli_usage_error("run", "--network: must be none or host, not %s", optarg);
             }
             network = optarg;
             break;
         case 'e':
             if (env_add(&env, optarg) < 0) {
-                fprintf(stderr, "mini-sandbox: --env: expected NAME=VALUE, got %s\n", optarg);
-                return EXIT_SANDBOX;
+                mini_env_free(&env);
+                return mini_cli_usage_error("run", "--env: expected NAME=VALUE, got %s", optarg);
             }
             break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return EXIT_SANDBOX;
+        case 'h': mini_env_free(&env); usage(stdout); return 0;
+        default: mini_env_free(&env); return mini_cli_getopt_error("run", c, optopt, argv, optind);
         }
     }
     if (optind >= argc) {
-        fprintf(stderr, "mini-sandbox: run: no command given (mini-sandbox run [OPTION]... -- COMMAND...)\n");
-        return EXIT_SANDBOX;
+        mini_env_free(&env);
+        return mini_cli_usage_error("run", "no command given (mini-sandbox run [OPTION]... -- COMMAND...)");
     }
     _cleanup_free_ char *ws = mini_client_abspath(workspace);
     if (!ws) {
@@ -164,20 +205,22 @@ static int cmd_run(int argc, char **argv)
     }
 
     struct mini_client cl;
-    if (mini_client_connect(&cl, socket, socket == NULL, &e) < 0)
-        return fail(&e);
+    cJSON *ov = NULL;
+    int rc = EXIT_SANDBOX;
+    if (mini_client_connect(&cl, socket, socket == NULL, &e) < 0) {
+        rc = fail_connect(&e, socket);
+        goto out_noconn;
+    }
     struct mini_req open = { .op = MINI_OP_OPEN };
     open.u.open.workspace = ws;
     open.u.open.profile = pdata ? NULL : (char *)profile;
     open.u.open.profile_data = pdata;
-    cJSON *ov = NULL;
     if (network) {
         ov = cJSON_CreateObject();
         cJSON_AddStringToObject(ov, "network", network);
     }
     open.u.open.overrides = ov;
     struct mini_rep opened;
-    int rc = EXIT_SANDBOX;
     if (mini_client_call(&cl, &open, &opened, &e) < 0) {
         rc = fail(&e);
         goto out;
@@ -200,10 +243,14 @@ static int cmd_run(int argc, char **argv)
         rc = fail(&e);
     } else {
         rc = ex.u.exit.timed_out ? EXIT_TIMEOUT : ex.u.exit.returncode;
-        /* Notes say what the daemon could not give (a degraded sandbox)
-         * or why the command could not start. */
+        /* Notes say why the command could not start, or what the daemon
+         * could not give (a degraded sandbox: the session's summary, the
+         * first note of `opened`), which is the same on every run: that
+         * one only with --verbose; `check` explains it in full. */
+        const char *summary = opened.u.opened.n_notes ? opened.u.opened.notes[0] : NULL;
         for (size_t i = 0; i < ex.u.exit.n_notes; i++)
-            fprintf(stderr, "mini-sandbox: note: %s\n", ex.u.exit.notes[i]);
+            if (verbose || !summary || strcmp(ex.u.exit.notes[i], summary) != 0)
+                fprintf(stderr, "mini-sandbox: note: %s\n", ex.u.exit.notes[i]);
         if (ex.u.exit.timed_out)
             fprintf(stderr, "mini-sandbox: timed out after %lld ms\n", (long long)ex.u.exit.duration_ms);
         else if (ex.u.exit.limit != MINI_LIMIT_NONE)
@@ -213,19 +260,37 @@ static int cmd_run(int argc, char **argv)
     mini_rep_free(&opened);
 out:
     mini_client_close(&cl);
-    cJSON_Delete(pdata);
     cJSON_Delete(ov);
+out_noconn:
+    cJSON_Delete(pdata);
     mini_env_free(&env);
     mini_buf_free(&in);
     return rc;
 }
 
-static const char *socket_opt(int argc, char **argv)
+/* The options of ping, stats and profiles: [--socket PATH] [--help].
+ * -1 with *rc set when the command is done (help, or a usage error). */
+static int socket_opts(int argc, char **argv, const char **socket, int *rc)
 {
-    for (int i = 1; i + 1 < argc; i++)
-        if (strcmp(argv[i], "--socket") == 0)
-            return argv[i + 1];
-    return NULL;
+    static const struct option opts[] = {
+        { "socket", required_argument, NULL, 's' }, { "help", no_argument, NULL, 'h' }, { 0 },
+    };
+    int c;
+    *socket = NULL;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 's': *socket = optarg; break;
+        case 'h': usage(stdout); *rc = 0; return -1;
+        default: *rc = mini_cli_getopt_error(argv[0], c, optopt, argv, optind); return -1;
+        }
+    }
+    if (optind < argc) {
+        *rc = mini_cli_usage_error(argv[0], "unexpected argument \"%s\"", argv[optind]);
+        return -1;
+    }
+    return 0;
 }
 
 static int cmd_ping(int argc, char **argv)
@@ -233,9 +298,13 @@ static int cmd_ping(int argc, char **argv)
     struct mini_client cl;
     struct mini_err e;
     struct timespec a, b;
+    const char *socket;
+    int rc;
+    if (socket_opts(argc, argv, &socket, &rc) < 0)
+        return rc;
     clock_gettime(CLOCK_MONOTONIC, &a);
-    if (mini_client_connect(&cl, socket_opt(argc, argv), false, &e) < 0)
-        return fail(&e);
+    if (mini_client_connect(&cl, socket, false, &e) < 0)
+        return fail_connect(&e, socket);
     clock_gettime(CLOCK_MONOTONIC, &b);
     cJSON *rootless = cJSON_GetObjectItemCaseSensitive(cl.hello.features, "rootless");
     printf("ok: %s, protocol %lld, %s, %.2f ms\n", cl.hello.server, (long long)cl.hello.version,
@@ -249,11 +318,15 @@ static int cmd_stats(int argc, char **argv)
 {
     struct mini_client cl;
     struct mini_err e;
-    if (mini_client_connect(&cl, socket_opt(argc, argv), false, &e) < 0)
-        return fail(&e);
+    const char *socket;
+    int rc;
+    if (socket_opts(argc, argv, &socket, &rc) < 0)
+        return rc;
+    if (mini_client_connect(&cl, socket, false, &e) < 0)
+        return fail_connect(&e, socket);
     struct mini_req req = { .op = MINI_OP_STATS };
     struct mini_rep rep;
-    int rc = 0;
+    rc = 0;
     if (mini_client_call(&cl, &req, &rep, &e) < 0) {
         rc = fail(&e);
     } else {
@@ -270,8 +343,12 @@ static int cmd_stats(int argc, char **argv)
     return rc;
 }
 
-static int cmd_profiles(void)
+static int cmd_profiles(int argc, char **argv)
 {
+    const char *socket;   /* accepted for symmetry with ping and stats; unused */
+    int rc;
+    if (socket_opts(argc, argv, &socket, &rc) < 0)
+        return rc;
     const char *dir = mini_profile_default_dir();
     char *names[256];
     size_t n = 0;
@@ -279,7 +356,7 @@ static int cmd_profiles(void)
         fprintf(stderr, "mini-sandbox: %s: %s\n", dir, strerror(errno));
         return 1;
     }
-    int rc = 0;
+    rc = 0;
     for (size_t i = 0; i < n; i++) {
         struct mini_err e;
         struct mini_profile *p = mini_profile_load_builtin(dir, names[i], &e);
@@ -293,13 +370,9 @@ static int cmd_profiles(void)
     return rc;
 }
 
-int main(int argc, char **argv)
+/* The subcommand named in argv[1]. */
+static int dispatch(int argc, char **argv)
 {
-    mini_log_init(argv[0], MINI_LOG_WARN);
-    if (argc < 2) {
-        usage(stderr);
-        return 2;
-    }
     const char *cmd = argv[1];
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         usage(stdout);
@@ -316,11 +389,33 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "stats") == 0)
         return cmd_stats(argc - 1, argv + 1);
     if (strcmp(cmd, "profiles") == 0)
-        return cmd_profiles();
+        return cmd_profiles(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0)
         return mini_cli_bench(argc - 1, argv + 1);
     if (strcmp(cmd, "check") == 0)
         return mini_cli_check(argc - 1, argv + 1);
-    fprintf(stderr, "mini-sandbox: unknown command \"%s\" (see mini-sandbox --help)\n", cmd);
-    return 2;
+    if (cmd[0] == '-')
+        return mini_cli_usage_error(NULL, "unknown option %s (a command comes first: run, ping, stats, profiles, "
+                                          "check, bench)", cmd);
+    return mini_cli_usage_error(NULL, "unknown command \"%s\" (run, ping, stats, profiles, check or bench)", cmd);
+}
+
+int main(int argc, char **argv)
+{
+    mini_log_init("mini-sandbox", MINI_LOG_WARN);
+    if (argc < 2)
+        return mini_cli_usage_error(NULL, "no command given (run, ping, stats, profiles, check or bench)");
+    int rc = dispatch(argc, argv);
+    /* Output that did not reach standard output (a full disk, say) is a
+     * failure, not a silent success. */
+    errno = 0;
+    if (fflush(stdout) != 0 && !out_errno)
+        out_errno = errno ? errno : EIO;
+    if (ferror(stdout) && !out_errno)
+        out_errno = EIO;
+    if (out_errno) {
+        fprintf(stderr, "mini-sandbox: writing output: %s\n", strerror(out_errno));
+        return EXIT_SANDBOX;
+    }
+    return rc;
 }

@@ -1,5 +1,6 @@
 /* mini-sandbox check (see cli_check.h). */
 #include "cli_check.h"
+#include "cli_util.h"
 #include "caps.h"
 #include "workspace.h"
 #include "mini/cleanup.h"
@@ -154,21 +155,16 @@ int mini_cli_check(int argc, char **argv)
     int ch;
     optind = 1;
     opterr = 0;
-    while ((ch = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
         switch (ch) {
         case 'p': only = optarg; break;
         case 'j': json = true; break;
         case 'h': check_usage(stdout); return CHECK_OK;
-        case ':':
-        case '?':
-        default:
-            fprintf(stderr, "mini-sandbox: check: %s: %s (see mini-sandbox check --help)\n", argv[optind - 1],
-                    ch == '?' && optopt == 0 ? "unknown option" : "bad option or missing argument");
-            return CHECK_ERROR;
+        default: mini_cli_getopt_error("check", ch, optopt, argv, optind); return CHECK_ERROR;
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "mini-sandbox: check: unexpected argument \"%s\"\n", argv[optind]);
+        mini_cli_usage_error("check", "unexpected argument \"%s\"", argv[optind]);
         return CHECK_ERROR;
     }
 

@@ -2,6 +2,7 @@
 #include "server.h"
 #include "mini/client.h"
 #include "mini/cleanup.h"
+#include "mini/io.h"
 #include "mini/log.h"
 #include "mini/profile.h"
 
@@ -24,7 +25,8 @@ static void usage(FILE *f)
             "                     else /tmp/mini-$UID/sandboxd.sock)\n"
             "  --profiles DIR     built-in profiles (default: %s)\n"
             "  --state-dir DIR    private state (default: the socket's directory)/state\n"
-            "  --foreground       do not detach\n"
+            "  --foreground       do not detach (a detached daemon writes its messages to\n"
+            "                     STATE-DIR/sandboxd.log once it listens)\n"
             "  --log-level L      error, warn, info or debug (default warn)\n"
             "  --audit-log FILE   append one JSON line per command\n"
             "  --inherit-fd FD    serve the connected socket FD only, exit when it closes\n"
@@ -33,7 +35,7 @@ static void usage(FILE *f)
             "                     fewer when the open-files limit is low)\n"
             "  --frame-timeout S  close a connection that holds part of a frame for S\n"
             "                     seconds (default 30)\n"
-            "  --help, --version\n",
+            "  -h, --help, --version\n",
             mini_profile_default_dir());
 }
 
@@ -59,29 +61,73 @@ static char *dirname_of(const char *path)
     return d;
 }
 
-/* Detach: the parent returns once the child is listening (or failed). */
-static int daemonize(int *ready_fd)
+/* Copy what the log got from offset `from` on to stderr. */
+static void replay_log(int log, off_t from)
 {
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0)
-        return -1;
+    char buf[4096];
+    ssize_t n;
+    while ((n = pread(log, buf, sizeof buf, from)) > 0) {
+        if (mini_write_all(2, buf, (size_t)n) < 0)
+            return;
+        from += n;
+    }
+}
+
+/* Detach: the parent returns once the child is listening (or failed).
+ * The child keeps none of the caller's standard streams, or a caller that
+ * reads them to their end (out=$(mini-sandboxd 2>&1)) would wait for the
+ * daemon to exit: stdin and stdout are /dev/null, stderr is the log
+ * STATE-DIR/sandboxd.log.  What the child wrote there until it listened
+ * (a warning, or why it could not start) the parent copies to the
+ * caller's stderr before it returns, as if the child had written it. */
+static int daemonize(const char *state_dir, int *ready_fd, struct mini_err *e)
+{
+    _cleanup_free_ char *path = NULL;
+    if (asprintf(&path, "%s/sandboxd.log", state_dir) < 0) {
+        path = NULL;
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    }
+    int log = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (log < 0)
+        return mini_err_sys(e, MINI_E_IO, errno, "opening the log %s", path);
+    int rlog = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    off_t start = lseek(log, 0, SEEK_END);
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    int p[2] = { -1, -1 };
+    if (rlog < 0 || start < 0 || null < 0 || pipe2(p, O_CLOEXEC) < 0) {
+        int err = errno;
+        close(log);
+        mini_close(rlog);
+        mini_close(null);
+        return mini_err_sys(e, MINI_E_IO, err, "detaching");
+    }
+    fflush(NULL);
     pid_t pid = fork();
-    if (pid < 0)
-        return -1;
+    if (pid < 0) {
+        int err = errno;
+        close(log);
+        close(rlog);
+        close(null);
+        close(p[0]);
+        close(p[1]);
+        return mini_err_sys(e, MINI_E_IO, err, "detaching: fork");
+    }
     if (pid > 0) {
         close(p[1]);
         char c;
-        ssize_t n = read(p[0], &c, 1);
+        ssize_t n;
+        while ((n = read(p[0], &c, 1)) < 0 && errno == EINTR)
+            ;
+        replay_log(rlog, start);
         _exit(n == 1 ? 0 : 1);
     }
     close(p[0]);
+    close(rlog);
     setsid();
-    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (null >= 0) {
-        dup2(null, 0);
-        dup2(null, 1);
-        close(null);
-    }
+    if (dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(log, 2) < 0)
+        _exit(1);
+    close(null);
+    close(log);
     *ready_fd = p[1];
     return 0;
 }
@@ -96,13 +142,14 @@ int main(int argc, char **argv)
         { "version", no_argument, NULL, 'V' },         { "max-clients", required_argument, NULL, 'm' },
         { "frame-timeout", required_argument, NULL, 't' }, { 0 },
     };
-    mini_log_init(argv[0], MINI_LOG_WARN);
+    mini_log_init("mini-sandboxd", MINI_LOG_WARN);
     struct mini_server_cfg cfg = { .inherit_fd = -1 };
     _cleanup_free_ char *socket_path = NULL, *state_dir = NULL, *sockdir = NULL;
     bool foreground = false;
     struct mini_err e;
     int c;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
         case 's': free(socket_path); socket_path = strdup(optarg); break;
         case 'p': cfg.profile_dir = optarg; break;
@@ -115,7 +162,7 @@ int main(int argc, char **argv)
                 fprintf(stderr, "mini-sandboxd: --log-level: unknown level \"%s\"\n", optarg);
                 return 2;
             }
-            mini_log_init(argv[0], (enum mini_log_level)lvl);
+            mini_log_init("mini-sandboxd", (enum mini_log_level)lvl);
             break;
         }
         case 'i': {
@@ -151,11 +198,20 @@ int main(int argc, char **argv)
         }
         case 'h': usage(stdout); return 0;
         case 'V': printf("mini-sandboxd %s (protocol %d)\n", MINI_VERSION, MINI_PROTO_VERSION); return 0;
-        default: usage(stderr); return 2;
+        case ':':
+            fprintf(stderr, "mini-sandboxd: option %s needs an argument\nTry 'mini-sandboxd --help'.\n",
+                    argv[optind - 1]);
+            return 2;
+        default:
+            if (optopt)
+                fprintf(stderr, "mini-sandboxd: unknown option -%c\nTry 'mini-sandboxd --help'.\n", optopt);
+            else
+                fprintf(stderr, "mini-sandboxd: unknown option %s\nTry 'mini-sandboxd --help'.\n", argv[optind - 1]);
+            return 2;
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "mini-sandboxd: unexpected argument: %s\n", argv[optind]);
+        fprintf(stderr, "mini-sandboxd: unexpected argument: %s\nTry 'mini-sandboxd --help'.\n", argv[optind]);
         return 2;
     }
     if (!cfg.profile_dir)
@@ -203,10 +259,8 @@ int main(int argc, char **argv)
     cfg.socket_path = socket_path;
     cfg.state_dir = state_dir;
     int ready = -1;
-    if (!foreground && cfg.inherit_fd < 0 && daemonize(&ready) < 0) {
-        mini_err_sys(&e, MINI_E_IO, errno, "detaching");
+    if (!foreground && cfg.inherit_fd < 0 && daemonize(state_dir, &ready, &e) < 0)
         goto fail;
-    }
     if (ready >= 0) {
         /* Tell the waiting parent once the socket exists. */
         cfg.ready_fd = ready;

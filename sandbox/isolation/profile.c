@@ -6,6 +6,7 @@
 #include "mini/path.h"
 #include "mini/cleanup.h"
 #include "mini/io.h"
+#include "mini/str.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -195,6 +196,17 @@ static bool in_list(const char *s, const char *const *list, size_t n)
     return false;
 }
 
+/* "PATH: unknown key", with the closest of the keys allowed there as a
+ * suggestion when one is near (a typo). */
+static int unknown_key(const struct ctx *c, const char *path, const char *key,
+                       const char *const *allowed, size_t n_allowed)
+{
+    const char *near = mini_closest(key, allowed, n_allowed);
+    if (near)
+        return fail(c, path, "unknown key (did you mean %s?)", near);
+    return fail(c, path, "unknown key");
+}
+
 /* An object whose keys all appear in `allowed`. */
 static int check_object(const struct ctx *c, const cJSON *v, const char *path,
                         const char *const *allowed, size_t n_allowed)
@@ -204,7 +216,7 @@ static int check_object(const struct ctx *c, const cJSON *v, const char *path,
         return fail(c, path, "must be an object");
     for (const cJSON *it = v->child; it; it = it->next)
         if (!in_list(it->string, allowed, n_allowed))
-            return fail(c, kp(buf, path, it->string), "unknown key");
+            return unknown_key(c, kp(buf, path, it->string), it->string, allowed, n_allowed);
     return 0;
 }
 
@@ -1267,7 +1279,8 @@ static int override_filesystem(const struct ctx *c, const cJSON *v, struct mini_
                    strcmp(it->string, "overlay_root") == 0) {
             return fail(c, buf, "cannot be overridden");
         } else {
-            return fail(c, buf, "unknown key");
+            static const char *const known[] = { "hide", "workspace_writable", "binds", "tmpfs", "overlay_root" };
+            return unknown_key(c, buf, it->string, known, MINI_ARRAY_SIZE(known));
         }
     }
     return 0;
@@ -1290,7 +1303,8 @@ static int override_seccomp(const struct ctx *c, const cJSON *v, struct mini_sec
         } else if (in_list(it->string, fixed, MINI_ARRAY_SIZE(fixed))) {
             return fail(c, buf, "cannot be overridden");
         } else {
-            return fail(c, buf, "unknown key");
+            static const char *const known[] = { "deny" };
+            return unknown_key(c, buf, it->string, known, MINI_ARRAY_SIZE(known));
         }
     }
     return 0;
@@ -1332,7 +1346,8 @@ int mini_profile_apply_overrides(struct mini_profile *p, const cJSON *ov, struct
         } else if (in_list(it->string, fixed, MINI_ARRAY_SIZE(fixed))) {
             return fail(&c, buf, "cannot be overridden");
         } else {
-            return fail(&c, buf, "unknown key");
+            static const char *const known[] = { "limits", "network", "filesystem", "seccomp" };
+            return unknown_key(&c, buf, it->string, known, MINI_ARRAY_SIZE(known));
         }
     }
     struct mini_profile old = *p;

@@ -61,11 +61,17 @@ else
 fi
 
 # ---- standard runs, degraded, and says so ------------------------------------
-run dsbx --profile standard -- 'echo degraded-ok'
+run dsbx -v --profile standard -- 'echo degraded-ok'
 if [[ $RC == 0 && $OUT == degraded-ok && $ERR == *degraded* ]]; then
     pass "standard runs and says it is degraded"
 else
     fail "standard runs and says it is degraded"
+fi
+run dsbx --profile standard -- 'echo quiet-ok'
+if [[ $RC == 0 && $OUT == quiet-ok && $ERR != *degraded* ]]; then
+    pass "without -v, run does not repeat the degraded note"
+else
+    fail "without -v, run does not repeat the degraded note"
 fi
 expect_eq "writes to the workspace reach the host" "ws-$TAG" \
     dsbx --profile standard -- "echo ws-$TAG > $DWS/f && cat $DWS/f"

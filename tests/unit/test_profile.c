@@ -199,6 +199,9 @@ static void test_malformed(void)
         "strict.json: filesystem.binds[1].ro: unknown key");
     BAD("{\"seccomp\": {\"deny_ioctl\": true}}", "strict.json: seccomp.deny_ioctl: unknown key");
     BAD("{\"environment\": {\"clear\": true}}", "strict.json: environment.clear: unknown key");
+    /* A typo gets the closest key as a suggestion. */
+    BAD("{\"limts\": {}}", "strict.json: limts: unknown key (did you mean limits?)");
+    BAD("{\"limits\": {\"memroy_mb\": 1}}", "strict.json: limits.memroy_mb: unknown key (did you mean memory_mb?)");
 
     /* Wrong types. */
     BAD("{\"name\": 5}", "strict.json: name: must be a string");
@@ -452,6 +455,9 @@ static void test_overrides(void)
 
     /* Anything else is a bad request naming the key. */
     OV_FAIL(p, "{\"bogus\": 1}", MINI_E_BAD_REQUEST, "overrides.bogus: unknown key");
+    OV_FAIL(p, "{\"limts\": {}}", MINI_E_BAD_REQUEST, "overrides.limts: unknown key (did you mean limits?)");
+    OV_FAIL(p, "{\"filesystem\": {\"hid\": []}}", MINI_E_BAD_REQUEST,
+            "overrides.filesystem.hid: unknown key (did you mean hide?)");
     OV_FAIL(p, "{\"namespaces\": {\"net\": true}}", MINI_E_BAD_REQUEST, "overrides.namespaces: cannot be overridden");
     OV_FAIL(p, "{\"environment\": {}}", MINI_E_BAD_REQUEST, "overrides.environment: cannot be overridden");
     OV_FAIL(p, "{\"filesystem\": {\"binds\": [\"/\"]}}", MINI_E_BAD_REQUEST,
