@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "mini/buf.h"
+#include "mini/str.h"
 #include "mini/path.h"
 #include "mini/cleanup.h"
 #include "mini/io.h"
@@ -824,47 +825,6 @@ static int type_error(struct mini_err *e, const char *path, const char *want, co
                         hint ? hint : "");
 }
 
-static size_t edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 64 || lb > 64)
-        return SIZE_MAX;
-    size_t row[65];
-    for (size_t j = 0; j <= lb; j++)
-        row[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        size_t diag = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t up = row[j];
-            size_t best = diag + (a[i - 1] != b[j - 1]);
-            if (up + 1 < best)
-                best = up + 1;
-            if (row[j - 1] + 1 < best)
-                best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
-        }
-    }
-    return row[lb];
-}
-
-/* The closest of names (distance at most 2, and less than half the word),
- * or NULL. */
-static const char *closest(const char *word, const char *const *names, size_t n)
-{
-    const char *best = NULL;
-    size_t bd = SIZE_MAX, wl = strlen(word);
-    for (size_t i = 0; i < n; i++) {
-        size_t d = edit_distance(word, names[i]);
-        if (d < bd && d <= 2 && d * 2 < (wl > strlen(names[i]) ? wl : strlen(names[i]))) {
-            bd = d;
-            best = names[i];
-        }
-    }
-    return best;
-}
-
 static const struct keydef *find_key(const struct section *s, const char *name)
 {
     for (const struct keydef *k = s->keys; k->name; k++)
@@ -883,7 +843,7 @@ static int unknown_key(struct mini_err *e, const struct section *s, const char *
     size_t n = 0;
     for (const struct keydef *k = s->keys; k->name && n < MINI_ARRAY_SIZE(names); k++)
         names[n++] = k->name;
-    const char *near = closest(key, names, n);
+    const char *near = mini_closest(key, names, n);
     if (near)
         return mini_err_set(e, MINI_E_CONFIG, "%s.%.*s: unknown key (did you mean %s.%s?)", s->name,
                             MINI_JSON_SHOW(key), s->name, near);
@@ -1256,7 +1216,7 @@ int mini_config_validate(cJSON *cfg, struct mini_err *e)
             const char *names[MINI_ARRAY_SIZE(sections)];
             for (size_t i = 0; i < MINI_ARRAY_SIZE(sections); i++)
                 names[i] = sections[i].name;
-            const char *near = closest(sec->string, names, MINI_ARRAY_SIZE(names));
+            const char *near = mini_closest(sec->string, names, MINI_ARRAY_SIZE(names));
             if (near)
                 return mini_err_set(e, MINI_E_CONFIG, "%.*s: unknown section (did you mean %s?)",
                                     MINI_JSON_SHOW(sec->string), near);

@@ -22,6 +22,14 @@
 /* Exit statuses of `run` (as `timeout`, `env` and shells use them). */
 enum { EXIT_TIMEOUT = 124, EXIT_SANDBOX = 125 };
 
+/* run's own usage errors exit 125, not 2: its status is otherwise the
+ * command's, and a command may exit 2 itself. */
+static int run_usage(int rc)
+{
+    (void)rc;
+    return 125;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -44,7 +52,8 @@ static void usage(FILE *f)
             "    Exit status: the command's; 128+N if killed by signal N; 124 on timeout;\n"
             "    143 if the daemon shut down (SIGTERM) while it ran; 125 if the sandbox\n"
             "    or the client failed (standard output not writable, for one); 126/127\n"
-            "    as a shell; 2 for a usage error.\n"
+            "    as a shell; a usage error of run itself is 125 too (as env(1) does), so\n"
+            "    that it cannot be taken for the command's own status 2.\n"
             "  ping [--socket PATH]            check that a daemon answers\n"
             "  stats [--socket PATH]           the daemon's counters as JSON\n"
             "  profiles                        list the built-in profiles\n"
@@ -159,30 +168,30 @@ static int cmd_run(int argc, char **argv)
             timeout = strtod(optarg, &end);
             if (*end || end == optarg || !(timeout > 0)) {
                 mini_env_free(&env);
-                return mini_cli_usage_error("run", "--timeout: not a positive number of seconds: %s", optarg);
+                return run_usage(mini_cli_usage_error("run", "--timeout: not a positive number of seconds: %s", optarg));
             }
             break;
         }
         case 'n':
             if (strcmp(optarg, "none") && strcmp(optarg, "host")) {
                 mini_env_free(&env);
-                return mini_cli_usage_error("run", "--network: must be none or host, not %s", optarg);
+                return run_usage(mini_cli_usage_error("run", "--network: must be none or host, not %s", optarg));
             }
             network = optarg;
             break;
         case 'e':
             if (env_add(&env, optarg) < 0) {
                 mini_env_free(&env);
-                return mini_cli_usage_error("run", "--env: expected NAME=VALUE, got %s", optarg);
+                return run_usage(mini_cli_usage_error("run", "--env: expected NAME=VALUE, got %s", optarg));
             }
             break;
         case 'h': mini_env_free(&env); usage(stdout); return 0;
-        default: mini_env_free(&env); return mini_cli_getopt_error("run", c, optopt, argv, optind);
+        default: mini_env_free(&env); return run_usage(mini_cli_getopt_error("run", c, optopt, argv, optind));
         }
     }
     if (optind >= argc) {
         mini_env_free(&env);
-        return mini_cli_usage_error("run", "no command given (mini-sandbox run [OPTION]... -- COMMAND...)");
+        return run_usage(mini_cli_usage_error("run", "no command given (mini-sandbox run [OPTION]... -- COMMAND...)"));
     }
     _cleanup_free_ char *ws = mini_client_abspath(workspace);
     if (!ws) {

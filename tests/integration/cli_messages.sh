@@ -4,7 +4,7 @@
 #  1. a detached mini-sandboxd lets go of the caller's stdout and stderr, so
 #     out=$(mini-sandboxd ... 2>&1) returns; what it says before it listens
 #     (why it cannot start) still reaches the caller;
-#  2. usage errors are one line and "Try '... --help'.", exit 2; messages
+#  2. usage errors are one line and "Try '... --help'.", exit 2 (run: 125); messages
 #     start with the program's name; mini-sandboxd -h is --help; no daemon
 #     at an explicit socket says so and how to start one; a typo in a
 #     profile file names the file and the closest key;
@@ -71,19 +71,21 @@ NOSOCK=$T/no-daemon.sock
 
 # ---- 2. messages ---------------------------------------------------------------
 # Usage errors: one line saying what is wrong, one hint, status 2.
+# `run`'s own usage errors are 125 (its status is otherwise the command's).
 usage_error() {   # NAME PROG CMD...
-    local name=$1 prog=$2
+    local name=$1 prog=$2 want=2
     shift 2
+    [[ ${2:-} == run ]] && want=125
     run bounded "$@"
-    if [[ $RC == 2 && $(lines "$ERR") -le 2 ]] && contains "$ERR" "Try '$prog" && every_line_named "$prog" "$ERR"; then
+    if [[ $RC == "$want" && $(lines "$ERR") -le 2 ]] && contains "$ERR" "Try '$prog" && every_line_named "$prog" "$ERR"; then
         pass "$name"
     else
-        fail "$name" "expected status 2 and two lines: \"$prog: ...\" and \"Try '$prog ... --help'.\""
+        fail "$name" "expected status $want and two lines: \"$prog: ...\" and \"Try '$prog ... --help'.\""
     fi
 }
-usage_error "run --bogus: one line and a hint, status 2" mini-sandbox \
+usage_error "run --bogus: one line and a hint, status 125" mini-sandbox \
     "$SBX" run --bogus --socket "$SOCK" -- true
-usage_error "run -x: one line and a hint, status 2" mini-sandbox "$SBX" run -x -- true
+usage_error "run -x: one line and a hint, status 125" mini-sandbox "$SBX" run -x -- true
 usage_error "run --timeout without its argument" mini-sandbox "$SBX" run --timeout
 usage_error "run --timeout abc" mini-sandbox "$SBX" run --timeout abc -- true
 usage_error "run with no command" mini-sandbox "$SBX" run --socket "$SOCK"
