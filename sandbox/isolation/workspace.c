@@ -476,7 +476,9 @@ bool mini_ws_quota_probe(int dir, char *why, size_t size)
 {
 #ifdef SYS_quotactl_fd
     struct if_dqinfo info;
-    long r = syscall(SYS_quotactl_fd, dir, QCMD(Q_GETINFO, PRJQUOTA), 0, &info);
+    /* QCMD() shifts an int past its range (UB): build the command unsigned. */
+    unsigned cmd = ((unsigned)Q_GETINFO << SUBCMDSHIFT) | (PRJQUOTA & SUBCMDMASK);
+    long r = syscall(SYS_quotactl_fd, dir, cmd, 0, &info);
     int err = r < 0 ? errno : 0;
 #else
     int err = ENOSYS;
