@@ -16,8 +16,8 @@ extern char **environ;
 
 /* Keys whose numbers mini-swe-agent holds as Python floats: an integral
  * value under them is written 1.0, not 1. */
-static const char *const float_keys[] = { "cost", "instance_cost", "cost_limit", "cost_per_call", "timestamp",
-                                          "model_cost", NULL };
+static const char *const float_keys[] = { "cost",      "instance_cost", "cost_limit", "cost_per_call",
+                                          "timestamp", "model_cost",    NULL };
 
 static const struct mini_agent_ops default_ops = {
     .step = mini_agent_step,
@@ -41,7 +41,8 @@ static const char *str(const cJSON *obj, const char *key)
 static void merge_into(cJSON *a, const cJSON *b)
 {
     const cJSON *it;
-    cJSON_ArrayForEach(it, b) {
+    cJSON_ArrayForEach(it, b)
+    {
         cJSON *old = cJSON_GetObjectItemCaseSensitive(a, it->string);
         if (cJSON_IsObject(old) && cJSON_IsObject(it))
             merge_into(old, it);
@@ -58,8 +59,8 @@ static void merge_into(cJSON *a, const cJSON *b)
  * is mini-swe-agent's IndexError from indexing past its list. */
 static bool outputs_exhausted(const struct mini_err *e)
 {
-    return e->code == MINI_E_MODEL && (strncmp(e->msg, "deterministic model: all ", 25) == 0
-                                       || strncmp(e->msg, "replay model: all ", 18) == 0);
+    return e->code == MINI_E_MODEL &&
+        (strncmp(e->msg, "deterministic model: all ", 25) == 0 || strncmp(e->msg, "replay model: all ", 18) == 0);
 }
 
 static const char *exit_name(const struct mini_err *e)
@@ -95,8 +96,8 @@ static int env_vars(const cJSON *config, cJSON *ev)
     cJSON_DeleteItemFromObjectCaseSensitive(ev, "cwd");
     if (!cJSON_AddStringToObject(ev, "cwd", cwd ? cwd : ""))
         return -1;
-    if (cJSON_GetObjectItemCaseSensitive(ev, "machine") && !cJSON_GetObjectItemCaseSensitive(ev, "processor")
-        && !cJSON_AddStringToObject(ev, "processor", ""))
+    if (cJSON_GetObjectItemCaseSensitive(ev, "machine") && !cJSON_GetObjectItemCaseSensitive(ev, "processor") &&
+        !cJSON_AddStringToObject(ev, "processor", ""))
         return -1;
     if (cls && strcmp(cls, "local") != 0)
         return 0;
@@ -128,8 +129,8 @@ int mini_agent_init(struct mini_agent *a, cJSON *config, struct mini_model *mode
     a->step_limit = (long)num(agent, "step_limit", 0);
     a->cost_limit = num(agent, "cost_limit", 3.0);
     a->wall_time_limit = num(agent, "wall_time_limit_seconds", 0);
-    a->max_format_errors = (long)num(agent, "max_consecutive_format_errors",
-                                     num(mcfg, "max_consecutive_format_errors", 0));
+    a->max_format_errors =
+        (long)num(agent, "max_consecutive_format_errors", num(mcfg, "max_consecutive_format_errors", 0));
     a->messages = cJSON_CreateArray();
     a->start = mini_mono_s();
     /* environment | model, as get_template_vars merges them (the agent's
@@ -211,17 +212,11 @@ static bool flow_exits(const struct mini_flow *f)
 
 /* Whether a flow's exit message (always the last message added) ended the
  * run.  Only a flow's counts: a message the model made is never one. */
-static bool run_ended(const struct mini_agent *a)
-{
-    return a->exit_status != NULL;
-}
+static bool run_ended(const struct mini_agent *a) { return a->exit_status != NULL; }
 
 /* ---- the agent's config and the template variables ------------------------ */
 
-static bool interactive(const struct mini_agent *a)
-{
-    return a->ops != &default_ops;
-}
+static bool interactive(const struct mini_agent *a) { return a->ops != &default_ops; }
 
 static cJSON *copy_or(const cJSON *cfg, const char *key, cJSON *def)
 {
@@ -234,10 +229,7 @@ static cJSON *copy_or(const cJSON *cfg, const char *key, cJSON *def)
 }
 
 /* An integer for a Python int field (cJSON would keep 3.0 as 3 anyway). */
-static cJSON *int_num(double d)
-{
-    return cJSON_CreateNumber(d);
-}
+static cJSON *int_num(double d) { return cJSON_CreateNumber(d); }
 
 /* The agent's config as mini-swe-agent's AgentConfig (InteractiveAgentConfig
  * for the interactive agent) dumps it: its fields in their order, defaults
@@ -281,9 +273,9 @@ cJSON *mini_agent_template_vars(struct mini_agent *a)
         return NULL;
     merge_into(v, a->template_vars);
     _cleanup_cjson_ cJSON *counters = cJSON_CreateObject();
-    if (!counters || !cJSON_AddNumberToObject(counters, "n_model_calls", (double)a->n_calls)
-        || !cJSON_AddItemToObject(counters, "model_cost", mini_json_create_float(mini_model_cost(a->model)))
-        || !cJSON_AddNumberToObject(counters, "elapsed_seconds", (double)(long long)(mini_mono_s() - a->start))) {
+    if (!counters || !cJSON_AddNumberToObject(counters, "n_model_calls", (double)a->n_calls) ||
+        !cJSON_AddItemToObject(counters, "model_cost", mini_json_create_float(mini_model_cost(a->model))) ||
+        !cJSON_AddNumberToObject(counters, "elapsed_seconds", (double)(long long)(mini_mono_s() - a->start))) {
         cJSON_Delete(v);
         return NULL;
     }
@@ -520,11 +512,11 @@ int mini_agent_run_actions(struct mini_agent *a, const cJSON *msg, cJSON *output
                            struct mini_err *e)
 {
     *submission = NULL;
-    const cJSON *actions = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(msg, "extra"),
-                                                            "actions");
+    const cJSON *actions = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(msg, "extra"), "actions");
     const cJSON *act;
-    cJSON_ArrayForEach(act, actions) {
-        if (a->interrupt)       /* also one that came with the reply: nothing runs */
+    cJSON_ArrayForEach(act, actions)
+    {
+        if (a->interrupt) /* also one that came with the reply: nothing runs */
             break;
         cJSON *result = NULL;
         if (execute(a, act, &result, e) < 0)

@@ -46,30 +46,30 @@ struct mini_agent_ops {
 };
 
 struct mini_agent {
-    cJSON *config;                 /* the whole merged config (borrowed) */
-    struct mini_model *model;      /* borrowed */
-    struct mini_environment *env;  /* borrowed */
-    const char *output_path;       /* trajectory file; NULL: not saved */
-    const struct mini_agent_ops *ops;  /* the plain agent's unless a front end sets its own */
-    void *ops_arg;                 /* the front end's, for its ops */
+    cJSON *config;                    /* the whole merged config (borrowed) */
+    struct mini_model *model;         /* borrowed */
+    struct mini_environment *env;     /* borrowed */
+    const char *output_path;          /* trajectory file; NULL: not saved */
+    const struct mini_agent_ops *ops; /* the plain agent's unless a front end sets its own */
+    void *ops_arg;                    /* the front end's, for its ops */
 
     /* limits, from config.agent */
     long step_limit;
     double cost_limit;
-    double wall_time_limit;        /* seconds, 0: none */
+    double wall_time_limit; /* seconds, 0: none */
     long max_format_errors;
 
     /* state */
     cJSON *messages;
-    cJSON *template_vars;          /* environment + model + task (mini_agent_template_vars
+    cJSON *template_vars; /* environment + model + task (mini_agent_template_vars
                                       adds the agent's config and the counters) */
-    long n_calls;                  /* queries made (format errors and a failing one included) */
-    long format_errors;            /* consecutive */
-    double start;                  /* monotonic seconds, from mini_agent_init */
-    char *exit_status;             /* from the exit message, once added; NULL: the run goes on */
+    long n_calls;         /* queries made (format errors and a failing one included) */
+    long format_errors;   /* consecutive */
+    double start;         /* monotonic seconds, from mini_agent_init */
+    char *exit_status;    /* from the exit message, once added; NULL: the run goes on */
     char *submission;
-    volatile int interrupt;        /* set from a SIGINT handler */
-    volatile int terminate;        /* set from a SIGTERM/SIGHUP handler (with
+    volatile int interrupt; /* set from a SIGINT handler */
+    volatile int terminate; /* set from a SIGTERM/SIGHUP handler (with
                                       interrupt): stop without asking */
 };
 

@@ -19,8 +19,8 @@ struct mini_display {
     bool live;
     bool utf8;
     /* Text shown through mini_display_text / _output. */
-    bool bol;                   /* at the start of a line */
-    bool held_c2;               /* a 0xC2 byte waits for the next one (C1 controls) */
+    bool bol;     /* at the start of a line */
+    bool held_c2; /* a 0xC2 byte waits for the next one (C1 controls) */
     /* Secrets never shown (API keys): replaced by ***.  Streamed output
      * that may be the start of one waits in `hold`. */
     char **secrets;
@@ -37,7 +37,6 @@ struct mini_display {
     char *label;
     struct timespec spin_start;
 };
-
 
 struct mini_display *mini_display_new(FILE *out, bool color, bool live)
 {
@@ -88,10 +87,7 @@ void mini_display_free(struct mini_display *d)
     free(d);
 }
 
-bool mini_display_utf8(const struct mini_display *d)
-{
-    return d->utf8;
-}
+bool mini_display_utf8(const struct mini_display *d) { return d->utf8; }
 
 const char *mini_display_sgr(const struct mini_display *d, enum mini_style s)
 {
@@ -112,10 +108,7 @@ const char *mini_display_sgr(const struct mini_display *d, enum mini_style s)
     return "";
 }
 
-const char *mini_display_reset(const struct mini_display *d)
-{
-    return d->color ? "\033[0m" : "";
-}
+const char *mini_display_reset(const struct mini_display *d) { return d->color ? "\033[0m" : ""; }
 
 static int columns(const struct mini_display *d)
 {
@@ -290,7 +283,8 @@ static void show_content(struct mini_display *d, const cJSON *content, enum mini
         mini_display_text(d, s, content->valuestring, strlen(content->valuestring));
     } else if (cJSON_IsArray(content)) {
         const cJSON *part;
-        cJSON_ArrayForEach(part, content) {
+        cJSON_ArrayForEach(part, content)
+        {
             const cJSON *t = cJSON_GetObjectItemCaseSensitive(part, "text");
             const cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type");
             if (cJSON_IsString(t))
@@ -307,7 +301,8 @@ void mini_display_actions(struct mini_display *d, const cJSON *actions)
 {
     const char *bar = d->utf8 ? "\u2503" : "|";
     const cJSON *act;
-    cJSON_ArrayForEach(act, actions) {
+    cJSON_ArrayForEach(act, actions)
+    {
         const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(act, "command");
         const char *s = cJSON_IsString(cmd) ? cmd->valuestring : "";
         mini_display_flush(d);
@@ -332,8 +327,7 @@ void mini_display_actions(struct mini_display *d, const cJSON *actions)
 /* What a note from the person is, as mini-swe-agent marks it. */
 static const char *note_name(const cJSON *msg)
 {
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(msg, "extra"),
-                                                      "interrupt_type");
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(msg, "extra"), "interrupt_type");
     if (!cJSON_IsString(t))
         return NULL;
     if (strcmp(t->valuestring, "FormatError") == 0)
@@ -347,10 +341,7 @@ static const char *note_name(const cJSON *msg)
     return t->valuestring;
 }
 
-static void cost_text(char *buf, size_t cap, double cost)
-{
-    snprintf(buf, cap, cost < 10 ? "$%.4f" : "$%.2f", cost);
-}
+static void cost_text(char *buf, size_t cap, double cost) { snprintf(buf, cap, cost < 10 ? "$%.4f" : "$%.2f", cost); }
 
 void mini_display_message(struct mini_display *d, const cJSON *msg, long step, double cost)
 {
@@ -440,8 +431,8 @@ void mini_display_command_end(struct mini_display *d, const cJSON *result)
     mini_display_flush(d);
     double secs = mini_elapsed_s(&d->cmd_start);
     const cJSON *rc = cJSON_GetObjectItemCaseSensitive(result, "returncode");
-    const cJSON *type = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(result, "extra"),
-                                                         "exception_type");
+    const cJSON *type =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(result, "extra"), "exception_type");
     const char *t = cJSON_IsString(type) ? type->valuestring : NULL;
     int code = cJSON_IsNumber(rc) ? rc->valueint : -1;
     const char *ok = d->utf8 ? "\u2714" : "ok:";

@@ -24,13 +24,13 @@ enum mini_style {
     MINI_STYLE_PLAIN = 0,
     MINI_STYLE_BOLD,
     MINI_STYLE_DIM,
-    MINI_STYLE_ASSISTANT,      /* the model's header */
-    MINI_STYLE_ROLE,           /* other messages' headers */
-    MINI_STYLE_QUESTION,       /* what the person is asked */
-    MINI_STYLE_KEY,            /* a key or a slash command in a hint */
+    MINI_STYLE_ASSISTANT, /* the model's header */
+    MINI_STYLE_ROLE,      /* other messages' headers */
+    MINI_STYLE_QUESTION,  /* what the person is asked */
+    MINI_STYLE_KEY,       /* a key or a slash command in a hint */
     MINI_STYLE_GOOD,
     MINI_STYLE_BAD,
-    MINI_STYLE_BAR,            /* the bar beside a command */
+    MINI_STYLE_BAR, /* the bar beside a command */
 };
 
 /* `out` is where everything goes (borrowed).  `color`: use ANSI colours;

@@ -26,9 +26,9 @@ extern char **environ;
 
 struct mini_environment {
     bool sandbox;
-    cJSON *cfg;                 /* a copy of the environment section */
-    char *cwd;                  /* default working directory */
-    char *workspace;            /* sandbox: the directory mounted writable */
+    cJSON *cfg;      /* a copy of the environment section */
+    char *cwd;       /* default working directory */
+    char *workspace; /* sandbox: the directory mounted writable */
     double timeout;
     volatile int interrupted;
     /* sandbox */
@@ -88,7 +88,8 @@ static int sandbox_open(struct mini_environment *env, struct mini_err *e)
     const cJSON *vars = cJSON_GetObjectItemCaseSensitive(env->cfg, "env");
     int r = vars ? mini_env_from_json(vars, &req.u.open.env, "environment.env", e) : 0;
     const cJSON *fwd = cJSON_GetObjectItemCaseSensitive(env->cfg, "forward_env"), *it;
-    cJSON_ArrayForEach(it, fwd) {
+    cJSON_ArrayForEach(it, fwd)
+    {
         const char *v = cJSON_IsString(it) ? getenv(it->valuestring) : NULL;
         if (r == 0 && v && mini_env_add(&req.u.open.env, it->valuestring, v) < 0)
             r = mini_err_set(e, MINI_E_NOMEM, "out of memory");
@@ -145,10 +146,7 @@ fail:
     return NULL;
 }
 
-void mini_environment_interrupt(struct mini_environment *env)
-{
-    env->interrupted = 1;
-}
+void mini_environment_interrupt(struct mini_environment *env) { env->interrupted = 1; }
 
 /* The output as mini-swe-agent's text-mode subprocess gives it: invalid
  * UTF-8 replaced (errors="replace"), then universal newlines: "\r\n" and
@@ -224,7 +222,7 @@ static char *stopped_message(const char *command, bool timed_out, double timeout
     char *what = NULL;
     char secs[64];
     if (timeout == floor(timeout) && timeout < 1e15)
-        snprintf(secs, sizeof secs, "%.0f", timeout);   /* an int, as the config's timeout is */
+        snprintf(secs, sizeof secs, "%.0f", timeout); /* an int, as the config's timeout is */
     else
         snprintf(secs, sizeof secs, "%g", timeout);
     int n = timed_out ? asprintf(&what, "Command '%s' timed out after %s seconds", command, secs)
@@ -236,8 +234,10 @@ static char *stopped_message(const char *command, bool timed_out, double timeout
  * such file or directory: '/x'", its type named after the errno. */
 static cJSON *start_error(int err, const char *cwd)
 {
-    const char *type = err == ENOENT ? "FileNotFoundError" : err == ENOTDIR ? "NotADirectoryError"
-                     : err == EACCES || err == EPERM ? "PermissionError" : "OSError";
+    const char *type = err == ENOENT    ? "FileNotFoundError"
+        : err == ENOTDIR                ? "NotADirectoryError"
+        : err == EACCES || err == EPERM ? "PermissionError"
+                                        : "OSError";
     /* repr() of the path: single quotes unless it holds one and no double */
     bool dq = strchr(cwd, '\'') && !strchr(cwd, '"');
     struct mini_buf q = MINI_BUF_INIT;
@@ -287,9 +287,7 @@ static int local_execute(struct mini_environment *env, const char *command, cons
         if (null < 0 || dup2(null, 0) < 0 || dup2(p[1], 1) < 0 || dup2(p[1], 2) < 0)
             _exit(126);
         const cJSON *it;
-        cJSON_ArrayForEach(it, extra)
-            if (cJSON_IsString(it))
-                setenv(it->string, it->valuestring, 1);
+        cJSON_ArrayForEach(it, extra) if (cJSON_IsString(it)) setenv(it->string, it->valuestring, 1);
         if (chdir(cwd) < 0) {
             int err = errno;
             if (write(ep[1], &err, sizeof err) < 0)
@@ -382,8 +380,9 @@ static void stream_out(void *arg, const char *data, size_t len)
 static int sandbox_execute(struct mini_environment *env, const char *command, const char *cwd, double timeout,
                            mini_env_output_fn fn, void *arg, cJSON **result, struct mini_err *e)
 {
-    struct mini_req_exec x = { .session = env->session, .command = (char *)command, .cwd = (char *)cwd,
-                               .timeout = timeout };
+    struct mini_req_exec x = {
+        .session = env->session, .command = (char *)command, .cwd = (char *)cwd, .timeout = timeout
+    };
     struct stream_ctx sc = { fn, arg };
     struct mini_rep rep;
     if (mini_client_exec(&env->client, &x, fn ? stream_out : NULL, &sc, &rep, e) < 0) {
@@ -403,8 +402,7 @@ static int sandbox_execute(struct mini_environment *env, const char *command, co
             mini_rep_free(&rep);
             return mini_err_set(e, MINI_E_NOMEM, "out of memory");
         }
-        *result = exception_result(x2->output, x2->output_len, x2->timed_out ? "TimeoutExpired" : "Interrupted",
-                                   what);
+        *result = exception_result(x2->output, x2->output_len, x2->timed_out ? "TimeoutExpired" : "Interrupted", what);
     } else {
         /* The shell itself killed by signal N: -N, as local (and Python's
          * subprocess) gives; the daemon's 128+N is what a shell reports for
@@ -427,16 +425,15 @@ static int sandbox_execute(struct mini_environment *env, const char *command, co
     return 0;
 }
 
-int mini_environment_execute(struct mini_environment *env, const char *command, const char *cwd,
-                             double timeout, mini_env_output_fn fn, void *arg, cJSON **result,
-                             struct mini_err *e)
+int mini_environment_execute(struct mini_environment *env, const char *command, const char *cwd, double timeout,
+                             mini_env_output_fn fn, void *arg, cJSON **result, struct mini_err *e)
 {
     *result = NULL;
     env->interrupted = 0;
     if (!cwd || !*cwd)
         cwd = env->cwd;
     if (timeout <= 0)
-        timeout = env->timeout;   /* may stay 0 in the sandbox: the profile's limit */
+        timeout = env->timeout; /* may stay 0 in the sandbox: the profile's limit */
     int r = env->sandbox ? sandbox_execute(env, command, cwd, timeout, fn, arg, result, e)
                          : local_execute(env, command, cwd, timeout, fn, arg, result, e);
     if (r == 0 && !*result)
@@ -465,7 +462,8 @@ cJSON *mini_environment_serialize(const struct mini_environment *env)
     cJSON *root = cJSON_CreateObject();
     cJSON *cfg = cJSON_AddObjectToObject(cJSON_AddObjectToObject(root, "info"), "config");
     cJSON_AddItemToObject(cfg, "environment", cJSON_Duplicate(env->cfg, true));
-    cJSON_AddStringToObject(cfg, "environment_type", env->sandbox ? "mini.SandboxEnvironment" : "mini.LocalEnvironment");
+    cJSON_AddStringToObject(cfg, "environment_type",
+                            env->sandbox ? "mini.SandboxEnvironment" : "mini.LocalEnvironment");
     return root;
 }
 

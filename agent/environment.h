@@ -22,9 +22,8 @@ struct mini_environment *mini_environment_new(const cJSON *cfg, const char *kind
 /* Run one command.  Fills *result (a new object).  Fails (-1) only when
  * the environment itself broke (daemon gone, cannot fork); a command that
  * fails, times out or cannot start is a normal result. */
-int mini_environment_execute(struct mini_environment *env, const char *command, const char *cwd,
-                             double timeout, mini_env_output_fn fn, void *arg, cJSON **result,
-                             struct mini_err *e);
+int mini_environment_execute(struct mini_environment *env, const char *command, const char *cwd, double timeout,
+                             mini_env_output_fn fn, void *arg, cJSON **result, struct mini_err *e);
 /* Stop the command that is running now (from a signal handler's flag check
  * or another thread); the result reports it as interrupted. */
 void mini_environment_interrupt(struct mini_environment *env);

@@ -20,13 +20,13 @@ enum mini_flow_kind {
     MINI_FLOW_TIME_EXCEEDED,   /* an exit message: TimeExceeded (final: no limit to raise) */
     /* Not caught by any stage: the run loop adds the exit message naming
      * the cause after the messages, and the run fails. */
-    MINI_FLOW_INTERRUPTED,     /* Ctrl-C or SIGTERM: KeyboardInterrupt */
-    MINI_FLOW_ERROR,           /* the stage's struct mini_err says what failed */
+    MINI_FLOW_INTERRUPTED, /* Ctrl-C or SIGTERM: KeyboardInterrupt */
+    MINI_FLOW_ERROR,       /* the stage's struct mini_err says what failed */
 };
 
 struct mini_flow {
     enum mini_flow_kind kind;
-    cJSON *messages;           /* to add to the trajectory, in order; NULL: none */
+    cJSON *messages; /* to add to the trajectory, in order; NULL: none */
 };
 
 #define MINI_FLOW(k) ((struct mini_flow){ .kind = (k) })

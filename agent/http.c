@@ -20,10 +20,7 @@ struct mini_http {
 static pthread_once_t http_once = PTHREAD_ONCE_INIT;
 static CURLcode http_global_rc = CURLE_FAILED_INIT;
 
-static void http_global_init(void)
-{
-    http_global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
+static void http_global_init(void) { http_global_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
 
 struct mini_http *mini_http_new(struct mini_err *e)
 {
@@ -54,10 +51,7 @@ void mini_http_free(struct mini_http *h)
     free(h);
 }
 
-void mini_http_response_init(struct mini_http_response *r)
-{
-    memset(r, 0, sizeof(*r));
-}
+void mini_http_response_init(struct mini_http_response *r) { memset(r, 0, sizeof(*r)); }
 
 void mini_http_response_free(struct mini_http_response *r)
 {
@@ -86,7 +80,7 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
     size_t len = size * n;
     if (t->resp->body.len + len > t->max) {
         t->too_big = true;
-        return 0;                       /* makes curl fail with CURLE_WRITE_ERROR */
+        return 0; /* makes curl fail with CURLE_WRITE_ERROR */
     }
     if (mini_buf_append(&t->resp->body, p, len) < 0)
         return 0;
@@ -182,13 +176,12 @@ static bool curl_code_retryable(CURLcode rc)
     case CURLE_HTTP3:
 #endif
         return true;
-    default:
-        return false;
+    default: return false;
     }
 }
 
-int mini_http_post(struct mini_http *h, const struct mini_http_request *req,
-                   struct mini_http_response *resp, struct mini_err *e)
+int mini_http_post(struct mini_http *h, const struct mini_http_request *req, struct mini_http_response *resp,
+                   struct mini_err *e)
 {
     response_reset(resp);
     CURL *c = h->curl;
@@ -298,7 +291,7 @@ static bool parse_seconds(const char *s, double *out)
 long mini_http_retry_after_ms(const char *retry_after, const char *retry_after_ms, time_t now)
 {
     double v;
-    const double cap = 86400.0 * 1000;  /* a day: keeps the value in a long */
+    const double cap = 86400.0 * 1000; /* a day: keeps the value in a long */
     if (retry_after_ms && *retry_after_ms && parse_seconds(retry_after_ms, &v))
         return (long)fmin(ceil(v), cap);
     if (!retry_after || !*retry_after)
@@ -325,7 +318,7 @@ int mini_http_sleep_ms(long ms, const volatile int *cancel)
         long long left = end_ns - ((long long)now.tv_sec * 1000000000LL + now.tv_nsec);
         if (left <= 0)
             return 0;
-        if (left > 50000000LL)                  /* look at the cancel flag every 50 ms */
+        if (left > 50000000LL) /* look at the cancel flag every 50 ms */
             left = 50000000LL;
         struct timespec ts = { (time_t)(left / 1000000000LL), (long)(left % 1000000000LL) };
         nanosleep(&ts, NULL);

@@ -19,26 +19,26 @@ struct mini_http;
 
 struct mini_http_request {
     const char *url;
-    const char *const *headers;    /* "Name: value" lines */
+    const char *const *headers; /* "Name: value" lines */
     size_t n_headers;
     const char *body;
     size_t body_len;
-    long timeout_ms;               /* whole transfer; 0: none */
-    long connect_timeout_ms;       /* 0: curl's default */
-    size_t max_response;           /* body bytes kept at most; 0: 64 MiB */
-    const volatile int *cancel;    /* non-zero aborts the transfer; may be NULL */
+    long timeout_ms;            /* whole transfer; 0: none */
+    long connect_timeout_ms;    /* 0: curl's default */
+    size_t max_response;        /* body bytes kept at most; 0: 64 MiB */
+    const volatile int *cancel; /* non-zero aborts the transfer; may be NULL */
 };
 
 struct mini_http_response {
-    long status;                   /* HTTP status, 0 when none was received */
+    long status; /* HTTP status, 0 when none was received */
     struct mini_buf body;
-    char retry_after[64];          /* "Retry-After" header, "" if absent */
-    char retry_after_ms[32];       /* "retry-after-ms" header (OpenAI), "" if absent */
-    char request_id[96];           /* "x-request-id" or "request-id", "" if absent */
+    char retry_after[64];    /* "Retry-After" header, "" if absent */
+    char retry_after_ms[32]; /* "retry-after-ms" header (OpenAI), "" if absent */
+    char request_id[96];     /* "x-request-id" or "request-id", "" if absent */
     /* Set when mini_http_post() failed: */
-    bool transport_error;          /* no complete response (connect, timeout, reset, ...) */
-    bool retryable;                /* worth another attempt */
-    bool cancelled;                /* *cancel was set */
+    bool transport_error; /* no complete response (connect, timeout, reset, ...) */
+    bool retryable;       /* worth another attempt */
+    bool cancelled;       /* *cancel was set */
 };
 
 #define MINI_HTTP_MAX_RESPONSE ((size_t)64 << 20)
@@ -53,8 +53,8 @@ void mini_http_free(struct mini_http *h);
  * complete response arrived, or when the body exceeded max_response.
  * resp must be initialised with mini_http_response_init() and is reset
  * first; free it with mini_http_response_free(). */
-int mini_http_post(struct mini_http *h, const struct mini_http_request *req,
-                   struct mini_http_response *resp, struct mini_err *e);
+int mini_http_post(struct mini_http *h, const struct mini_http_request *req, struct mini_http_response *resp,
+                   struct mini_err *e);
 
 void mini_http_response_init(struct mini_http_response *r);
 void mini_http_response_free(struct mini_http_response *r);

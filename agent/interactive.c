@@ -48,15 +48,15 @@ static const char *const hist_file[HIST_COUNT] = { "mini_input_history", "mini_t
 struct mini_ui {
     struct mini_display *d;
     enum mini_mode mode;
-    bool asks;                  /* the person can be asked */
+    bool asks; /* the person can be asked */
     bool confirm_exit;
     pcre2_code **whitelist;
     size_t n_whitelist;
     pcre2_match_data *md;
-    long step;                  /* model calls and cost, as of the last message */
+    long step; /* model calls and cost, as of the last message */
     double cost;
-    int n_actions;              /* commands of the last step */
-    const cJSON *own_command;   /* the message of the person's command (human mode) */
+    int n_actions;            /* commands of the last step */
+    const cJSON *own_command; /* the message of the person's command (human mode) */
     /* Line editing. */
     EditLine *el;
     History *hist[HIST_COUNT];
@@ -65,7 +65,7 @@ struct mini_ui {
     char prompt[64];
     mbstate_t mbs;
     sig_atomic_t int_mark, term_mark;
-    bool cut;                   /* the line was cut short by a signal */
+    bool cut; /* the line was cut short by a signal */
     bool winch_installed;
     struct sigaction old_winch;
 };
@@ -361,8 +361,8 @@ static int ask_number(struct mini_ui *ui, const char *lead, const char *hint, bo
         char *end;
         errno = 0;
         double v = strtod(s, &end);
-        bool ok = end != s && !*end && errno == 0 && isfinite(v) && v >= 0 &&
-                  (!integer || (v == floor(v) && v <= 1e15));
+        bool ok =
+            end != s && !*end && errno == 0 && isfinite(v) && v >= 0 && (!integer || (v == floor(v) && v <= 1e15));
         if (ok) {
             free(text);
             *value = v;
@@ -450,9 +450,9 @@ static bool whitelisted(struct mini_ui *ui, const char *command)
 
 /* What the person decides about the model's commands. */
 enum confirm {
-    CONFIRM_RUN,        /* run them */
-    CONFIRM_REJECT,     /* do not run; *comment (may be NULL) goes to the model */
-    CONFIRM_INTERRUPT,  /* do not run; Ctrl-C at the question (or nobody to ask) */
+    CONFIRM_RUN,       /* run them */
+    CONFIRM_REJECT,    /* do not run; *comment (may be NULL) goes to the model */
+    CONFIRM_INTERRUPT, /* do not run; Ctrl-C at the question (or nobody to ask) */
 };
 
 static enum confirm ask_confirm(struct mini_ui *ui, const cJSON *actions, char **comment)
@@ -463,7 +463,8 @@ static enum confirm ask_confirm(struct mini_ui *ui, const cJSON *actions, char *
     int n = 0;
     bool all_listed = true;
     const cJSON *act;
-    cJSON_ArrayForEach(act, actions) {
+    cJSON_ArrayForEach(act, actions)
+    {
         const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(act, "command");
         if (!cJSON_IsString(cmd) || !whitelisted(ui, cmd->valuestring))
             all_listed = false;
@@ -495,17 +496,16 @@ static enum confirm ask_confirm(struct mini_ui *ui, const cJSON *actions, char *
                 return CONFIRM_REJECT;
             continue;
         case ANS_CUT:
-        case ANS_EOF:
-            return CONFIRM_INTERRUPT;
+        case ANS_EOF: return CONFIRM_INTERRUPT;
         }
     }
 }
 
 /* Whether the step's command comes from the person (human mode). */
 enum human {
-    HUMAN_NONE,         /* no: the model is asked */
-    HUMAN_COMMAND,      /* yes: *command (malloc'd) is the step's action */
-    HUMAN_INTERRUPT,    /* Ctrl-C at the question (or nobody to ask) */
+    HUMAN_NONE,      /* no: the model is asked */
+    HUMAN_COMMAND,   /* yes: *command (malloc'd) is the step's action */
+    HUMAN_INTERRUPT, /* Ctrl-C at the question (or nobody to ask) */
 };
 
 static enum human ask_command(struct mini_ui *ui, char **command)
@@ -534,8 +534,7 @@ static enum human ask_command(struct mini_ui *ui, char **command)
                 return HUMAN_NONE;
             continue;
         case ANS_CUT:
-        case ANS_EOF:
-            return HUMAN_INTERRUPT;
+        case ANS_EOF: return HUMAN_INTERRUPT;
         }
     }
 }
@@ -580,8 +579,8 @@ static bool ask_limits(struct mini_ui *ui, long *step_limit, double *cost_limit)
         if (!over(ui->step, ui->cost, steps, cost)) {
             *step_limit = steps;
             *cost_limit = cost;
-            mini_display_printf(d, MINI_STYLE_PLAIN, "Going on with limits of %ld steps and $%.2f (0: none).\n",
-                                steps, cost);
+            mini_display_printf(d, MINI_STYLE_PLAIN, "Going on with limits of %ld steps and $%.2f (0: none).\n", steps,
+                                cost);
             return true;
         }
         if (!changed)
@@ -614,8 +613,7 @@ static char *ask_new_task(struct mini_ui *ui)
                 return strdup("");
             continue;
         case ANS_CUT:
-        case ANS_EOF:
-            return NULL;
+        case ANS_EOF: return NULL;
         }
     }
 }
@@ -631,13 +629,10 @@ static char *ask_comment(struct mini_ui *ui)
     char *text = NULL;
     switch (ask(ui, HIST_INPUT, "\nInterrupted.",
                 "Type a comment for the model, or Enter to go on; Ctrl-C again ends the run (/h: help)", &text)) {
-    case ANS_TEXT:
-        return text;
-    case ANS_MODE:
-        return strdup("");
+    case ANS_TEXT: return text;
+    case ANS_MODE: return strdup("");
     case ANS_CUT:
-    case ANS_EOF:
-        break;
+    case ANS_EOF: break;
     }
     mini_display_printf(ui->d, MINI_STYLE_PLAIN, "Ending the run.\n");
     return NULL;
@@ -683,8 +678,8 @@ static struct mini_flow ui_step(struct mini_agent *a, struct mini_err *e)
     a->interrupt = 0;
     if (!*comment)
         return MINI_FLOW(MINI_FLOW_USER);
-    return mini_flow_of(MINI_FLOW_USER, user_note("UserInterruption", "The user interrupted you and said: %s",
-                                                  comment));
+    return mini_flow_of(MINI_FLOW_USER,
+                        user_note("UserInterruption", "The user interrupted you and said: %s", comment));
 }
 
 /* Human mode: the person's command is the step's action, carried by a user
@@ -710,11 +705,8 @@ static struct mini_flow ui_query(struct mini_agent *a, const cJSON **msg, struct
         *msg = ui->own_command = m;
         return MINI_FLOW(MINI_FLOW_NONE);
     }
-    case HUMAN_INTERRUPT:
-        a->interrupt = 1;
-        return MINI_FLOW(MINI_FLOW_INTERRUPTED);
-    case HUMAN_NONE:
-        break;
+    case HUMAN_INTERRUPT: a->interrupt = 1; return MINI_FLOW(MINI_FLOW_INTERRUPTED);
+    case HUMAN_NONE: break;
     }
     for (;;) {
         struct mini_flow f = mini_agent_query(a, msg, e);
@@ -747,8 +739,7 @@ static struct mini_flow not_run(struct mini_agent *a, const cJSON *msg, enum con
 static struct mini_flow ui_execute_actions(struct mini_agent *a, const cJSON *msg, struct mini_err *e)
 {
     struct mini_ui *ui = a->ops_arg;
-    const cJSON *actions = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(msg, "extra"),
-                                                            "actions");
+    const cJSON *actions = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(msg, "extra"), "actions");
     /* Nothing to ask after a Ctrl-C (nothing runs then), nor for no commands. */
     if (msg != ui->own_command && !a->interrupt && cJSON_GetArraySize(actions) > 0) {
         _cleanup_free_ char *comment = NULL;
@@ -811,7 +802,8 @@ static int compile_whitelist(struct mini_ui *ui, const cJSON *list, struct mini_
     if (!ui->whitelist || !ui->md)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     const cJSON *it;
-    cJSON_ArrayForEach(it, list) {
+    cJSON_ArrayForEach(it, list)
+    {
         size_t i = ui->n_whitelist;
         if (!cJSON_IsString(it))
             return mini_err_set(e, MINI_E_CONFIG, "agent.whitelist_actions[%zu]: must be a string", i);
@@ -876,8 +868,8 @@ static bool ends_with(const char *s, size_t n, const char *suffix)
 /* What is never shown: API keys and other credentials mini holds. */
 static void add_secrets(struct mini_display *d, const cJSON *model)
 {
-    const cJSON *key = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(model, "model_kwargs"),
-                                                        "api_key");
+    const cJSON *key =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(model, "model_kwargs"), "api_key");
     if (cJSON_IsString(key))
         mini_display_add_secret(d, key->valuestring);
     for (char **v = environ; v && *v; v++) {
@@ -891,10 +883,7 @@ static void add_secrets(struct mini_display *d, const cJSON *model)
     }
 }
 
-static void ui_freep(struct mini_ui **ui)
-{
-    mini_ui_free(*ui);
-}
+static void ui_freep(struct mini_ui **ui) { mini_ui_free(*ui); }
 
 struct mini_ui *mini_ui_new(const struct mini_ui_opts *o, struct mini_err *e)
 {

@@ -92,7 +92,7 @@ struct args {
     const char *task, *model_name, *cost_limit, *output;
     const char *model_class, *agent_class, *env_class, *sandbox, *workspace;
     bool yolo, exit_immediately;
-    const char **specs;            /* argc + 1 slots */
+    const char **specs; /* argc + 1 slots */
     size_t n_specs;
 };
 
@@ -101,16 +101,20 @@ static int parse_args(int argc, char **argv, struct args *o)
 {
     enum { OPT_EXIT = 256, OPT_MODEL_CLASS, OPT_AGENT_CLASS, OPT_ENV_CLASS, OPT_SANDBOX, OPT_WORKSPACE, OPT_VERSION };
     static const struct option opts[] = {
-        { "task", required_argument, NULL, 't' },        { "model", required_argument, NULL, 'm' },
-        { "config", required_argument, NULL, 'c' },      { "yolo", no_argument, NULL, 'y' },
-        { "cost-limit", required_argument, NULL, 'l' },  { "output", required_argument, NULL, 'o' },
+        { "task", required_argument, NULL, 't' },
+        { "model", required_argument, NULL, 'm' },
+        { "config", required_argument, NULL, 'c' },
+        { "yolo", no_argument, NULL, 'y' },
+        { "cost-limit", required_argument, NULL, 'l' },
+        { "output", required_argument, NULL, 'o' },
         { "exit-immediately", no_argument, NULL, OPT_EXIT },
         { "model-class", required_argument, NULL, OPT_MODEL_CLASS },
         { "agent-class", required_argument, NULL, OPT_AGENT_CLASS },
         { "environment-class", required_argument, NULL, OPT_ENV_CLASS },
         { "sandbox", required_argument, NULL, OPT_SANDBOX },
         { "workspace", required_argument, NULL, OPT_WORKSPACE },
-        { "help", no_argument, NULL, 'h' },              { "version", no_argument, NULL, OPT_VERSION },
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, OPT_VERSION },
         { 0 },
     };
     int c;
@@ -221,11 +225,14 @@ static int check_usage(const cJSON *cfg, bool tty, const char **task)
     const char *mode = NULL;
     if (!tty && mini_ui_needs_terminal(mini_config_get(cfg, "agent"), &mode)) {
         if (strcmp(mode, "human") == 0)
-            fprintf(stderr, "mini: agent.mode is human (you type the commands), but stdin is not a terminal; "
-                            "pass -y to let the model work without asking\n");
+            fprintf(stderr,
+                    "mini: agent.mode is human (you type the commands), but stdin is not a terminal; "
+                    "pass -y to let the model work without asking\n");
         else
-            fprintf(stderr, "mini: agent.mode is %s: mini asks before running the model's commands, but stdin "
-                            "is not a terminal; pass -y to run them without asking\n", mode);
+            fprintf(stderr,
+                    "mini: agent.mode is %s: mini asks before running the model's commands, but stdin "
+                    "is not a terminal; pass -y to run them without asking\n",
+                    mode);
         return 2;
     }
     const cJSON *cfg_task = mini_config_get(cfg, "run.task");
@@ -311,9 +318,8 @@ static int run(struct args *o)
     _cleanup_(model_freep) struct mini_model *model = mini_model_new(mini_config_get(cfg, "model"), NULL, &e);
     if (!model)
         return fail(&e);
-    _cleanup_(env_freep) struct mini_environment *env =
-        mini_environment_new(mini_config_get(cfg, "environment"), cJSON_IsString(ecls) ? ecls->valuestring : "local",
-                             &e);
+    _cleanup_(env_freep) struct mini_environment *env = mini_environment_new(
+        mini_config_get(cfg, "environment"), cJSON_IsString(ecls) ? ecls->valuestring : "local", &e);
     if (!env)
         return fail(&e);
     _cleanup_(ui_freep) struct mini_ui *ui = new_ui(cfg, tty, &e);

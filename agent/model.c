@@ -25,11 +25,11 @@
 #include "mini/json.h"
 #include "mini/utf8.h"
 
-#define DEFAULT_OBSERVATION_TEMPLATE                                                                   \
-    "{% if output.exception_info %}<exception>{{output.exception_info}}</exception>\n{% endif %}"     \
+#define DEFAULT_OBSERVATION_TEMPLATE                                                              \
+    "{% if output.exception_info %}<exception>{{output.exception_info}}</exception>\n{% endif %}" \
     "<returncode>{{output.returncode}}</returncode>\n<output>\n{{output.output}}</output>"
 #define TOOLCALL_FORMAT_ERROR_TEMPLATE "{{ error }}"
-#define TEXT_FORMAT_ERROR_TEMPLATE                                                                     \
+#define TEXT_FORMAT_ERROR_TEMPLATE \
     "Please always provide EXACTLY ONE action in triple backticks, found {{actions|length}} actions."
 #define TEXT_ACTION_REGEX "```mswea_bash_command\\s*\\n(.*?)\\n```"
 #define ANTHROPIC_VERSION "2023-06-01"
@@ -86,8 +86,10 @@ static int global_check(struct mini_err *e)
     double cost = mini_model_global_cost();
     long calls = mini_model_global_calls();
     if ((cost_limit > 0 && cost >= cost_limit) || (call_limit > 0 && (double)calls >= call_limit))
-        return mini_err_set(e, MINI_E_MODEL, "global cost/call limit exceeded: $%.4f / %ld calls "
-                            "(MSWEA_GLOBAL_COST_LIMIT, MSWEA_GLOBAL_CALL_LIMIT)", cost, calls);
+        return mini_err_set(e, MINI_E_MODEL,
+                            "global cost/call limit exceeded: $%.4f / %ld calls "
+                            "(MSWEA_GLOBAL_COST_LIMIT, MSWEA_GLOBAL_CALL_LIMIT)",
+                            cost, calls);
     return 0;
 }
 
@@ -196,7 +198,7 @@ static bool ends_with(const char *s, const char *suffix)
 struct class_row {
     const char *name;
     enum mini_model_kind kind;
-    enum mini_provider provider;     /* NONE: from the model name */
+    enum mini_provider provider; /* NONE: from the model name */
     bool text;
 };
 
@@ -216,8 +218,8 @@ static const struct class_row classes[] = {
     { "openrouter_toolcall", MINI_KIND_API, MINI_PROV_OPENROUTER, false },
     { "minisweagent.models.openrouter_model.OpenRouterModel", MINI_KIND_API, MINI_PROV_OPENROUTER, false },
     { "openrouter_textbased", MINI_KIND_API, MINI_PROV_OPENROUTER, true },
-    { "minisweagent.models.openrouter_textbased_model.OpenRouterTextbasedModel", MINI_KIND_API,
-      MINI_PROV_OPENROUTER, true },
+    { "minisweagent.models.openrouter_textbased_model.OpenRouterTextbasedModel", MINI_KIND_API, MINI_PROV_OPENROUTER,
+      true },
     { "deterministic", MINI_KIND_DETERMINISTIC, MINI_PROV_NONE, true },
     { "minisweagent.models.test_models.DeterministicModel", MINI_KIND_DETERMINISTIC, MINI_PROV_NONE, true },
     { "deterministic_toolcall", MINI_KIND_DETERMINISTIC, MINI_PROV_NONE, false },
@@ -228,7 +230,7 @@ static const struct class_row classes[] = {
 struct prefix_row {
     const char *prefix;
     enum mini_provider provider;
-    const char *base;               /* default api_base, NULL: the provider's */
+    const char *base; /* default api_base, NULL: the provider's */
 };
 
 static const struct prefix_row prefixes[] = {
@@ -265,7 +267,7 @@ char *mini_model_strip_prefix(const char *model_name, enum mini_provider *provid
         if (strncmp(model_name, prefixes[i].prefix, n) != 0)
             continue;
         if (*provider != MINI_PROV_NONE && *provider != prefixes[i].provider)
-            continue;                      /* e.g. "anthropic/..." is an OpenRouter model name */
+            continue; /* e.g. "anthropic/..." is an OpenRouter model name */
         *provider = prefixes[i].provider;
         if (default_base)
             *default_base = prefixes[i].base;
@@ -279,20 +281,14 @@ char *mini_model_strip_prefix(const char *model_name, enum mini_provider *provid
 static const char *class_name_of(const struct mini_model *m)
 {
     switch (m->kind) {
-    case MINI_KIND_DETERMINISTIC:
-        return m->text_mode ? "deterministic" : "deterministic_toolcall";
-    case MINI_KIND_REPLAY:
-        return "replay";
-    case MINI_KIND_API:
-        break;
+    case MINI_KIND_DETERMINISTIC: return m->text_mode ? "deterministic" : "deterministic_toolcall";
+    case MINI_KIND_REPLAY: return "replay";
+    case MINI_KIND_API: break;
     }
     switch (m->provider) {
-    case MINI_PROV_ANTHROPIC:
-        return m->text_mode ? "anthropic_textbased" : "anthropic";
-    case MINI_PROV_OPENROUTER:
-        return m->text_mode ? "openrouter_textbased" : "openrouter";
-    default:
-        return m->text_mode ? "openai_textbased" : "openai";
+    case MINI_PROV_ANTHROPIC: return m->text_mode ? "anthropic_textbased" : "anthropic";
+    case MINI_PROV_OPENROUTER: return m->text_mode ? "openrouter_textbased" : "openrouter";
+    default: return m->text_mode ? "openai_textbased" : "openai";
     }
 }
 
@@ -302,25 +298,24 @@ static const char *model_type_of(const struct mini_model *m)
     case MINI_KIND_DETERMINISTIC:
         return m->text_mode ? "mini.models.test_models.DeterministicModel"
                             : "mini.models.test_models.DeterministicToolcallModel";
-    case MINI_KIND_REPLAY:
-        return "mini.models.test_models.ReplayModel";
-    case MINI_KIND_API:
-        break;
+    case MINI_KIND_REPLAY: return "mini.models.test_models.ReplayModel";
+    case MINI_KIND_API: break;
     }
     switch (m->provider) {
     case MINI_PROV_ANTHROPIC:
         return m->text_mode ? "mini.models.anthropic.AnthropicTextbasedModel" : "mini.models.anthropic.AnthropicModel";
     case MINI_PROV_OPENROUTER:
-        return m->text_mode ? "mini.models.openrouter.OpenRouterTextbasedModel" : "mini.models.openrouter.OpenRouterModel";
-    default:
-        return m->text_mode ? "mini.models.openai.OpenAITextbasedModel" : "mini.models.openai.OpenAIModel";
+        return m->text_mode ? "mini.models.openrouter.OpenRouterTextbasedModel"
+                            : "mini.models.openrouter.OpenRouterModel";
+    default: return m->text_mode ? "mini.models.openai.OpenAITextbasedModel" : "mini.models.openai.OpenAIModel";
     }
 }
 
 static const char *key_env_of(enum mini_provider p)
 {
-    return p == MINI_PROV_ANTHROPIC ? "ANTHROPIC_API_KEY" : p == MINI_PROV_OPENROUTER ? "OPENROUTER_API_KEY"
-                                                                                       : "OPENAI_API_KEY";
+    return p == MINI_PROV_ANTHROPIC ? "ANTHROPIC_API_KEY"
+        : p == MINI_PROV_OPENROUTER ? "OPENROUTER_API_KEY"
+                                    : "OPENAI_API_KEY";
 }
 
 /* ------------------------------------------------------------------ */
@@ -358,8 +353,10 @@ static int add_header(struct mini_model *m, const char *name, const char *value,
                                 MINI_JSON_SHOW(name));
     for (const char *p = value; *p; p++)
         if (*p == '\r' || *p == '\n')
-            return mini_err_set(e, MINI_E_CONFIG, "model.model_kwargs.extra_headers: the value of %.*s "
-                                "contains a line break", MINI_JSON_SHOW(name));
+            return mini_err_set(e, MINI_E_CONFIG,
+                                "model.model_kwargs.extra_headers: the value of %.*s "
+                                "contains a line break",
+                                MINI_JSON_SHOW(name));
     char **h = realloc(m->headers, (m->n_headers + 1) * sizeof(*h));
     if (!h)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
@@ -382,9 +379,20 @@ static bool has_header(const struct mini_model *m, const char *name)
 /* model_kwargs that configure the client instead of going into the body
  * (litellm's own parameters). */
 static const char *const client_kwargs[] = {
-    "api_base", "base_url", "api_key", "timeout", "request_timeout", "drop_params", "custom_llm_provider",
-    "num_retries", "max_retries", "input_cost_per_token", "output_cost_per_token", "extra_headers",
-    "extra_body", "api_version",
+    "api_base",
+    "base_url",
+    "api_key",
+    "timeout",
+    "request_timeout",
+    "drop_params",
+    "custom_llm_provider",
+    "num_retries",
+    "max_retries",
+    "input_cost_per_token",
+    "output_cost_per_token",
+    "extra_headers",
+    "extra_body",
+    "api_version",
 };
 
 static bool is_client_kwarg(const char *k)
@@ -404,8 +412,7 @@ static int build_url(struct mini_model *m, const char *base, struct mini_err *e)
     while (n && b[n - 1] == '/')
         b[--n] = '\0';
     if (strncasecmp(b, "http://", 7) != 0 && strncasecmp(b, "https://", 8) != 0)
-        return mini_err_set(e, MINI_E_CONFIG, "api_base \"%.*s\" is not an http:// or https:// URL",
-                            MINI_JSON_SHOW(b));
+        return mini_err_set(e, MINI_E_CONFIG, "api_base \"%.*s\" is not an http:// or https:// URL", MINI_JSON_SHOW(b));
     const char *suffix;
     if (m->provider == MINI_PROV_ANTHROPIC)
         suffix = ends_with(b, "/v1/messages") ? "" : ends_with(b, "/v1") ? "/messages" : "/v1/messages";
@@ -424,7 +431,8 @@ static int init_price(struct mini_model *m, const cJSON *kw_in, struct mini_err 
     const cJSON *out = cJSON_GetObjectItemCaseSensitive(kw_in, "output_cost_per_token");
     if (in || out) {
         if (!cJSON_IsNumber(in) || !cJSON_IsNumber(out) || in->valuedouble < 0 || out->valuedouble < 0)
-            return mini_err_set(e, MINI_E_CONFIG, "model.model_kwargs.input_cost_per_token and "
+            return mini_err_set(e, MINI_E_CONFIG,
+                                "model.model_kwargs.input_cost_per_token and "
                                 "output_cost_per_token must both be given, as numbers >= 0");
         m->price = (struct mini_price){ in->valuedouble, out->valuedouble, in->valuedouble, in->valuedouble };
         m->have_price = true;
@@ -451,13 +459,13 @@ static int init_price(struct mini_model *m, const cJSON *kw_in, struct mini_err 
     }
     const char *name = m->api_model;
     if (m->provider == MINI_PROV_OPENROUTER && strchr(name, '/'))
-        name = strchr(name, '/') + 1;       /* "anthropic/claude-sonnet-4.5" */
+        name = strchr(name, '/') + 1; /* "anthropic/claude-sonnet-4.5" */
     if (mini_price_lookup(name, &m->price)) {
         m->have_price = true;
         return 0;
     }
     if (m->ignore_cost_errors || m->provider == MINI_PROV_OPENROUTER)
-        return 0;                           /* OpenRouter reports the cost of each call */
+        return 0; /* OpenRouter reports the cost of each call */
     return mini_err_set(e, MINI_E_MODEL,
                         "no price is known for model %.*s, so its cost cannot be tracked%s%s%s. "
                         "Set model.cost_tracking: ignore_errors in the config (or export "
@@ -474,7 +482,8 @@ static int init_api(struct mini_model *m, enum mini_provider provider, struct mi
     if (!name || !*name)
         name = getenv("MSWEA_MODEL_NAME");
     if (!name || !*name)
-        return mini_err_set(e, MINI_E_CONFIG, "no model name: give one with -m/--model, model.model_name in the "
+        return mini_err_set(e, MINI_E_CONFIG,
+                            "no model name: give one with -m/--model, model.model_name in the "
                             "config, or MSWEA_MODEL_NAME");
     if (cfg_set(m->cfg, "model_name", cJSON_CreateString(name), e) < 0)
         return -1;
@@ -494,7 +503,8 @@ static int init_api(struct mini_model *m, enum mini_provider provider, struct mi
     if (!(m->kwargs = cJSON_CreateObject()))
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     const cJSON *item;
-    cJSON_ArrayForEach(item, kw_in) {
+    cJSON_ArrayForEach(item, kw_in)
+    {
         if (is_client_kwarg(item->string))
             continue;
         cJSON *copy = cJSON_Duplicate(item, true);
@@ -515,15 +525,16 @@ static int init_api(struct mini_model *m, enum mini_provider provider, struct mi
     bool custom_base = base && *base;
     if (!custom_base) {
         const char *env = m->provider == MINI_PROV_ANTHROPIC ? "ANTHROPIC_BASE_URL"
-                          : m->provider == MINI_PROV_OPENAI   ? "OPENAI_BASE_URL" : NULL;
+            : m->provider == MINI_PROV_OPENAI                ? "OPENAI_BASE_URL"
+                                                             : NULL;
         base = env ? getenv(env) : NULL;
         custom_base = base && *base;
     }
     if (!custom_base) {
-        base = default_base ? default_base
-               : m->provider == MINI_PROV_ANTHROPIC  ? "https://api.anthropic.com"
-               : m->provider == MINI_PROV_OPENROUTER ? "https://openrouter.ai/api/v1"
-                                                      : "https://api.openai.com/v1";
+        base = default_base                       ? default_base
+            : m->provider == MINI_PROV_ANTHROPIC  ? "https://api.anthropic.com"
+            : m->provider == MINI_PROV_OPENROUTER ? "https://openrouter.ai/api/v1"
+                                                  : "https://api.openai.com/v1";
     }
     if (build_url(m, base, e) < 0)
         return -1;
@@ -541,7 +552,8 @@ static int init_api(struct mini_model *m, enum mini_provider provider, struct mi
         if (!(m->api_key = strdup(key)))
             return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     } else if (!custom_base && !default_base) {
-        return mini_err_set(e, MINI_E_CONFIG, "no API key for model %.*s: set %s (in the environment or the "
+        return mini_err_set(e, MINI_E_CONFIG,
+                            "no API key for model %.*s: set %s (in the environment or the "
                             "global .env file) or model.model_kwargs.api_key",
                             MINI_JSON_SHOW(m->model_name), key_env_of(m->provider));
     }
@@ -550,7 +562,8 @@ static int init_api(struct mini_model *m, enum mini_provider provider, struct mi
     const cJSON *xh = cJSON_GetObjectItemCaseSensitive(kw_in, "extra_headers");
     if (xh && !cJSON_IsObject(xh))
         return mini_err_set(e, MINI_E_CONFIG, "model.model_kwargs.extra_headers must be a mapping");
-    cJSON_ArrayForEach(item, xh) {
+    cJSON_ArrayForEach(item, xh)
+    {
         if (!cJSON_IsString(item))
             return mini_err_set(e, MINI_E_CONFIG, "model.model_kwargs.extra_headers.%.*s must be a string",
                                 MINI_JSON_SHOW(item->string));
@@ -579,7 +592,8 @@ static int init_api(struct mini_model *m, enum mini_provider provider, struct mi
         to = cJSON_GetObjectItemCaseSensitive(kw_in, "request_timeout");
     if (to) {
         if (!cJSON_IsNumber(to) || !(to->valuedouble > 0) || to->valuedouble > 86400)
-            return mini_err_set(e, MINI_E_CONFIG, "model.model_kwargs.timeout must be a number of seconds "
+            return mini_err_set(e, MINI_E_CONFIG,
+                                "model.model_kwargs.timeout must be a number of seconds "
                                 "(0 < timeout <= 86400)");
         m->timeout_ms = (long)ceil(to->valuedouble * 1000);
     }
@@ -594,10 +608,12 @@ static int init_api(struct mini_model *m, enum mini_provider provider, struct mi
     if (strcmp(ct, "ignore_errors") == 0 || strcmp(ct, "disabled") == 0)
         m->ignore_cost_errors = true;
     else if (strcmp(ct, "default") != 0)
-        return mini_err_set(e, MINI_E_CONFIG, "model.cost_tracking must be \"default\" or \"ignore_errors\", "
-                            "not \"%.*s\"", MINI_JSON_SHOW(ct));
-    if (cfg_set(m->cfg, "cost_tracking", cJSON_CreateString(m->ignore_cost_errors ? "ignore_errors" : "default"),
-                e) < 0)
+        return mini_err_set(e, MINI_E_CONFIG,
+                            "model.cost_tracking must be \"default\" or \"ignore_errors\", "
+                            "not \"%.*s\"",
+                            MINI_JSON_SHOW(ct));
+    if (cfg_set(m->cfg, "cost_tracking", cJSON_CreateString(m->ignore_cost_errors ? "ignore_errors" : "default"), e) <
+        0)
         return -1;
 
     /* cache control: mini-swe-agent's get_model turns it on for Claude models */
@@ -617,8 +633,8 @@ static int init_api(struct mini_model *m, enum mini_provider provider, struct mi
         return mini_err_set(e, MINI_E_CONFIG, "model.set_cache_control must be \"default_end\" or null");
 
     if (cfg_default_str(m->cfg, "format_error_template",
-                        m->text_mode ? TEXT_FORMAT_ERROR_TEMPLATE : TOOLCALL_FORMAT_ERROR_TEMPLATE, e) < 0
-        || cfg_default_str(m->cfg, "observation_template", DEFAULT_OBSERVATION_TEMPLATE, e) < 0)
+                        m->text_mode ? TEXT_FORMAT_ERROR_TEMPLATE : TOOLCALL_FORMAT_ERROR_TEMPLATE, e) < 0 ||
+        cfg_default_str(m->cfg, "observation_template", DEFAULT_OBSERVATION_TEMPLATE, e) < 0)
         return -1;
     if (m->text_mode) {
         if (cfg_default_str(m->cfg, "action_regex", TEXT_ACTION_REGEX, e) < 0)
@@ -636,7 +652,8 @@ static int init_api(struct mini_model *m, enum mini_provider provider, struct mi
         char *end;
         long v = strtol(s, &end, 10);
         if (*end || v < 1 || v > 1000)
-            return mini_err_set(e, MINI_E_CONFIG, "MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT must be an integer "
+            return mini_err_set(e, MINI_E_CONFIG,
+                                "MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT must be an integer "
                                 "from 1 to 1000");
         m->retry_attempts = (int)v;
     }
@@ -692,7 +709,8 @@ struct mini_model *mini_model_new(const cJSON *model_cfg, const char *model_clas
     cJSON_DeleteItemFromObjectCaseSensitive(m->cfg, "model_class");
     const char *mm = cfg_str(m->cfg, "multimodal_regex");
     if (mm && *mm) {
-        mini_err_set(e, MINI_E_CONFIG, "model.multimodal_regex is not supported (images in observations); "
+        mini_err_set(e, MINI_E_CONFIG,
+                     "model.multimodal_regex is not supported (images in observations); "
                      "leave it empty");
         goto fail;
     }
@@ -726,8 +744,7 @@ void mini_model_set_cancel(struct mini_model *m, const volatile int *flag) { m->
 
 static bool secret_header(const char *name)
 {
-    static const char *const secret[] = { "authorization", "proxy-authorization", "x-api-key", "api-key",
-                                          "cookie" };
+    static const char *const secret[] = { "authorization", "proxy-authorization", "x-api-key", "api-key", "cookie" };
     for (size_t i = 0; i < MINI_ARRAY_SIZE(secret); i++)
         if (strcasecmp(name, secret[i]) == 0)
             return true;
@@ -749,7 +766,8 @@ cJSON *mini_model_template_vars(const struct mini_model *m)
         cJSON_ReplaceItemInObjectCaseSensitive(kw, "api_key", r);
     }
     cJSON *h;
-    cJSON_ArrayForEach(h, cJSON_GetObjectItemCaseSensitive(kw, "extra_headers")) {
+    cJSON_ArrayForEach(h, cJSON_GetObjectItemCaseSensitive(kw, "extra_headers"))
+    {
         if (cJSON_IsString(h) && secret_header(h->string) && !cJSON_SetValuestring(h, "***")) {
             cJSON_Delete(vars);
             return NULL;
@@ -765,8 +783,8 @@ cJSON *mini_model_serialize(const struct mini_model *m)
     cJSON *config = cJSON_AddObjectToObject(info, "config");
     cJSON *stats = cJSON_AddObjectToObject(info, "model_stats");
     cJSON *vars = mini_model_template_vars(m);
-    if (!root || !info || !config || !stats || !vars || !cJSON_AddNumberToObject(stats, "instance_cost", m->cost)
-        || !cJSON_AddNumberToObject(stats, "api_calls", (double)m->calls)) {
+    if (!root || !info || !config || !stats || !vars || !cJSON_AddNumberToObject(stats, "instance_cost", m->cost) ||
+        !cJSON_AddNumberToObject(stats, "api_calls", (double)m->calls)) {
         cJSON_Delete(vars);
         cJSON_Delete(root);
         return NULL;
@@ -783,14 +801,14 @@ cJSON *mini_model_serialize(const struct mini_model *m)
 /* Format errors and observations                                     */
 
 cJSON *mini_model_format_error_msg(struct mini_model *m, const char *error, const cJSON *actions,
-                                   const char *finish_reason, const char *content, const cJSON *response,
-                                   double cost, struct mini_err *e)
+                                   const char *finish_reason, const char *content, const cJSON *response, double cost,
+                                   struct mini_err *e)
 {
     cJSON *vars = cJSON_CreateObject();
     cJSON *acts = actions ? cJSON_Duplicate(actions, true) : cJSON_CreateArray();
-    if (!vars || !acts || !cJSON_AddStringToObject(vars, "error", error)
-        || !(finish_reason ? cJSON_AddStringToObject(vars, "finish_reason", finish_reason)
-                           : cJSON_AddNullToObject(vars, "finish_reason"))) {
+    if (!vars || !acts || !cJSON_AddStringToObject(vars, "error", error) ||
+        !(finish_reason ? cJSON_AddStringToObject(vars, "finish_reason", finish_reason)
+                        : cJSON_AddNullToObject(vars, "finish_reason"))) {
         cJSON_Delete(vars);
         cJSON_Delete(acts);
         mini_err_set(e, MINI_E_NOMEM, "out of memory");
@@ -798,8 +816,8 @@ cJSON *mini_model_format_error_msg(struct mini_model *m, const char *error, cons
     }
     cJSON_AddItemToObject(vars, "actions", acts);
     /* parse_toolcall_actions also tells whether the reply had tool calls */
-    if (!m->text_mode && m->kind != MINI_KIND_REPLAY
-        && !cJSON_AddBoolToObject(vars, "has_tool_calls", strncmp(error, "No tool calls found", 19) != 0)) {
+    if (!m->text_mode && m->kind != MINI_KIND_REPLAY &&
+        !cJSON_AddBoolToObject(vars, "has_tool_calls", strncmp(error, "No tool calls found", 19) != 0)) {
         cJSON_Delete(vars);
         mini_err_set(e, MINI_E_NOMEM, "out of memory");
         return NULL;
@@ -813,14 +831,15 @@ cJSON *mini_model_format_error_msg(struct mini_model *m, const char *error, cons
     }
     cJSON *msg = cJSON_CreateObject();
     cJSON *extra = NULL;
-    if (!msg || !cJSON_AddStringToObject(msg, "role", "user") || !cJSON_AddStringToObject(msg, "content", text)
-        || !(extra = cJSON_AddObjectToObject(msg, "extra"))
-        || !cJSON_AddStringToObject(extra, "interrupt_type", "FormatError"))
+    if (!msg || !cJSON_AddStringToObject(msg, "role", "user") || !cJSON_AddStringToObject(msg, "content", text) ||
+        !(extra = cJSON_AddObjectToObject(msg, "extra")) ||
+        !cJSON_AddStringToObject(extra, "interrupt_type", "FormatError"))
         goto oom;
     free(text);
     text = NULL;
-    if (content && (!cJSON_AddNumberToObject(extra, "n_actions", (double)cJSON_GetArraySize(actions))
-                    || !cJSON_AddStringToObject(extra, "model_response", content)))
+    if (content &&
+        (!cJSON_AddNumberToObject(extra, "n_actions", (double)cJSON_GetArraySize(actions)) ||
+         !cJSON_AddStringToObject(extra, "model_response", content)))
         goto oom;
     if (response) {
         cJSON *r = cJSON_Duplicate(response, true);
@@ -847,7 +866,8 @@ static cJSON *observation(struct mini_model *m, const cJSON *action, const cJSON
         return NULL;
     }
     const cJSON *v;
-    cJSON_ArrayForEach(v, template_vars) {
+    cJSON_ArrayForEach(v, template_vars)
+    {
         if (strcmp(v->string, "output") != 0 && !cJSON_AddItemReferenceToObject(vars, v->string, (cJSON *)v)) {
             cJSON_Delete(vars);
             mini_err_set(e, MINI_E_NOMEM, "out of memory");
@@ -875,8 +895,8 @@ static cJSON *observation(struct mini_model *m, const cJSON *action, const cJSON
      * text-mode observation; content, extra, tool_call_id, role for a tool
      * answer (format_toolcall_observation_messages adds the last two). */
     cJSON *msg = cJSON_CreateObject(), *extra = NULL, *x;
-    if (!msg || (!tool && !cJSON_AddStringToObject(msg, "role", "user"))
-        || !cJSON_AddStringToObject(msg, "content", text) || !(extra = cJSON_AddObjectToObject(msg, "extra")))
+    if (!msg || (!tool && !cJSON_AddStringToObject(msg, "role", "user")) ||
+        !cJSON_AddStringToObject(msg, "content", text) || !(extra = cJSON_AddObjectToObject(msg, "extra")))
         goto oom;
     free(text);
     text = NULL;
@@ -896,8 +916,9 @@ static cJSON *observation(struct mini_model *m, const cJSON *action, const cJSON
     const cJSON *oextra = cJSON_GetObjectItemCaseSensitive(output, "extra");
     if (cJSON_IsObject(oextra) && mini_json_merge_into(extra, oextra) < 0)
         goto oom;
-    if (tool && (!cJSON_AddStringToObject(msg, "tool_call_id", id->valuestring)
-                 || !cJSON_AddStringToObject(msg, "role", "tool")))
+    if (tool &&
+        (!cJSON_AddStringToObject(msg, "tool_call_id", id->valuestring) ||
+         !cJSON_AddStringToObject(msg, "role", "tool")))
         goto oom;
     return msg;
 oom:
@@ -918,11 +939,12 @@ cJSON *mini_model_observations(struct mini_model *m, const cJSON *assistant, con
         mini_err_set(e, MINI_E_INTERNAL, "observations: template_vars must be an object");
         return NULL;
     }
-    const cJSON *actions = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(assistant, "extra"),
-                                                            "actions");
+    const cJSON *actions =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(assistant, "extra"), "actions");
     bool toolcall = false;
     const cJSON *a;
-    cJSON_ArrayForEach(a, actions) {
+    cJSON_ArrayForEach(a, actions)
+    {
         if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(a, "tool_call_id")))
             toolcall = true;
     }
@@ -930,9 +952,9 @@ cJSON *mini_model_observations(struct mini_model *m, const cJSON *assistant, con
     int n = toolcall ? cJSON_GetArraySize(actions) : n_out;
     cJSON *res = cJSON_CreateArray();
     cJSON *not_executed = cJSON_CreateObject();
-    if (!res || !not_executed || !cJSON_AddStringToObject(not_executed, "output", "")
-        || !cJSON_AddNumberToObject(not_executed, "returncode", -1)
-        || !cJSON_AddStringToObject(not_executed, "exception_info", "action was not executed")) {
+    if (!res || !not_executed || !cJSON_AddStringToObject(not_executed, "output", "") ||
+        !cJSON_AddNumberToObject(not_executed, "returncode", -1) ||
+        !cJSON_AddStringToObject(not_executed, "exception_info", "action was not executed")) {
         cJSON_Delete(res);
         cJSON_Delete(not_executed);
         mini_err_set(e, MINI_E_NOMEM, "out of memory");
@@ -963,8 +985,9 @@ static void api_error_text(const struct mini_http_response *r, char *out, size_t
     cJSON *j = r->body.len ? mini_json_parse(r->body.data, r->body.len, &pe) : NULL;
     const cJSON *err = cJSON_GetObjectItemCaseSensitive(j, "error");
     const cJSON *msg = cJSON_IsObject(err) ? cJSON_GetObjectItemCaseSensitive(err, "message")
-                       : cJSON_IsString(err) ? err : NULL;
-    if (!cJSON_IsString(msg))               /* vLLM: {"object": "error", "message": ...}; FastAPI: {"detail": ...} */
+        : cJSON_IsString(err)              ? err
+                                           : NULL;
+    if (!cJSON_IsString(msg)) /* vLLM: {"object": "error", "message": ...}; FastAPI: {"detail": ...} */
         msg = cJSON_GetObjectItemCaseSensitive(j, "message");
     if (!cJSON_IsString(msg))
         msg = cJSON_GetObjectItemCaseSensitive(j, "detail");
@@ -1011,22 +1034,15 @@ static cJSON *parse_body(const struct mini_http_response *r, struct mini_err *e)
     return j;
 }
 
-static bool status_retryable(long status)
-{
-    return status == 408 || status == 409 || status == 429 || status >= 500;
-}
+static bool status_retryable(long status) { return status == 408 || status == 409 || status == 429 || status >= 500; }
 
 static const char *status_hint(const struct mini_model *m, long status)
 {
     switch (status) {
-    case 401:
-        return m->api_key ? "; check the API key" : "; no API key was sent";
-    case 403:
-        return "; the API key may lack access to this model";
-    case 404:
-        return "; check the model name and api_base";
-    default:
-        return "";
+    case 401: return m->api_key ? "; check the API key" : "; no API key was sent";
+    case 403: return "; the API key may lack access to this model";
+    case 404: return "; check the model name and api_base";
+    default: return "";
     }
 }
 
@@ -1081,7 +1097,7 @@ static int api_call(struct mini_model *m, const struct mini_buf *body, cJSON **r
             }
             const char *why = NULL;
             int rc = m->provider == MINI_PROV_ANTHROPIC ? mini_anthropic_parse(j, msg, finish_reason, u, &why)
-                                                         : mini_openai_parse(j, msg, finish_reason, u, &why);
+                                                        : mini_openai_parse(j, msg, finish_reason, u, &why);
             if (rc < 0) {
                 cJSON_Delete(j);
                 mini_http_response_free(&r);
@@ -1121,7 +1137,8 @@ static int content_string(const cJSON *msg, struct mini_buf *out)
     if (cJSON_IsString(c))
         return mini_buf_puts(out, c->valuestring);
     const cJSON *part;
-    cJSON_ArrayForEach(part, c) {
+    cJSON_ArrayForEach(part, c)
+    {
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(part, "text");
         if (cJSON_IsString(t) && mini_buf_puts(out, t->valuestring) < 0)
             return -1;
@@ -1134,7 +1151,7 @@ static int api_query(struct mini_model *m, const cJSON *messages, cJSON **assist
 {
     _cleanup_buf_ struct mini_buf body = MINI_BUF_INIT;
     int rc = m->provider == MINI_PROV_ANTHROPIC ? mini_anthropic_request(m, messages, &body, e)
-                                                 : mini_openai_request(m, messages, &body, e);
+                                                : mini_openai_request(m, messages, &body, e);
     if (rc < 0)
         return mini_err_prefix(e, "model %s: building the request", m->model_name);
     _cleanup_cjson_ cJSON *resp = NULL;
@@ -1190,8 +1207,8 @@ static int api_query(struct mini_model *m, const cJSON *messages, cJSON **assist
             }
         } else {
             cJSON *act = cJSON_CreateObject();
-            if (!(actions = cJSON_CreateArray()) || !act
-                || !cJSON_AddStringToObject(act, "command", cJSON_GetArrayItem(found, 0)->valuestring)) {
+            if (!(actions = cJSON_CreateArray()) || !act ||
+                !cJSON_AddStringToObject(act, "command", cJSON_GetArrayItem(found, 0)->valuestring)) {
                 cJSON_Delete(act);
                 return mini_err_set(e, MINI_E_NOMEM, "out of memory");
             }
@@ -1204,9 +1221,8 @@ static int api_query(struct mini_model *m, const cJSON *messages, cJSON **assist
     }
     if (error) {
         m->format_errors++;
-        cJSON *fe = mini_model_format_error_msg(m, error, found, finish_reason,
-                                                m->text_mode ? (content.data ? content.data : "") : NULL, resp,
-                                                cost, e);
+        cJSON *fe = mini_model_format_error_msg(
+            m, error, found, finish_reason, m->text_mode ? (content.data ? content.data : "") : NULL, resp, cost, e);
         cJSON *arr = fe ? cJSON_CreateArray() : NULL;
         if (!arr) {
             cJSON_Delete(fe);

@@ -29,7 +29,8 @@ static int content_text(const cJSON *content, struct mini_buf *out)
     if (cJSON_IsString(content))
         return mini_buf_puts(out, content->valuestring);
     const cJSON *part;
-    cJSON_ArrayForEach(part, content) {
+    cJSON_ArrayForEach(part, content)
+    {
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(part, "text");
         if (cJSON_IsString(t) && mini_buf_puts(out, t->valuestring) < 0)
             return -1;
@@ -43,7 +44,7 @@ static int user_blocks(const cJSON *msg, cJSON *blocks)
     const cJSON *content = cJSON_GetObjectItemCaseSensitive(msg, "content");
     if (cJSON_IsString(content)) {
         if (!*content->valuestring)
-            return 0;                           /* Anthropic refuses empty text blocks */
+            return 0; /* Anthropic refuses empty text blocks */
         cJSON *b = text_block(content->valuestring);
         if (!b)
             return -1;
@@ -51,7 +52,8 @@ static int user_blocks(const cJSON *msg, cJSON *blocks)
         return 0;
     }
     const cJSON *part;
-    cJSON_ArrayForEach(part, content) {
+    cJSON_ArrayForEach(part, content)
+    {
         cJSON *copy = cJSON_Duplicate(part, true);
         if (!copy)
             return -1;
@@ -68,10 +70,10 @@ static int tool_result_block(const cJSON *msg, cJSON *blocks, struct mini_err *e
         return mini_err_set(e, MINI_E_MODEL, "a tool message has no tool_call_id");
     _cleanup_buf_ struct mini_buf text = MINI_BUF_INIT;
     cJSON *b = cJSON_CreateObject();
-    if (!b || content_text(cJSON_GetObjectItemCaseSensitive(msg, "content"), &text) < 0
-        || !cJSON_AddStringToObject(b, "type", "tool_result")
-        || !cJSON_AddStringToObject(b, "tool_use_id", id->valuestring)
-        || !cJSON_AddStringToObject(b, "content", text.data ? text.data : "")) {
+    if (!b || content_text(cJSON_GetObjectItemCaseSensitive(msg, "content"), &text) < 0 ||
+        !cJSON_AddStringToObject(b, "type", "tool_result") ||
+        !cJSON_AddStringToObject(b, "tool_use_id", id->valuestring) ||
+        !cJSON_AddStringToObject(b, "content", text.data ? text.data : "")) {
         cJSON_Delete(b);
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     }
@@ -83,7 +85,8 @@ static int assistant_blocks(const cJSON *msg, cJSON *blocks, struct mini_err *e)
 {
     const cJSON *thinking = cJSON_GetObjectItemCaseSensitive(msg, "thinking_blocks");
     const cJSON *t;
-    cJSON_ArrayForEach(t, thinking) {
+    cJSON_ArrayForEach(t, thinking)
+    {
         cJSON *copy = cJSON_Duplicate(t, true);
         if (!copy)
             return mini_err_set(e, MINI_E_NOMEM, "out of memory");
@@ -99,7 +102,8 @@ static int assistant_blocks(const cJSON *msg, cJSON *blocks, struct mini_err *e)
         cJSON_AddItemToArray(blocks, b);
     }
     const cJSON *tc;
-    cJSON_ArrayForEach(tc, cJSON_GetObjectItemCaseSensitive(msg, "tool_calls")) {
+    cJSON_ArrayForEach(tc, cJSON_GetObjectItemCaseSensitive(msg, "tool_calls"))
+    {
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(tc, "id");
         const cJSON *fn = cJSON_GetObjectItemCaseSensitive(tc, "function");
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
@@ -120,8 +124,9 @@ static int assistant_blocks(const cJSON *msg, cJSON *blocks, struct mini_err *e)
         if (!input && !(input = cJSON_CreateObject()))
             return mini_err_set(e, MINI_E_NOMEM, "out of memory");
         cJSON *b = cJSON_CreateObject();
-        if (!b || !cJSON_AddStringToObject(b, "type", "tool_use") || !cJSON_AddStringToObject(b, "id", id->valuestring)
-            || !cJSON_AddStringToObject(b, "name", name->valuestring)) {
+        if (!b || !cJSON_AddStringToObject(b, "type", "tool_use") ||
+            !cJSON_AddStringToObject(b, "id", id->valuestring) ||
+            !cJSON_AddStringToObject(b, "name", name->valuestring)) {
             cJSON_Delete(b);
             cJSON_Delete(input);
             return mini_err_set(e, MINI_E_NOMEM, "out of memory");
@@ -164,34 +169,35 @@ static int flush_turn(cJSON *out, const char *role, cJSON **first, cJSON **rest)
     return 0;
 }
 
-int mini_anthropic_convert(const cJSON *messages, bool cache_control, cJSON **system, cJSON **out,
-                           struct mini_err *e)
+int mini_anthropic_convert(const cJSON *messages, bool cache_control, cJSON **system, cJSON **out, struct mini_err *e)
 {
     *system = NULL;
     *out = NULL;
     _cleanup_buf_ struct mini_buf sys = MINI_BUF_INIT;
     bool have_sys = false;
     _cleanup_cjson_ cJSON *res = cJSON_CreateArray();
-    _cleanup_cjson_ cJSON *first = NULL;     /* blocks of the turn being built */
+    _cleanup_cjson_ cJSON *first = NULL; /* blocks of the turn being built */
     _cleanup_cjson_ cJSON *rest = NULL;
-    const char *turn_role = NULL;            /* "user" or "assistant" */
+    const char *turn_role = NULL; /* "user" or "assistant" */
     if (!res)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     const cJSON *msg;
-    cJSON_ArrayForEach(msg, messages) {
+    cJSON_ArrayForEach(msg, messages)
+    {
         const cJSON *rj = cJSON_GetObjectItemCaseSensitive(msg, "role");
         const char *role = cJSON_IsString(rj) ? rj->valuestring : "";
         if (strcmp(role, "system") == 0 || strcmp(role, "developer") == 0) {
-            if ((have_sys && mini_buf_puts(&sys, "\n\n") < 0)
-                || content_text(cJSON_GetObjectItemCaseSensitive(msg, "content"), &sys) < 0)
+            if ((have_sys && mini_buf_puts(&sys, "\n\n") < 0) ||
+                content_text(cJSON_GetObjectItemCaseSensitive(msg, "content"), &sys) < 0)
                 return mini_err_set(e, MINI_E_NOMEM, "out of memory");
             have_sys = true;
             continue;
         }
-        const char *side = strcmp(role, "assistant") == 0 ? "assistant"
-                           : (strcmp(role, "user") == 0 || strcmp(role, "tool") == 0) ? "user" : NULL;
+        const char *side = strcmp(role, "assistant") == 0              ? "assistant"
+            : (strcmp(role, "user") == 0 || strcmp(role, "tool") == 0) ? "user"
+                                                                       : NULL;
         if (!side)
-            continue;                          /* "exit" and other mini-only roles */
+            continue; /* "exit" and other mini-only roles */
         if (turn_role && strcmp(turn_role, side) != 0 && flush_turn(res, turn_role, &first, &rest) < 0)
             return mini_err_set(e, MINI_E_NOMEM, "out of memory");
         turn_role = side;
@@ -230,16 +236,15 @@ int mini_anthropic_convert(const cJSON *messages, bool cache_control, cJSON **sy
     return 0;
 }
 
-int mini_anthropic_request(struct mini_model *m, const cJSON *messages, struct mini_buf *body,
-                           struct mini_err *e)
+int mini_anthropic_request(struct mini_model *m, const cJSON *messages, struct mini_buf *body, struct mini_err *e)
 {
     _cleanup_cjson_ cJSON *system = NULL;
     _cleanup_cjson_ cJSON *msgs = NULL;
     if (mini_anthropic_convert(messages, m->cache_control, &system, &msgs, e) < 0)
         return -1;
     _cleanup_cjson_ cJSON *req = cJSON_CreateObject();
-    if (!req || !cJSON_AddStringToObject(req, "model", m->api_model)
-        || !cJSON_AddNumberToObject(req, "max_tokens", (double)m->max_tokens))
+    if (!req || !cJSON_AddStringToObject(req, "model", m->api_model) ||
+        !cJSON_AddNumberToObject(req, "max_tokens", (double)m->max_tokens))
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     if (system)
         cJSON_AddItemToObject(req, "system", TAKE_PTR(system));
@@ -307,7 +312,8 @@ int mini_anthropic_parse(const cJSON *resp, cJSON **msg, const char **finish_rea
     if (!out || !calls || !thinking || !cJSON_AddStringToObject(out, "role", "assistant"))
         return -1;
     const cJSON *b;
-    cJSON_ArrayForEach(b, content) {
+    cJSON_ArrayForEach(b, content)
+    {
         const cJSON *bt = cJSON_GetObjectItemCaseSensitive(b, "type");
         const char *t = cJSON_IsString(bt) ? bt->valuestring : "";
         if (strcmp(t, "text") == 0) {
@@ -329,10 +335,10 @@ int mini_anthropic_parse(const cJSON *resp, cJSON **msg, const char **finish_rea
             struct mini_err pe;
             int prc = input ? mini_json_print(&args, input, &pe) : mini_buf_puts(&args, "{}");
             cJSON *tc = cJSON_CreateObject(), *fn = cJSON_CreateObject();
-            if (prc < 0 || !tc || !fn || !cJSON_AddStringToObject(tc, "id", id->valuestring)
-                || !cJSON_AddStringToObject(tc, "type", "function")
-                || !cJSON_AddStringToObject(fn, "name", name->valuestring)
-                || !cJSON_AddStringToObject(fn, "arguments", args.data ? args.data : "{}")) {
+            if (prc < 0 || !tc || !fn || !cJSON_AddStringToObject(tc, "id", id->valuestring) ||
+                !cJSON_AddStringToObject(tc, "type", "function") ||
+                !cJSON_AddStringToObject(fn, "name", name->valuestring) ||
+                !cJSON_AddStringToObject(fn, "arguments", args.data ? args.data : "{}")) {
                 mini_buf_free(&args);
                 cJSON_Delete(tc);
                 cJSON_Delete(fn);

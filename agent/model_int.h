@@ -27,16 +27,16 @@ struct mini_price {
 struct mini_usage {
     bool present;
     double input, output, cache_read, cache_write;
-    bool has_cost;            /* the provider reported the cost itself (OpenRouter) */
+    bool has_cost; /* the provider reported the cost itself (OpenRouter) */
     double cost;
 };
 
 struct mini_model {
     enum mini_model_kind kind;
     enum mini_provider provider;
-    bool text_mode;                    /* action_regex on the content, no tools */
-    const char *class_name;            /* static string */
-    const char *model_type;            /* static string, for serialize() */
+    bool text_mode;         /* action_regex on the content, no tools */
+    const char *class_name; /* static string */
+    const char *model_type; /* static string, for serialize() */
 
     cJSON *cfg;                        /* effective config: the user's keys plus defaults */
     const char *model_name;            /* in cfg */
@@ -47,15 +47,15 @@ struct mini_model {
 
     /* API models */
     char *url;
-    char *api_key;                     /* NULL: no key (local server) */
-    const char *key_name;              /* where the key came from, for messages */
-    cJSON *kwargs;                     /* model_kwargs that go into the request body */
-    char **headers;                    /* extra "Name: value" headers */
+    char *api_key;        /* NULL: no key (local server) */
+    const char *key_name; /* where the key came from, for messages */
+    cJSON *kwargs;        /* model_kwargs that go into the request body */
+    char **headers;       /* extra "Name: value" headers */
     size_t n_headers;
     long timeout_ms;
-    long max_tokens;                   /* anthropic: max_tokens when model_kwargs has none */
-    bool cache_control;                /* set_cache_control: "default_end" */
-    bool ignore_cost_errors;           /* cost_tracking: "ignore_errors" */
+    long max_tokens;         /* anthropic: max_tokens when model_kwargs has none */
+    bool cache_control;      /* set_cache_control: "default_end" */
+    bool ignore_cost_errors; /* cost_tracking: "ignore_errors" */
     bool have_price;
     struct mini_price price;
     int retry_attempts;
@@ -63,7 +63,7 @@ struct mini_model {
     struct mini_http *http;
 
     /* test models */
-    cJSON *outputs;                    /* deterministic: model.outputs; replay: assistant messages */
+    cJSON *outputs; /* deterministic: model.outputs; replay: assistant messages */
     int next_output;
     double cost_per_call;
     char *replay_path;
@@ -82,8 +82,8 @@ int mini_model_render(const char *tpl, const cJSON *vars, char **out, struct min
  * error: the problem in words; actions: array of the commands found (may be
  * NULL: empty); finish_reason/content may be NULL; response is copied. */
 cJSON *mini_model_format_error_msg(struct mini_model *m, const char *error, const cJSON *actions,
-                                   const char *finish_reason, const char *content, const cJSON *response,
-                                   double cost, struct mini_err *e);
+                                   const char *finish_reason, const char *content, const cJSON *response, double cost,
+                                   struct mini_err *e);
 double mini_model_now(void);
 /* Count one call and its cost in the process-wide totals. */
 void mini_model_global_add(double cost);
@@ -121,8 +121,7 @@ int mini_toolcall_actions(const cJSON *tool_calls, cJSON **actions, char **error
 /* Actions of a message, parsed as the model would: extra.actions when
  * present, else its tool_calls, else action_regex on its content.
  * 0 ok, 1 format error (*error set), -1 with e filled. */
-int mini_message_actions(struct mini_model *m, const cJSON *msg, cJSON **actions, char **error,
-                         struct mini_err *e);
+int mini_message_actions(struct mini_model *m, const cJSON *msg, cJSON **actions, char **error, struct mini_err *e);
 
 /* ---- model_openai.c ---- */
 /* The tool definition (OpenAI shape) and its Anthropic twin. */
@@ -142,12 +141,10 @@ int mini_json_merge_into(cJSON *dst, const cJSON *src);
 cJSON *mini_openai_messages(const cJSON *messages, bool cache_control);
 
 /* ---- model_anthropic.c ---- */
-int mini_anthropic_request(struct mini_model *m, const cJSON *messages, struct mini_buf *body,
-                           struct mini_err *e);
+int mini_anthropic_request(struct mini_model *m, const cJSON *messages, struct mini_buf *body, struct mini_err *e);
 /* Convert mini messages (OpenAI shapes) to Anthropic's: *system (string or
  * NULL) and the messages array with tool_use / tool_result blocks. */
-int mini_anthropic_convert(const cJSON *messages, bool cache_control, cJSON **system, cJSON **out,
-                           struct mini_err *e);
+int mini_anthropic_convert(const cJSON *messages, bool cache_control, cJSON **system, cJSON **out, struct mini_err *e);
 /* From a 2xx response: an OpenAI-shaped assistant message (content text,
  * tool_calls from tool_use blocks, thinking_blocks kept), the finish reason
  * mapped to OpenAI's words, and the usage. */
@@ -167,8 +164,7 @@ bool mini_price_lookup(const char *name, struct mini_price *p);
  * output_cost_per_token, cache_read_input_token_cost,
  * cache_creation_input_token_cost}): the entry for the first of names
  * found.  1 found, 0 not, -1 with e filled (unreadable or bad file). */
-int mini_price_registry(const char *path, const char *const *names, size_t n, struct mini_price *p,
-                        struct mini_err *e);
+int mini_price_registry(const char *path, const char *const *names, size_t n, struct mini_price *p, struct mini_err *e);
 /* Cost of a reply. */
 double mini_price_cost(const struct mini_price *p, const struct mini_usage *u);
 

@@ -17,8 +17,8 @@ static cJSON *bash_parameters(void)
         return NULL;
     cJSON *props = cJSON_AddObjectToObject(params, "properties");
     cJSON *cmd = props ? cJSON_AddObjectToObject(props, "command") : NULL;
-    if (!cmd || !cJSON_AddStringToObject(cmd, "type", "string")
-        || !cJSON_AddStringToObject(cmd, "description", "The bash command to execute"))
+    if (!cmd || !cJSON_AddStringToObject(cmd, "type", "string") ||
+        !cJSON_AddStringToObject(cmd, "description", "The bash command to execute"))
         return NULL;
     cJSON *req = cJSON_AddArrayToObject(params, "required");
     cJSON *name = cJSON_CreateString("command");
@@ -35,9 +35,9 @@ cJSON *mini_bash_tool_openai(void)
     cJSON *tool = cJSON_CreateObject();
     cJSON *fn = cJSON_CreateObject();
     cJSON *params = bash_parameters();
-    if (!tool || !fn || !params || !cJSON_AddStringToObject(tool, "type", "function")
-        || !cJSON_AddStringToObject(fn, "name", "bash")
-        || !cJSON_AddStringToObject(fn, "description", "Execute a bash command")) {
+    if (!tool || !fn || !params || !cJSON_AddStringToObject(tool, "type", "function") ||
+        !cJSON_AddStringToObject(fn, "name", "bash") ||
+        !cJSON_AddStringToObject(fn, "description", "Execute a bash command")) {
         cJSON_Delete(tool);
         cJSON_Delete(fn);
         cJSON_Delete(params);
@@ -52,8 +52,8 @@ cJSON *mini_bash_tool_anthropic(void)
 {
     cJSON *tool = cJSON_CreateObject();
     cJSON *params = bash_parameters();
-    if (!tool || !params || !cJSON_AddStringToObject(tool, "name", "bash")
-        || !cJSON_AddStringToObject(tool, "description", "Execute a bash command")) {
+    if (!tool || !params || !cJSON_AddStringToObject(tool, "name", "bash") ||
+        !cJSON_AddStringToObject(tool, "description", "Execute a bash command")) {
         cJSON_Delete(tool);
         cJSON_Delete(params);
         return NULL;
@@ -107,8 +107,8 @@ static int mark_cache(cJSON *msg, bool mark)
         return 0;
     if (cJSON_IsString(content)) {
         cJSON *blocks = cJSON_CreateArray(), *b = cJSON_CreateObject();
-        if (!blocks || !b || !cJSON_AddStringToObject(b, "type", "text")
-            || !cJSON_AddStringToObject(b, "text", content->valuestring)) {
+        if (!blocks || !b || !cJSON_AddStringToObject(b, "type", "text") ||
+            !cJSON_AddStringToObject(b, "text", content->valuestring)) {
             cJSON_Delete(blocks);
             cJSON_Delete(b);
             return -1;
@@ -135,7 +135,8 @@ cJSON *mini_openai_messages(const cJSON *messages, bool cache_control)
     if (!out)
         return NULL;
     const cJSON *msg;
-    cJSON_ArrayForEach(msg, messages) {
+    cJSON_ArrayForEach(msg, messages)
+    {
         const cJSON *role = cJSON_GetObjectItemCaseSensitive(msg, "role");
         if (!cJSON_IsString(role) || !role_sent(role->valuestring))
             continue;
@@ -143,8 +144,8 @@ cJSON *mini_openai_messages(const cJSON *messages, bool cache_control)
         if (!o)
             return NULL;
         cJSON_AddItemToArray(out, o);
-        if (copy_key(o, msg, "role") < 0 || copy_key(o, msg, "content") < 0 || copy_key(o, msg, "name") < 0
-            || copy_key(o, msg, "tool_calls") < 0 || copy_key(o, msg, "tool_call_id") < 0)
+        if (copy_key(o, msg, "role") < 0 || copy_key(o, msg, "content") < 0 || copy_key(o, msg, "name") < 0 ||
+            copy_key(o, msg, "tool_calls") < 0 || copy_key(o, msg, "tool_call_id") < 0)
             return NULL;
         cJSON *content = cJSON_GetObjectItemCaseSensitive(o, "content");
         bool has_calls = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(o, "tool_calls")) > 0;
@@ -161,7 +162,8 @@ cJSON *mini_openai_messages(const cJSON *messages, bool cache_control)
     if (cache_control) {
         int n = cJSON_GetArraySize(out), i = 0;
         cJSON *o;
-        cJSON_ArrayForEach(o, out) {
+        cJSON_ArrayForEach(o, out)
+        {
             if (mark_cache(o, ++i == n) < 0)
                 return NULL;
         }
@@ -172,7 +174,8 @@ cJSON *mini_openai_messages(const cJSON *messages, bool cache_control)
 int mini_json_merge_into(cJSON *body, const cJSON *kw)
 {
     const cJSON *item;
-    cJSON_ArrayForEach(item, kw) {
+    cJSON_ArrayForEach(item, kw)
+    {
         cJSON *copy = cJSON_Duplicate(item, true);
         if (!copy)
             return -1;
@@ -233,7 +236,8 @@ static atomic_ulong call_ids;
 static int normalise_tool_calls(cJSON *calls)
 {
     cJSON *tc;
-    cJSON_ArrayForEach(tc, calls) {
+    cJSON_ArrayForEach(tc, calls)
+    {
         if (!cJSON_IsObject(tc))
             continue;
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(tc, "id");

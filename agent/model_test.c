@@ -27,10 +27,10 @@
 #include "mini/json.h"
 
 #define TEST_ACTION_REGEX "```(?:mswea_bash_command|bash)\\s*\\n(.*?)\\n```"
-#define TEST_FORMAT_ERROR_TEMPLATE                                                                     \
+#define TEST_FORMAT_ERROR_TEMPLATE \
     "Please always provide EXACTLY ONE action in triple backticks, found {{actions|length}} actions."
-#define TEST_OBSERVATION_TEMPLATE                                                                      \
-    "{% if output.exception_info %}<exception>{{output.exception_info}}</exception>\n{% endif %}"     \
+#define TEST_OBSERVATION_TEMPLATE                                                                 \
+    "{% if output.exception_info %}<exception>{{output.exception_info}}</exception>\n{% endif %}" \
     "<returncode>{{output.returncode}}</returncode>\n<output>\n{{output.output}}</output>"
 #define MAX_TRAJECTORY_BYTES ((size_t)1 << 30)
 
@@ -75,7 +75,8 @@ static int load_trajectory(struct mini_model *m, struct mini_err *e)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     }
     const cJSON *msg;
-    cJSON_ArrayForEach(msg, messages) {
+    cJSON_ArrayForEach(msg, messages)
+    {
         const cJSON *role = cJSON_GetObjectItemCaseSensitive(msg, "role");
         if (!cJSON_IsString(role) || strcmp(role->valuestring, "assistant") != 0)
             continue;
@@ -101,16 +102,17 @@ int mini_testmodel_init(struct mini_model *m, struct mini_err *e)
     if (!det)
         m->text_mode = false;
     const char *name = !det ? "replay" : m->text_mode ? "deterministic" : "deterministic_toolcall";
-    if (set_default(cfg, "model_name", cJSON_CreateString(name), e) < 0
-        || set_default(cfg, "action_regex", cJSON_CreateString(TEST_ACTION_REGEX), e) < 0
-        || set_default(cfg, "format_error_template", cJSON_CreateString(TEST_FORMAT_ERROR_TEMPLATE), e) < 0
-        || set_default(cfg, "observation_template", cJSON_CreateString(TEST_OBSERVATION_TEMPLATE), e) < 0)
+    if (set_default(cfg, "model_name", cJSON_CreateString(name), e) < 0 ||
+        set_default(cfg, "action_regex", cJSON_CreateString(TEST_ACTION_REGEX), e) < 0 ||
+        set_default(cfg, "format_error_template", cJSON_CreateString(TEST_FORMAT_ERROR_TEMPLATE), e) < 0 ||
+        set_default(cfg, "observation_template", cJSON_CreateString(TEST_OBSERVATION_TEMPLATE), e) < 0)
         return -1;
-    if (need_string(cfg, "model_name", e) < 0 || need_string(cfg, "action_regex", e) < 0
-        || need_string(cfg, "format_error_template", e) < 0 || need_string(cfg, "observation_template", e) < 0)
+    if (need_string(cfg, "model_name", e) < 0 || need_string(cfg, "action_regex", e) < 0 ||
+        need_string(cfg, "format_error_template", e) < 0 || need_string(cfg, "observation_template", e) < 0)
         return -1;
     m->model_name = cJSON_GetObjectItemCaseSensitive(cfg, "model_name")->valuestring;
-    if (!(m->action_re = mini_action_regex_compile(cJSON_GetObjectItemCaseSensitive(cfg, "action_regex")->valuestring, e)))
+    if (!(m->action_re =
+              mini_action_regex_compile(cJSON_GetObjectItemCaseSensitive(cfg, "action_regex")->valuestring, e)))
         return mini_err_prefix(e, "model");
     if (set_default(cfg, "cost_per_call", cJSON_CreateNumber(1.0), e) < 0)
         return -1;
@@ -131,7 +133,8 @@ int mini_testmodel_init(struct mini_model *m, struct mini_err *e)
         return mini_err_set(e, MINI_E_CONFIG, "the deterministic model needs model.outputs, a list of replies");
     const cJSON *o;
     int i = 0;
-    cJSON_ArrayForEach(o, outputs) {
+    cJSON_ArrayForEach(o, outputs)
+    {
         if (!cJSON_IsString(o) && !cJSON_IsObject(o))
             return mini_err_set(e, MINI_E_CONFIG, "model.outputs[%d] must be a string or a message mapping", i);
         i++;
@@ -156,7 +159,8 @@ static double sleep_request(const char *s)
 static double message_sleep(const cJSON *msg)
 {
     const cJSON *a;
-    cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(msg, "extra"), "actions")) {
+    cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(msg, "extra"), "actions"))
+    {
         const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(a, "command");
         double s = cJSON_IsString(cmd) ? sleep_request(cmd->valuestring) : -1;
         if (s >= 0)
@@ -200,8 +204,8 @@ static void count(struct mini_model *m, double cost, double billed)
     mini_model_global_add(billed);
 }
 
-static int format_error(struct mini_model *m, const char *error, const cJSON *found, const char *content,
-                        double cost, cJSON **format_error_out, struct mini_err *e)
+static int format_error(struct mini_model *m, const char *error, const cJSON *found, const char *content, double cost,
+                        cJSON **format_error_out, struct mini_err *e)
 {
     m->format_errors++;
     cJSON *fe = mini_model_format_error_msg(m, error, found, "stop", content, NULL, cost, e);
@@ -234,10 +238,10 @@ static int query_text(struct mini_model *m, const char *text, cJSON **assistant,
         return rc;
     }
     cJSON *msg = cJSON_CreateObject(), *extra = NULL, *actions = NULL, *act = NULL;
-    if (!msg || !cJSON_AddStringToObject(msg, "role", "assistant") || !cJSON_AddStringToObject(msg, "content", text)
-        || !(extra = cJSON_AddObjectToObject(msg, "extra")) || !(actions = cJSON_AddArrayToObject(extra, "actions"))
-        || !(act = cJSON_CreateObject())
-        || !cJSON_AddStringToObject(act, "command", cJSON_GetArrayItem(found, 0)->valuestring)) {
+    if (!msg || !cJSON_AddStringToObject(msg, "role", "assistant") || !cJSON_AddStringToObject(msg, "content", text) ||
+        !(extra = cJSON_AddObjectToObject(msg, "extra")) || !(actions = cJSON_AddArrayToObject(extra, "actions")) ||
+        !(act = cJSON_CreateObject()) ||
+        !cJSON_AddStringToObject(act, "command", cJSON_GetArrayItem(found, 0)->valuestring)) {
         cJSON_Delete(act);
         cJSON_Delete(msg);
         cJSON_Delete(found);
@@ -245,7 +249,8 @@ static int query_text(struct mini_model *m, const char *text, cJSON **assistant,
     }
     cJSON_AddItemToArray(actions, act);
     cJSON_Delete(found);
-    if (!cJSON_AddNumberToObject(extra, "cost", cost) || !cJSON_AddNumberToObject(extra, "timestamp", mini_model_now())) {
+    if (!cJSON_AddNumberToObject(extra, "cost", cost) ||
+        !cJSON_AddNumberToObject(extra, "timestamp", mini_model_now())) {
         cJSON_Delete(msg);
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     }
@@ -280,9 +285,9 @@ static int query_message(struct mini_model *m, const cJSON *src, double cost, do
         cJSON_Delete(msg);
         return rc;
     }
-    if (set_extra(msg, "actions", actions, false, e) < 0
-        || (add_cost && set_extra(msg, "cost", cJSON_CreateNumber(cost), false, e) < 0)
-        || set_extra(msg, "timestamp", cJSON_CreateNumber(mini_model_now()), replace_ts, e) < 0) {
+    if (set_extra(msg, "actions", actions, false, e) < 0 ||
+        (add_cost && set_extra(msg, "cost", cJSON_CreateNumber(cost), false, e) < 0) ||
+        set_extra(msg, "timestamp", cJSON_CreateNumber(mini_model_now()), replace_ts, e) < 0) {
         cJSON_Delete(msg);
         return -1;
     }
@@ -298,10 +303,14 @@ int mini_testmodel_query(struct mini_model *m, const cJSON *messages, cJSON **as
     for (;;) {
         if (m->next_output >= n) {
             if (m->kind == MINI_KIND_REPLAY)
-                return mini_err_set(e, MINI_E_MODEL, "replay model: all %d assistant messages of %s have been "
-                                    "replayed; the trajectory has no more", n, m->replay_path);
-            return mini_err_set(e, MINI_E_MODEL, "deterministic model: all %d replies of model.outputs have been "
-                                "used", n);
+                return mini_err_set(e, MINI_E_MODEL,
+                                    "replay model: all %d assistant messages of %s have been "
+                                    "replayed; the trajectory has no more",
+                                    n, m->replay_path);
+            return mini_err_set(e, MINI_E_MODEL,
+                                "deterministic model: all %d replies of model.outputs have been "
+                                "used",
+                                n);
         }
         const cJSON *out = cJSON_GetArrayItem(m->outputs, m->next_output++);
         if (m->kind == MINI_KIND_REPLAY) {
@@ -321,8 +330,10 @@ int mini_testmodel_query(struct mini_model *m, const cJSON *messages, cJSON **as
             /* text alone, where tool calls are expected: what a tool-calling
              * model's reply without one gets */
             count(m, m->cost_per_call, m->cost_per_call);
-            return format_error(m, "No tool calls found in the response. Every response MUST include at least "
-                               "one tool call.", NULL, out->valuestring, m->cost_per_call, format_error_out, e);
+            return format_error(m,
+                                "No tool calls found in the response. Every response MUST include at least "
+                                "one tool call.",
+                                NULL, out->valuestring, m->cost_per_call, format_error_out, e);
         }
         if (cJSON_IsString(out))
             return query_text(m, out->valuestring, assistant, format_error_out, e);

@@ -52,9 +52,8 @@ static size_t utf8_at(const unsigned char *s, size_t len, size_t i, uint32_t *cp
 /* Python's str.isspace(). */
 static bool py_space(uint32_t c)
 {
-    return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680
-           || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F
-           || c == 0x3000;
+    return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+        (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
 void mini_py_strip(const char *str, size_t len, size_t *start, size_t *end)
@@ -110,7 +109,7 @@ int mini_regex_findall(const pcre2_code *re, const char *content, size_t len, cJ
                 gs = ov[2];
                 ge = ov[3];
             } else {
-                gs = ge = 0;                       /* an unset group is "" in Python */
+                gs = ge = 0; /* an unset group is "" in Python */
             }
         }
         size_t a, b;
@@ -194,7 +193,7 @@ static int pyj_string(struct pyj *p, size_t begin, size_t *end)
             *end = i + 1;
             return 0;
         }
-        i++;                                    /* past the backslash */
+        i++; /* past the backslash */
         if (i >= p->n)
             return pyj_fail(p, "Unterminated string starting at", begin);
         uint32_t c = p->s[i];
@@ -204,7 +203,7 @@ static int pyj_string(struct pyj *p, size_t begin, size_t *end)
             i++;
             continue;
         }
-        i++;                                    /* the first hex digit */
+        i++; /* the first hex digit */
         size_t e = i + 4;
         if (e >= p->n)
             return pyj_fail(p, "Invalid \\uXXXX escape", i - 1);
@@ -308,15 +307,12 @@ static int pyj_value(struct pyj *p, size_t i, size_t *end, int depth)
 {
     if (i >= p->n)
         return pyj_fail(p, "Expecting value", i);
-    if (depth > 900)                            /* Python: RecursionError; mini's parser has a lower limit */
+    if (depth > 900) /* Python: RecursionError; mini's parser has a lower limit */
         return pyj_fail(p, NULL, i);
     switch (p->s[i]) {
-    case '"':
-        return pyj_string(p, i, end);
-    case '{':
-        return pyj_object(p, i + 1, end, depth);
-    case '[':
-        return pyj_array(p, i + 1, end, depth);
+    case '"': return pyj_string(p, i, end);
+    case '{': return pyj_object(p, i + 1, end, depth);
+    case '[': return pyj_array(p, i + 1, end, depth);
     case 'n':
     case 't':
     case 'f':
@@ -331,8 +327,7 @@ static int pyj_value(struct pyj *p, size_t i, size_t *end, int depth)
             }
         break;
     }
-    default:
-        break;
+    default: break;
     }
     return pyj_number(p, i, end);
 }
@@ -385,7 +380,8 @@ int mini_toolcall_actions(const cJSON *tool_calls, cJSON **actions, char **error
     if (!out)
         return -1;
     const cJSON *tc;
-    cJSON_ArrayForEach(tc, tool_calls) {
+    cJSON_ArrayForEach(tc, tool_calls)
+    {
         _cleanup_buf_ struct mini_buf msg = MINI_BUF_INIT;
         const cJSON *fn = cJSON_GetObjectItemCaseSensitive(tc, "function");
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
@@ -407,15 +403,18 @@ int mini_toolcall_actions(const cJSON *tool_calls, cJSON **actions, char **error
                 rc |= mini_buf_printf(&msg, "Error parsing tool call arguments: %s.", pyerr ? pyerr : pe.msg);
             argobj = parsed;
         } else if (cJSON_IsObject(args)) {
-            argobj = args;                      /* some servers send the object itself */
+            argobj = args; /* some servers send the object itself */
         } else {
             /* json.loads' TypeError for what the arguments would be in Python */
-            const char *type = !args || cJSON_IsNull(args) ? "NoneType" : cJSON_IsBool(args) ? "bool"
-                             : cJSON_IsArray(args) ? "list"
-                             : cJSON_IsNumber(args) && args->valuedouble == floor(args->valuedouble)
-                                 ? "int" : "float";
-            rc |= mini_buf_printf(&msg, "Error parsing tool call arguments: the JSON object must be str, bytes "
-                                  "or bytearray, not %s.", type);
+            const char *type = !args || cJSON_IsNull(args)                              ? "NoneType"
+                : cJSON_IsBool(args)                                                    ? "bool"
+                : cJSON_IsArray(args)                                                   ? "list"
+                : cJSON_IsNumber(args) && args->valuedouble == floor(args->valuedouble) ? "int"
+                                                                                        : "float";
+            rc |= mini_buf_printf(&msg,
+                                  "Error parsing tool call arguments: the JSON object must be str, bytes "
+                                  "or bytearray, not %s.",
+                                  type);
         }
         /* the whole name, as the f-string shows it (a missing one is None) */
         const char *fname = cJSON_IsString(name) ? name->valuestring : NULL;
@@ -440,9 +439,9 @@ int mini_toolcall_actions(const cJSON *tool_calls, cJSON **actions, char **error
             return *error ? 1 : -1;
         }
         cJSON *act = cJSON_CreateObject();
-        if (!act || !cJSON_AddStringToObject(act, "command", cmd->valuestring)
-            || !(cJSON_IsString(id) ? cJSON_AddStringToObject(act, "tool_call_id", id->valuestring)
-                                    : cJSON_AddNullToObject(act, "tool_call_id"))) {
+        if (!act || !cJSON_AddStringToObject(act, "command", cmd->valuestring) ||
+            !(cJSON_IsString(id) ? cJSON_AddStringToObject(act, "tool_call_id", id->valuestring)
+                                 : cJSON_AddNullToObject(act, "tool_call_id"))) {
             cJSON_Delete(act);
             cJSON_Delete(parsed);
             cJSON_Delete(out);
@@ -455,8 +454,7 @@ int mini_toolcall_actions(const cJSON *tool_calls, cJSON **actions, char **error
     return 0;
 }
 
-int mini_message_actions(struct mini_model *m, const cJSON *msg, cJSON **actions, char **error,
-                         struct mini_err *e)
+int mini_message_actions(struct mini_model *m, const cJSON *msg, cJSON **actions, char **error, struct mini_err *e)
 {
     *actions = NULL;
     *error = NULL;
@@ -464,7 +462,8 @@ int mini_message_actions(struct mini_model *m, const cJSON *msg, cJSON **actions
     const cJSON *saved = cJSON_GetObjectItemCaseSensitive(extra, "actions");
     if (cJSON_IsArray(saved)) {
         const cJSON *a;
-        cJSON_ArrayForEach(a, saved) {
+        cJSON_ArrayForEach(a, saved)
+        {
             if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(a, "command")))
                 return mini_err_set(e, MINI_E_CONFIG, "extra.actions: every action needs a string \"command\"");
         }

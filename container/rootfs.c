@@ -15,8 +15,8 @@
 
 struct build {
     const struct mini_rootfs_spec *s;
-    int rootfd;                     /* the new root's tmpfs */
-    int ro_later[MAX_RO_LATER];     /* mounts to make read-only once populated */
+    int rootfd;                 /* the new root's tmpfs */
+    int ro_later[MAX_RO_LATER]; /* mounts to make read-only once populated */
     size_t n_ro_later;
     struct mini_err *e;
 };
@@ -202,7 +202,7 @@ static int overlay_bind(struct build *b, const struct mini_bind *m, int target)
 static int add_bind(struct build *b, const struct mini_bind *m)
 {
     if (strcmp(m->path, "/") == 0)
-        return 0;   /* the base of the root already (mini_rootfs_base) */
+        return 0; /* the base of the root already (mini_rootfs_base) */
     struct stat st;
     if (lstat(m->path, &st) < 0) {
         if (errno == ENOENT && m->optional)
@@ -293,13 +293,12 @@ static int add_dev(struct build *b)
     _cleanup_close_ int pts = mkdirs_in_root(b, "/dev/pts");
     if (pts < 0)
         return fail(b, errno, "creating", "/dev/pts");
-    if (mount("devpts", fdpath(p, pts), "devpts", MS_NOSUID | MS_NOEXEC,
-              "newinstance,ptmxmode=0666,mode=0620") < 0)
+    if (mount("devpts", fdpath(p, pts), "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620") < 0)
         return fail(b, errno, "mounting devpts on", "/dev/pts");
     if (mount_tmpfs(b, "/dev/shm", "mode=1777,size=64m", MS_NOSUID | MS_NODEV, false) < 0)
         return -1;
     static const char *const links[][2] = {
-        { "ptmx", "pts/ptmx" }, { "fd", "/proc/self/fd" }, { "stdin", "/proc/self/fd/0" },
+        { "ptmx", "pts/ptmx" },          { "fd", "/proc/self/fd" },       { "stdin", "/proc/self/fd/0" },
         { "stdout", "/proc/self/fd/1" }, { "stderr", "/proc/self/fd/2" },
     };
     _cleanup_close_ int dev = open_in_root(b, "/dev", O_DIRECTORY);
@@ -368,8 +367,8 @@ int mini_rootfs_base(const char *root, const struct mini_profile *p, struct mini
     int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "opening %s", root);
-    if (hr && setattr(fd, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (hr->writable ? 0 : MOUNT_ATTR_RDONLY),
-                      AT_RECURSIVE) < 0) {
+    if (hr &&
+        setattr(fd, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (hr->writable ? 0 : MOUNT_ATTR_RDONLY), AT_RECURSIVE) < 0) {
         int err = errno;
         close(fd);
         return mini_err_sys(e, MINI_E_SPAWN_FAILED, err, "restricting the bind of /");

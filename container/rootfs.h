@@ -20,13 +20,13 @@
 
 struct mini_rootfs_spec {
     const struct mini_profile *profile;
-    int root_fd;                /* from mini_rootfs_base() */
-    int overlay_fd;             /* O_PATH fd of the session's overlay directory, or -1 */
-    const char *overlay_work;   /* this sandbox's work directory, relative to overlay_fd: overlayfs
+    int root_fd;              /* from mini_rootfs_base() */
+    int overlay_fd;           /* O_PATH fd of the session's overlay directory, or -1 */
+    const char *overlay_work; /* this sandbox's work directory, relative to overlay_fd: overlayfs
                                  * empties its workdir at every mount, so sandboxes cannot share one */
-    const char *workspace;      /* canonical path; mounted at the same path */
-    int workspace_fd;           /* O_PATH fd of it, or a detached (idmapped) mount */
-    bool workspace_detached;    /* workspace_fd is a detached mount: move it */
+    const char *workspace;    /* canonical path; mounted at the same path */
+    int workspace_fd;         /* O_PATH fd of it, or a detached (idmapped) mount */
+    bool workspace_detached;  /* workspace_fd is a detached mount: move it */
 };
 
 /* First step, still with the credentials the daemon cloned us with (a

@@ -48,8 +48,8 @@ void mini_err_clear(struct mini_err *e)
     e->msg[0] = '\0';
 }
 
-__attribute__((format(printf, 4, 0)))
-static void vset(struct mini_err *e, enum mini_errc code, int errnum, const char *fmt, va_list ap)
+__attribute__((format(printf, 4, 0))) static void vset(struct mini_err *e, enum mini_errc code, int errnum,
+                                                       const char *fmt, va_list ap)
 {
     e->code = code;
     e->sys_errno = errnum;

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#define IDLE_KEEP (64u * 1024u)    /* buffer kept by an idle reader */
-#define RECV_CHUNK (16u * 1024u)   /* read size of mini_frame_recv_json */
+#define IDLE_KEEP (64u * 1024u)  /* buffer kept by an idle reader */
+#define RECV_CHUNK (16u * 1024u) /* read size of mini_frame_recv_json */
 
 void mini_frame_reader_init(struct mini_frame_reader *r)
 {
@@ -60,8 +60,8 @@ static int frame_at(const struct mini_frame_reader *r, size_t off, uint32_t *n, 
     if (*n == 0)
         return mini_err_set(e, MINI_E_BAD_REQUEST, "bad frame: zero length");
     if (*n > max)
-        return mini_err_set(e, MINI_E_BAD_REQUEST, "bad frame: length %" PRIu32 " is over the limit of %zu bytes",
-                            *n, max);
+        return mini_err_set(e, MINI_E_BAD_REQUEST, "bad frame: length %" PRIu32 " is over the limit of %zu bytes", *n,
+                            max);
     return avail - 4 >= *n;
 }
 
@@ -96,12 +96,12 @@ int mini_frame_reader_eof(const struct mini_frame_reader *r, struct mini_err *e)
             return -1;
         size_t avail = r->in.len - off;
         if (k == 0 && avail < 4)
-            return mini_err_set(e, MINI_E_BAD_REQUEST,
-                                "truncated frame: the stream ended after %zu of 4 header bytes", avail);
+            return mini_err_set(e, MINI_E_BAD_REQUEST, "truncated frame: the stream ended after %zu of 4 header bytes",
+                                avail);
         if (k == 0)
             return mini_err_set(e, MINI_E_BAD_REQUEST,
-                                "truncated frame: the stream ended after %zu of %" PRIu32 " payload bytes",
-                                avail - 4, n);
+                                "truncated frame: the stream ended after %zu of %" PRIu32 " payload bytes", avail - 4,
+                                n);
         off += 4 + (size_t)n;
     }
     return 0;
@@ -112,10 +112,10 @@ int mini_frame_encode(struct mini_buf *out, const void *payload, size_t len, str
     if (len == 0)
         return mini_err_set(e, MINI_E_INTERNAL, "cannot send an empty frame");
     if (len > MINI_FRAME_MAX)
-        return mini_err_set(e, MINI_E_LIMIT, "message of %zu bytes is over the frame limit of %u bytes",
-                            len, MINI_FRAME_MAX);
-    unsigned char h[4] = { (unsigned char)(len >> 24), (unsigned char)(len >> 16),
-                           (unsigned char)(len >> 8), (unsigned char)len };
+        return mini_err_set(e, MINI_E_LIMIT, "message of %zu bytes is over the frame limit of %u bytes", len,
+                            MINI_FRAME_MAX);
+    unsigned char h[4] = { (unsigned char)(len >> 24), (unsigned char)(len >> 16), (unsigned char)(len >> 8),
+                           (unsigned char)len };
     if (mini_buf_reserve(out, 4 + len) < 0)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     mini_buf_append(out, h, 4);
@@ -125,7 +125,7 @@ int mini_frame_encode(struct mini_buf *out, const void *payload, size_t len, str
 
 int mini_frame_encode_json(struct mini_buf *out, const cJSON *obj, struct mini_err *e)
 {
-    if (!obj)   /* what a failed to_json hands on */
+    if (!obj) /* what a failed to_json hands on */
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     _cleanup_buf_ struct mini_buf text = MINI_BUF_INIT;
     if (mini_json_print(&text, obj, e) < 0)

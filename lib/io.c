@@ -145,12 +145,12 @@ int mini_write_file_atomic(const char *path, const void *p, size_t n, int mode, 
         return mini_err_sys(e, MINI_E_IO, saved, "renaming %s to %s", tmp, path);
     }
     return 0;
-fail: {
-        int saved = errno;
-        if (named)
-            unlink(tmp);
-        return mini_err_sys(e, MINI_E_IO, saved, "writing %s", tmp);
-    }
+fail : {
+    int saved = errno;
+    if (named)
+        unlink(tmp);
+    return mini_err_sys(e, MINI_E_IO, saved, "writing %s", tmp);
+}
 }
 
 /* mini_rm_rf walks by fd, never by path: the trees it removes were
@@ -162,7 +162,7 @@ fail: {
 struct rm_level {
     dev_t dev;
     ino_t ino;
-    char *name;             /* in its parent */
+    char *name; /* in its parent */
 };
 
 /* A directory of ours whose mode keeps us out: chmod it through its own
@@ -211,7 +211,7 @@ static int rm_files(int dir, char **sub)
             continue;
         struct stat st;
         if (fstatat(dir, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-            continue;   /* gone meanwhile */
+            continue; /* gone meanwhile */
         if (S_ISDIR(st.st_mode)) {
             if (!*sub && !(*sub = strdup(de->d_name)))
                 rc = -1;
@@ -249,7 +249,7 @@ int mini_rm_rf(const char *path, struct mini_err *e)
     if (cur < 0) {
         if (errno == ENOENT)
             return 0;
-        if (errno == ENOTDIR || errno == ELOOP)   /* a file or a symlink: itself only */
+        if (errno == ENOTDIR || errno == ELOOP) /* a file or a symlink: itself only */
             return unlink(path) == 0 || errno == ENOENT ? 0 : mini_err_sys(e, MINI_E_IO, errno, "removing %s", path);
         return mini_err_sys(e, MINI_E_IO, errno, "removing %s", path);
     }
@@ -271,12 +271,12 @@ int mini_rm_rf(const char *path, struct mini_err *e)
             int child = rm_open_dir(cur, sub);
             struct stat st;
             if (child < 0 && (errno == ENOTDIR || errno == ELOOP)) {
-                unlinkat(cur, sub, 0);   /* swapped for a non-directory meanwhile */
+                unlinkat(cur, sub, 0); /* swapped for a non-directory meanwhile */
                 free(sub);
                 continue;
             }
             if (child < 0 || fstat(child, &st) < 0 || st.st_dev != top.st_dev) {
-                int err = child < 0 ? errno : EXDEV;   /* EXDEV: another filesystem is mounted there */
+                int err = child < 0 ? errno : EXDEV; /* EXDEV: another filesystem is mounted there */
                 rc = mini_err_sys(e, MINI_E_IO, err, "removing %s: entering %s", path, sub);
                 if (child >= 0)
                     close(child);
@@ -302,7 +302,7 @@ int mini_rm_rf(const char *path, struct mini_err *e)
             continue;
         }
         if (n == 0)
-            break;   /* the top is empty */
+            break; /* the top is empty */
         int parent = openat(cur, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         struct stat ps;
         if (parent < 0 || fstat(parent, &ps) < 0 || ps.st_dev != stk[n - 1].dev || ps.st_ino != stk[n - 1].ino) {
@@ -391,7 +391,7 @@ bool mini_owner_lock_lost(int fd, const char *path)
 {
     struct stat a, b;
     return fd < 0 || fstat(fd, &a) < 0 || a.st_nlink == 0 || lstat(path, &b) < 0 || a.st_dev != b.st_dev ||
-           a.st_ino != b.st_ino;
+        a.st_ino != b.st_ino;
 }
 
 int mini_owner_lock(const char *path, bool dir, struct mini_err *e)

@@ -83,7 +83,7 @@ static int lex_check(const unsigned char *s, size_t len, struct mini_err *e)
                 if (s[i] == '\\') {
                     if (len - i >= 6 && memcmp(s + i + 1, "u0000", 5) == 0)
                         return syntax(e, i, "\\u0000 in a string");
-                    i++;   /* the escaped character cannot end the string */
+                    i++; /* the escaped character cannot end the string */
                 }
             }
             i++;
@@ -181,7 +181,7 @@ cJSON *mini_json_parse_object(const char *payload, size_t len, struct mini_err *
  * kept on the stack and only turned into text for an error. */
 struct seg {
     const struct seg *up;
-    const char *key;      /* NULL: an array element */
+    const char *key; /* NULL: an array element */
     size_t index;
 };
 
@@ -205,16 +205,13 @@ static int duplicate(const struct seg *at, const char *key, struct mini_err *e)
 {
     struct mini_buf path = MINI_BUF_INIT;
     path_text(&path, at);
-    mini_err_set(e, MINI_E_BAD_REQUEST, "%s%sduplicate key \"%.*s\"", path.len ? path.data : "",
-                 path.len ? ": " : "", MINI_JSON_SHOW(key));
+    mini_err_set(e, MINI_E_BAD_REQUEST, "%s%sduplicate key \"%.*s\"", path.len ? path.data : "", path.len ? ": " : "",
+                 MINI_JSON_SHOW(key));
     mini_buf_free(&path);
     return -1;
 }
 
-static int cmp_keys(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
+static int cmp_keys(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
 static int unique_walk(const cJSON *v, const struct seg *at, struct keys *ks, struct mini_err *e)
 {
@@ -286,7 +283,7 @@ static const char *escape_of(unsigned char c)
     case '\t': return "\\t";
     case '\b': return "\\b";
     case '\f': return "\\f";
-    default: return NULL;   /* other control characters: \u00XX */
+    default: return NULL; /* other control characters: \u00XX */
     }
 }
 
@@ -297,7 +294,7 @@ static int print_string(struct mini_buf *b, const char *s)
     const char *run = s;
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
-        bool nul = c == 0xC0 && (unsigned char)s[1] == 0x80;   /* MINI_UTF8_NUL */
+        bool nul = c == 0xC0 && (unsigned char)s[1] == 0x80; /* MINI_UTF8_NUL */
         if (c >= 0x20 && c != '"' && c != '\\' && !nul)
             continue;
         if (mini_buf_append(b, run, (size_t)(s - run)) < 0)
@@ -392,8 +389,8 @@ static uint32_t utf8_next(const unsigned char *s, int *len)
         return ((uint32_t)(s[0] & 0x0F) << 12) | ((uint32_t)(s[1] & 0x3F) << 6) | (s[2] & 0x3F);
     }
     *len = 4;
-    return ((uint32_t)(s[0] & 0x07) << 18) | ((uint32_t)(s[1] & 0x3F) << 12) | ((uint32_t)(s[2] & 0x3F) << 6)
-           | (s[3] & 0x3F);
+    return ((uint32_t)(s[0] & 0x07) << 18) | ((uint32_t)(s[1] & 0x3F) << 12) | ((uint32_t)(s[2] & 0x3F) << 6) |
+        (s[3] & 0x3F);
 }
 
 static int py_string(struct mini_buf *b, const char *str)
@@ -426,7 +423,8 @@ static int py_string(struct mini_buf *b, const char *str)
         else if (cp < 0x10000)
             r = mini_buf_printf(b, "\\u%04x", cp);
         else
-            r = mini_buf_printf(b, "\\u%04x\\u%04x", 0xD800 + ((cp - 0x10000) >> 10), 0xDC00 + ((cp - 0x10000) & 0x3FF));
+            r = mini_buf_printf(b, "\\u%04x\\u%04x", 0xD800 + ((cp - 0x10000) >> 10),
+                                0xDC00 + ((cp - 0x10000) & 0x3FF));
         s += len;
         run = s;
     }
@@ -519,8 +517,8 @@ static int py_value(struct mini_buf *b, const cJSON *v, const char *const *float
     case cJSON_True: return mini_buf_puts(b, "true");
     case cJSON_Number: {
         double d = v->valuedouble;
-        bool integral = isfinite(d) && d >= -(double)MINI_JSON_INT_MAX && d <= (double)MINI_JSON_INT_MAX
-                        && d == (double)(int64_t)d;
+        bool integral =
+            isfinite(d) && d >= -(double)MINI_JSON_INT_MAX && d <= (double)MINI_JSON_INT_MAX && d == (double)(int64_t)d;
         const char *text = v->valuestring;
         bool is_float = text && *text ? strpbrk(text, ".eEnN") != NULL : float_key(v->string, float_keys);
         if (integral && !is_float)
@@ -538,8 +536,8 @@ static int py_value(struct mini_buf *b, const cJSON *v, const char *const *float
             return mini_buf_putc(b, obj ? '}' : ']');
         for (const cJSON *c = v->child; c; c = c->next) {
             int r;
-            if ((c != v->child && mini_buf_putc(b, ',') < 0) || py_indent(b, level + 1) < 0
-                || (obj && (py_string(b, c->string ? c->string : "") < 0 || mini_buf_puts(b, ": ") < 0)))
+            if ((c != v->child && mini_buf_putc(b, ',') < 0) || py_indent(b, level + 1) < 0 ||
+                (obj && (py_string(b, c->string ? c->string : "") < 0 || mini_buf_puts(b, ": ") < 0)))
                 return -1;
             if ((r = py_value(b, c, float_keys, level + 1)) < 0)
                 return r;
@@ -574,6 +572,6 @@ cJSON *mini_json_create_float(double d)
         cJSON_Delete(n);
         return NULL;
     }
-    n->valuestring = b.data;    /* malloc'd: cJSON_Delete frees it */
+    n->valuestring = b.data; /* malloc'd: cJSON_Delete frees it */
     return n;
 }

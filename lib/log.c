@@ -27,7 +27,6 @@ int mini_log_level_parse(const char *s)
     return -1;
 }
 
-
 void mini_log(enum mini_log_level level, const char *fmt, ...)
 {
     if (level > cur)

@@ -14,16 +14,15 @@
 #define BAD MINI_E_BAD_REQUEST
 
 static const char *const op_names[MINI_OP_COUNT] = {
-    [MINI_OP_HELLO] = "hello",   [MINI_OP_OPEN] = "open",     [MINI_OP_EXEC] = "exec",
-    [MINI_OP_CANCEL] = "cancel", [MINI_OP_CLOSE] = "close",   [MINI_OP_STATS] = "stats",
-    [MINI_OP_OPENED] = "opened", [MINI_OP_OUTPUT] = "output", [MINI_OP_EXIT] = "exit",
-    [MINI_OP_OK] = "ok",         [MINI_OP_ERROR] = "error",
+    [MINI_OP_HELLO] = "hello", [MINI_OP_OPEN] = "open",   [MINI_OP_EXEC] = "exec",     [MINI_OP_CANCEL] = "cancel",
+    [MINI_OP_CLOSE] = "close", [MINI_OP_STATS] = "stats", [MINI_OP_OPENED] = "opened", [MINI_OP_OUTPUT] = "output",
+    [MINI_OP_EXIT] = "exit",   [MINI_OP_OK] = "ok",       [MINI_OP_ERROR] = "error",
 };
 
 static const char *const limit_names[MINI_LIMIT_COUNT] = {
-    [MINI_LIMIT_NONE] = "none",         [MINI_LIMIT_TIMEOUT] = "timeout",
+    [MINI_LIMIT_NONE] = "none",           [MINI_LIMIT_TIMEOUT] = "timeout",
     [MINI_LIMIT_CANCELLED] = "cancelled", [MINI_LIMIT_MEMORY] = "memory",
-    [MINI_LIMIT_PIDS] = "pids",         [MINI_LIMIT_CPU] = "cpu",
+    [MINI_LIMIT_PIDS] = "pids",           [MINI_LIMIT_CPU] = "cpu",
     [MINI_LIMIT_FILE_SIZE] = "file_size", [MINI_LIMIT_DISCONNECT] = "disconnect",
     [MINI_LIMIT_SHUTDOWN] = "shutdown",
 };
@@ -36,58 +35,60 @@ static int lookup(const char *const *names, int n, const char *name)
     return -1;
 }
 
-const char *mini_op_name(enum mini_op op)
-{
-    return (unsigned)op < MINI_OP_COUNT ? op_names[op] : "unknown";
-}
+const char *mini_op_name(enum mini_op op) { return (unsigned)op < MINI_OP_COUNT ? op_names[op] : "unknown"; }
 
 int mini_op_from_name(const char *name) { return lookup(op_names, MINI_OP_COUNT, name); }
 
-const char *mini_limit_name(enum mini_limit l)
-{
-    return (unsigned)l < MINI_LIMIT_COUNT ? limit_names[l] : "none";
-}
+const char *mini_limit_name(enum mini_limit l) { return (unsigned)l < MINI_LIMIT_COUNT ? limit_names[l] : "none"; }
 
 int mini_limit_from_name(const char *name) { return lookup(limit_names, MINI_LIMIT_COUNT, name); }
 
 /* ------------------------------------------------------------ the tables */
 
 enum ftype {
-    F_STR,      /* char * */
-    F_TEXT,     /* char * and its length (size_t at off2) */
-    F_INT,      /* int64_t in [min, max] */
-    F_INT32,    /* int in [min, max] */
-    F_BOOL,     /* bool */
-    F_SECONDS,  /* double > 0, finite, <= max; 0 when absent */
-    F_OBJ,      /* cJSON * object, deep-copied */
-    F_ENV,      /* struct mini_env */
-    F_STRV,     /* char ** NULL-terminated, count (size_t at off2) >= min */
-    F_LIMIT,    /* enum mini_limit: a name, or null for none */
-    F_ERRC,     /* enum mini_errc: a name other than "ok" */
+    F_STR,     /* char * */
+    F_TEXT,    /* char * and its length (size_t at off2) */
+    F_INT,     /* int64_t in [min, max] */
+    F_INT32,   /* int in [min, max] */
+    F_BOOL,    /* bool */
+    F_SECONDS, /* double > 0, finite, <= max; 0 when absent */
+    F_OBJ,     /* cJSON * object, deep-copied */
+    F_ENV,     /* struct mini_env */
+    F_STRV,    /* char ** NULL-terminated, count (size_t at off2) >= min */
+    F_LIMIT,   /* enum mini_limit: a name, or null for none */
+    F_ERRC,    /* enum mini_errc: a name other than "ok" */
 };
 
 struct field {
     const char *name;
     enum ftype type;
     bool required;
-    size_t off, off2;     /* offsets in the message's struct */
+    size_t off, off2; /* offsets in the message's struct */
     int64_t min, max;
 };
 
 struct spec {
-    bool valid;           /* the op is a message of this direction */
+    bool valid; /* the op is a message of this direction */
     const struct field *f;
     size_t n;
 };
 
-#define FLD(st, nm, ty, rq, m, ...) \
-    { .name = nm, .type = ty, .required = rq, .off = offsetof(st, m), __VA_ARGS__ }
+#define FLD(st, nm, ty, rq, m, ...)                                                 \
+    {                                                                               \
+        .name = nm, .type = ty, .required = rq, .off = offsetof(st, m), __VA_ARGS__ \
+    }
 #define COUNT(st, m) .off2 = offsetof(st, m)
 #define RANGE(lo, hi) .min = (lo), .max = (hi)
-#define SPEC(a) { true, a, MINI_ARRAY_SIZE(a) }
-#define NO_FIELDS { true, NULL, 0 }
+#define SPEC(a)                     \
+    {                               \
+        true, a, MINI_ARRAY_SIZE(a) \
+    }
+#define NO_FIELDS     \
+    {                 \
+        true, NULL, 0 \
+    }
 
-#define TIMEOUT_MAX 1000000   /* seconds */
+#define TIMEOUT_MAX 1000000 /* seconds */
 
 static const struct field req_hello[] = {
     FLD(struct mini_req_hello, "version", F_INT, true, version, RANGE(1, MINI_ID_MAX)),
@@ -148,10 +149,8 @@ static const struct field rep_exit[] = {
 };
 #define STATS_COUNTER(nm, m) FLD(struct mini_rep_stats, nm, F_INT, true, m, RANGE(0, MINI_ID_MAX))
 static const struct field rep_stats[] = {
-    STATS_COUNTER("sessions", sessions),
-    STATS_COUNTER("running", running),
-    STATS_COUNTER("execs_total", execs_total),
-    STATS_COUNTER("clients", clients),
+    STATS_COUNTER("sessions", sessions),       STATS_COUNTER("running", running),
+    STATS_COUNTER("execs_total", execs_total), STATS_COUNTER("clients", clients),
     STATS_COUNTER("uptime_ms", uptime_ms),
 };
 static const struct field rep_error[] = {
@@ -160,14 +159,16 @@ static const struct field rep_error[] = {
 };
 
 static const struct spec req_specs[MINI_OP_COUNT] = {
-    [MINI_OP_HELLO] = SPEC(req_hello),   [MINI_OP_OPEN] = SPEC(req_open),
-    [MINI_OP_EXEC] = SPEC(req_exec),     [MINI_OP_CANCEL] = SPEC(req_cancel),
-    [MINI_OP_CLOSE] = SPEC(req_close),   [MINI_OP_STATS] = NO_FIELDS,
+    [MINI_OP_HELLO] = SPEC(req_hello),   [MINI_OP_OPEN] = SPEC(req_open),   [MINI_OP_EXEC] = SPEC(req_exec),
+    [MINI_OP_CANCEL] = SPEC(req_cancel), [MINI_OP_CLOSE] = SPEC(req_close), [MINI_OP_STATS] = NO_FIELDS,
 };
 static const struct spec rep_specs[MINI_OP_COUNT] = {
-    [MINI_OP_HELLO] = SPEC(rep_hello),   [MINI_OP_OPENED] = SPEC(rep_opened),
-    [MINI_OP_OUTPUT] = SPEC(rep_output), [MINI_OP_EXIT] = SPEC(rep_exit),
-    [MINI_OP_OK] = NO_FIELDS,            [MINI_OP_STATS] = SPEC(rep_stats),
+    [MINI_OP_HELLO] = SPEC(rep_hello),
+    [MINI_OP_OPENED] = SPEC(rep_opened),
+    [MINI_OP_OUTPUT] = SPEC(rep_output),
+    [MINI_OP_EXIT] = SPEC(rep_exit),
+    [MINI_OP_OK] = NO_FIELDS,
+    [MINI_OP_STATS] = SPEC(rep_stats),
     [MINI_OP_ERROR] = SPEC(rep_error),
 };
 
@@ -230,15 +231,9 @@ static void fields_free(const struct spec *sp, char *base, size_t size)
     memset(base, 0, size);
 }
 
-void mini_req_free(struct mini_req *req)
-{
-    fields_free(spec_of(req_specs, req->op), (char *)&req->u, sizeof req->u);
-}
+void mini_req_free(struct mini_req *req) { fields_free(spec_of(req_specs, req->op), (char *)&req->u, sizeof req->u); }
 
-void mini_rep_free(struct mini_rep *rep)
-{
-    fields_free(spec_of(rep_specs, rep->op), (char *)&rep->u, sizeof rep->u);
-}
+void mini_rep_free(struct mini_rep *rep) { fields_free(spec_of(rep_specs, rep->op), (char *)&rep->u, sizeof rep->u); }
 
 /* ----------------------------------------------------------- JSON -> C */
 
@@ -266,8 +261,7 @@ int mini_env_from_json(const cJSON *obj, struct mini_env *env, const char *what,
         if (!*k) {
             r = mini_err_set(e, BAD, "%s: variable names must not be empty", what);
         } else if (strchr(k, '=')) {
-            r = mini_err_set(e, BAD, "%s: variable name \"%.*s\" must not contain '='", what,
-                             MINI_JSON_SHOW(k));
+            r = mini_err_set(e, BAD, "%s: variable name \"%.*s\" must not contain '='", what, MINI_JSON_SHOW(k));
         } else if (!cJSON_IsString(c)) {
             r = mini_err_set(e, BAD, "%s.%.*s: must be a string", what, MINI_JSON_SHOW(k));
         } else {
@@ -285,15 +279,13 @@ int mini_env_from_json(const cJSON *obj, struct mini_env *env, const char *what,
     return 0;
 }
 
-static int strv_from_json(const cJSON *v, const struct field *f, const char *op, char *base,
-                          struct mini_err *e)
+static int strv_from_json(const cJSON *v, const struct field *f, const char *op, char *base, struct mini_err *e)
 {
     size_t n = 0;
     for (const cJSON *c = cJSON_IsArray(v) ? v->child : NULL; c; c = c->next)
         n++;
     if (!cJSON_IsArray(v) || n < (size_t)f->min)
-        return mini_err_set(e, BAD, "%s.%s: must be %s array of strings", op, f->name,
-                            f->min ? "a non-empty" : "an");
+        return mini_err_set(e, BAD, "%s.%s: must be %s array of strings", op, f->name, f->min ? "a non-empty" : "an");
     char **a = calloc(n + 1, sizeof *a);
     if (!a)
         return nomem(e);
@@ -314,8 +306,7 @@ static int strv_from_json(const cJSON *v, const struct field *f, const char *op,
     return 0;
 }
 
-static int field_from_json(const cJSON *v, const struct field *f, const char *op, char *base,
-                           struct mini_err *e)
+static int field_from_json(const cJSON *v, const struct field *f, const char *op, char *base, struct mini_err *e)
 {
     void *p = base + f->off;
     int64_t x;
@@ -333,8 +324,8 @@ static int field_from_json(const cJSON *v, const struct field *f, const char *op
     case F_INT:
     case F_INT32:
         if (!mini_json_get_int(v, f->min, f->max, &x))
-            return mini_err_set(e, BAD, "%s.%s: must be an integer between %" PRId64 " and %" PRId64,
-                                op, f->name, f->min, f->max);
+            return mini_err_set(e, BAD, "%s.%s: must be an integer between %" PRId64 " and %" PRId64, op, f->name,
+                                f->min, f->max);
         if (f->type == F_INT)
             *(int64_t *)p = x;
         else
@@ -363,15 +354,14 @@ static int field_from_json(const cJSON *v, const struct field *f, const char *op
         snprintf(what, sizeof what, "%s.%s", op, f->name);
         return mini_env_from_json(v, p, what, e);
     }
-    case F_STRV:
-        return strv_from_json(v, f, op, base, e);
+    case F_STRV: return strv_from_json(v, f, op, base, e);
     case F_LIMIT:
         k = cJSON_IsString(v) ? mini_limit_from_name(v->valuestring) : -1;
         if (cJSON_IsNull(v))
             k = MINI_LIMIT_NONE;
         else if (k <= MINI_LIMIT_NONE)
-            return mini_err_set(e, BAD, "%s.%s: must be null or a limit name (\"timeout\", \"memory\", ...)",
-                                op, f->name);
+            return mini_err_set(e, BAD, "%s.%s: must be null or a limit name (\"timeout\", \"memory\", ...)", op,
+                                f->name);
         *(enum mini_limit *)p = (enum mini_limit)k;
         return 0;
     case F_ERRC:
@@ -401,8 +391,8 @@ static int64_t peek_id(const cJSON *obj)
 
 /* Everything but the op-specific checks: object, keys, op, id, fields.
  * Fills *op and *id (id -1 when unreadable) and the fields at base. */
-static int msg_from_json(const cJSON *obj, const struct spec *table, bool reply, enum mini_op *op,
-                         int64_t *id, char *base, size_t size, struct mini_err *e)
+static int msg_from_json(const cJSON *obj, const struct spec *table, bool reply, enum mini_op *op, int64_t *id,
+                         char *base, size_t size, struct mini_err *e)
 {
     const char *kind = reply ? "reply" : "request";
     *op = (enum mini_op)0;
@@ -479,8 +469,7 @@ int mini_rep_from_json(const cJSON *obj, struct mini_rep *rep, struct mini_err *
     return r;
 }
 
-int mini_req_decode(const char *payload, size_t len, struct mini_req *req, int64_t *id_out,
-                    struct mini_err *e)
+int mini_req_decode(const char *payload, size_t len, struct mini_req *req, int64_t *id_out, struct mini_err *e)
 {
     memset(req, 0, sizeof *req);
     req->id = -1;
@@ -601,8 +590,7 @@ static cJSON *field_to_json(const struct field *f, const char *base)
     }
     case F_LIMIT: {
         enum mini_limit l = *(const enum mini_limit *)p;
-        return l > MINI_LIMIT_NONE && l < MINI_LIMIT_COUNT ? cJSON_CreateString(limit_names[l])
-                                                           : cJSON_CreateNull();
+        return l > MINI_LIMIT_NONE && l < MINI_LIMIT_COUNT ? cJSON_CreateString(limit_names[l]) : cJSON_CreateNull();
     }
     case F_ERRC: {
         enum mini_errc c = *(const enum mini_errc *)p;

@@ -40,16 +40,16 @@ static int lead_info(uint8_t c, uint8_t *lo, uint8_t *hi)
         return 2;
     if (c < 0xF0) {
         if (c == 0xE0)
-            *lo = 0xA0;          /* no overlong 3-byte forms */
+            *lo = 0xA0; /* no overlong 3-byte forms */
         else if (c == 0xED)
-            *hi = 0x9F;          /* no surrogates */
+            *hi = 0x9F; /* no surrogates */
         return 3;
     }
     if (c < 0xF5) {
         if (c == 0xF0)
-            *lo = 0x90;          /* no overlong 4-byte forms */
+            *lo = 0x90; /* no overlong 4-byte forms */
         else if (c == 0xF4)
-            *hi = 0x8F;          /* nothing above U+10FFFF */
+            *hi = 0x8F; /* nothing above U+10FFFF */
         return 4;
     }
     return 0;
@@ -86,7 +86,7 @@ static size_t scan(const uint8_t *p, size_t n, size_t *bad, int *cut)
 int mini_utf8_sanitize(struct mini_buf *out, const void *data, size_t n)
 {
     const uint8_t *p = data;
-    size_t i = 0, run = 0;  /* p[run..i) is valid and not yet copied */
+    size_t i = 0, run = 0; /* p[run..i) is valid and not yet copied */
     if (n == 0)
         return mini_buf_append(out, "", 0);
     while (i < n) {
@@ -101,8 +101,7 @@ int mini_utf8_sanitize(struct mini_buf *out, const void *data, size_t n)
             i += len;
             continue;
         }
-        if (mini_buf_append(out, p + run, i - run) < 0 ||
-            mini_buf_append(out, replacement, sizeof replacement) < 0)
+        if (mini_buf_append(out, p + run, i - run) < 0 || mini_buf_append(out, replacement, sizeof replacement) < 0)
             return -1;
         i += bad;
         run = i;

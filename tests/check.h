@@ -9,30 +9,51 @@
 
 static int check_passed, check_failed;
 
-#define CHECK(cond) do { \
-    if (cond) check_passed++; \
-    else { check_failed++; fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); } \
-} while (0)
+#define CHECK(cond)                                                                  \
+    do {                                                                             \
+        if (cond)                                                                    \
+            check_passed++;                                                          \
+        else {                                                                       \
+            check_failed++;                                                          \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+        }                                                                            \
+    } while (0)
 
-#define CHECK_MSG(cond, ...) do { \
-    if (cond) check_passed++; \
-    else { check_failed++; fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond); \
-           fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } \
-} while (0)
+#define CHECK_MSG(cond, ...)                                                         \
+    do {                                                                             \
+        if (cond)                                                                    \
+            check_passed++;                                                          \
+        else {                                                                       \
+            check_failed++;                                                          \
+            fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                            \
+            fputc('\n', stderr);                                                     \
+        }                                                                            \
+    } while (0)
 
-#define CHECK_STR(a, b) do { \
-    const char *_a = (a), *_b = (b); \
-    if (_a && _b && strcmp(_a, _b) == 0) check_passed++; \
-    else { check_failed++; fprintf(stderr, "%s:%d: CHECK_STR failed: %s == %s: \"%s\" vs \"%s\"\n", \
-           __FILE__, __LINE__, #a, #b, _a ? _a : "(null)", _b ? _b : "(null)"); } \
-} while (0)
+#define CHECK_STR(a, b)                                                                                          \
+    do {                                                                                                         \
+        const char *_a = (a), *_b = (b);                                                                         \
+        if (_a && _b && strcmp(_a, _b) == 0)                                                                     \
+            check_passed++;                                                                                      \
+        else {                                                                                                   \
+            check_failed++;                                                                                      \
+            fprintf(stderr, "%s:%d: CHECK_STR failed: %s == %s: \"%s\" vs \"%s\"\n", __FILE__, __LINE__, #a, #b, \
+                    _a ? _a : "(null)", _b ? _b : "(null)");                                                     \
+        }                                                                                                        \
+    } while (0)
 
-#define CHECK_MEM(a, alen, b, blen) do { \
-    size_t _al = (alen), _bl = (blen); \
-    if (_al == _bl && memcmp((a), (b), _al) == 0) check_passed++; \
-    else { check_failed++; fprintf(stderr, "%s:%d: CHECK_MEM failed: %s (%zu bytes) vs %s (%zu bytes)\n", \
-           __FILE__, __LINE__, #a, _al, #b, _bl); } \
-} while (0)
+#define CHECK_MEM(a, alen, b, blen)                                                                                \
+    do {                                                                                                           \
+        size_t _al = (alen), _bl = (blen);                                                                         \
+        if (_al == _bl && memcmp((a), (b), _al) == 0)                                                              \
+            check_passed++;                                                                                        \
+        else {                                                                                                     \
+            check_failed++;                                                                                        \
+            fprintf(stderr, "%s:%d: CHECK_MEM failed: %s (%zu bytes) vs %s (%zu bytes)\n", __FILE__, __LINE__, #a, \
+                    _al, #b, _bl);                                                                                 \
+        }                                                                                                          \
+    } while (0)
 
 static inline int check_summary(void)
 {

@@ -37,30 +37,33 @@ static inline void child_report(const char *name, int ok, long ret, int err)
 }
 
 /* `call` must fail with `want`. */
-#define FAILS(name, want, call) do { \
-    errno = 0; \
-    long _r = (long)(call); \
-    int _e = errno; \
-    child_report(name, _r == -1 && _e == (want), _r, _e); \
-} while (0)
+#define FAILS(name, want, call)                               \
+    do {                                                      \
+        errno = 0;                                            \
+        long _r = (long)(call);                               \
+        int _e = errno;                                       \
+        child_report(name, _r == -1 && _e == (want), _r, _e); \
+    } while (0)
 
 /* `call` must succeed. */
-#define WORKS(name, call) do { \
-    errno = 0; \
-    long _r = (long)(call); \
-    int _e = errno; \
-    child_report(name, _r >= 0, _r, _e); \
-} while (0)
+#define WORKS(name, call)                    \
+    do {                                     \
+        errno = 0;                           \
+        long _r = (long)(call);              \
+        int _e = errno;                      \
+        child_report(name, _r >= 0, _r, _e); \
+    } while (0)
 
 /* `call` must return a descriptor, which is closed again. */
-#define WORKS_FD(name, call) do { \
-    errno = 0; \
-    long _r = (long)(call); \
-    int _e = errno; \
-    child_report(name, _r >= 0, _r, _e); \
-    if (_r >= 0) \
-        close((int)_r); \
-} while (0)
+#define WORKS_FD(name, call)                 \
+    do {                                     \
+        errno = 0;                           \
+        long _r = (long)(call);              \
+        int _e = errno;                      \
+        child_report(name, _r >= 0, _r, _e); \
+        if (_r >= 0)                         \
+            close((int)_r);                  \
+    } while (0)
 
 /* Fork, run body in the child (which exits 0 after it), CHECK every record
  * it sends.  Returns the child's wait status; *count gets the number of
@@ -86,8 +89,7 @@ static inline int child_run(void (*body)(void), const char *label, int *count)
     while (read(p[0], &rec, sizeof rec) == (ssize_t)sizeof rec) {
         n++;
         rec.name[sizeof rec.name - 1] = '\0';
-        CHECK_MSG(rec.ok, "%s: %s: returned %ld, errno %d (%s)", label, rec.name, rec.ret, rec.err,
-                  strerror(rec.err));
+        CHECK_MSG(rec.ok, "%s: %s: returned %ld, errno %d (%s)", label, rec.name, rec.ret, rec.err, strerror(rec.err));
     }
     close(p[0]);
     int status;

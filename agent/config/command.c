@@ -45,7 +45,7 @@ static int edit_key(const char *file, const char *key, const char *value)
     mini_err_clear(&e);
     _cleanup_buf_ struct mini_buf text = MINI_BUF_INIT, out = MINI_BUF_INIT;
     if (access(file, F_OK) < 0) {
-        if (!value) {   /* unset_key: nothing to remove from, nothing created */
+        if (!value) { /* unset_key: nothing to remove from, nothing created */
             fprintf(stderr, "mini config: warning: can't delete from %s - it doesn't exist.\n", file);
             return 0;
         }
@@ -88,10 +88,7 @@ static int run_editor(const char *file)
     return WIFEXITED(st) && WEXITSTATUS(st) == 127 ? 1 : 0;
 }
 
-static bool valid_key(const char *key)
-{
-    return *key && !strchr(key, '=') && !strpbrk(key, "\n\r");
-}
+static bool valid_key(const char *key) { return *key && !strchr(key, '=') && !strpbrk(key, "\n\r"); }
 
 int mini_config_command(int argc, char **argv)
 {
@@ -114,7 +111,9 @@ int mini_config_command(int argc, char **argv)
     }
     if (argc - 2 != want) {
         fprintf(stderr, "mini config %s: expected %s\n", cmd,
-                want == 2 ? "KEY VALUE" : want == 1 ? "KEY" : "no arguments");
+                want == 2       ? "KEY VALUE"
+                    : want == 1 ? "KEY"
+                                : "no arguments");
         return 2;
     }
     if (want > 0 && !valid_key(argv[2])) {

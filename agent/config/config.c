@@ -29,11 +29,7 @@
 #define MINI_CONFIG_INSTALL_SUBDIR "share/mini/configs"
 #endif
 
-
-static int nomem(struct mini_err *e)
-{
-    return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-}
+static int nomem(struct mini_err *e) { return mini_err_set(e, MINI_E_NOMEM, "out of memory"); }
 
 /* ---- paths ---- */
 
@@ -131,7 +127,8 @@ char *mini_config_global_dir_new(bool create, struct mini_err *e)
             struct passwd *pw = getpwuid(getuid());
             if (!pw || !pw->pw_dir)
                 return mini_err_set(e, MINI_E_CONFIG,
-                                    "cannot find the home directory: set HOME or MSWEA_GLOBAL_CONFIG_DIR"), NULL;
+                                    "cannot find the home directory: set HOME or MSWEA_GLOBAL_CONFIG_DIR"),
+                       NULL;
             home = strdup(pw->pw_dir);
         }
         if (!home)
@@ -165,7 +162,7 @@ const char *mini_config_global_dir(void)
         return NULL;
     _cleanup_free_ char *copy = strdup(dir);
     if (copy)
-        (void)mkdir_p(copy, &e);   /* best effort: see config.h */
+        (void)mkdir_p(copy, &e); /* best effort: see config.h */
     char *expected = NULL;
     if (!__atomic_compare_exchange_n(&cached, &expected, dir, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
         free(dir);
@@ -214,7 +211,7 @@ static int set_float(cJSON *n)
     char *dup = strdup(text);
     if (!dup)
         return -1;
-    free(n->valuestring);   /* cJSON's default allocator is malloc */
+    free(n->valuestring); /* cJSON's default allocator is malloc */
     n->valuestring = dup;
     return 0;
 }
@@ -300,8 +297,7 @@ static char *with_yaml_suffix(const char *spec, bool *had_suffix, struct mini_er
     while (base > spec && base[-1] != '/')
         base--;
     size_t blen = (size_t)(spec + len - base);
-    if (!blen || (blen == 1 && (base[0] == '.' || base[0] == '/')) ||
-        (blen == 2 && base[0] == '.' && base[1] == '.'))
+    if (!blen || (blen == 1 && (base[0] == '.' || base[0] == '/')) || (blen == 2 && base[0] == '.' && base[1] == '.'))
         return mini_err_set(e, MINI_E_CONFIG, "config \"%.*s\": not a file name", MINI_JSON_SHOW(spec)), NULL;
     size_t dot = 0;
     for (size_t i = blen; i-- > 0;)
@@ -377,8 +373,7 @@ static void json_dedupe(cJSON *item)
 {
     if (cJSON_IsArray(item)) {
         cJSON *c;
-        cJSON_ArrayForEach(c, item)
-            json_dedupe(c);
+        cJSON_ArrayForEach(c, item) json_dedupe(c);
         return;
     }
     if (!cJSON_IsObject(item))
@@ -440,8 +435,8 @@ static char **split_path(const char *path, const char *what, struct mini_err *e)
             *dot = '\0';
         if (!*p) {
             free(segs);
-            return mini_err_set(e, MINI_E_CONFIG, "%s \"%.*s\": empty key in the path", what,
-                                MINI_JSON_SHOW(path)), NULL;
+            return mini_err_set(e, MINI_E_CONFIG, "%s \"%.*s\": empty key in the path", what, MINI_JSON_SHOW(path)),
+                   NULL;
         }
         segs[k++] = p;
         if (!dot)
@@ -489,7 +484,8 @@ cJSON *mini_config_read_spec(const char *spec, struct mini_err *e)
 int mini_config_merge(cJSON *dst, const cJSON *src, struct mini_err *e)
 {
     const cJSON *s;
-    cJSON_ArrayForEach(s, src) {
+    cJSON_ArrayForEach(s, src)
+    {
         cJSON *d = cJSON_GetObjectItemCaseSensitive(dst, s->string);
         if (d && cJSON_IsObject(d) && cJSON_IsObject(s)) {
             if (mini_config_merge(d, s, e) < 0)
@@ -526,10 +522,11 @@ cJSON *mini_config_load(const char *const *specs, size_t n, struct mini_err *e)
         if (!part)
             return NULL;
         if (cJSON_IsNull(part))
-            continue;   /* an empty file */
+            continue; /* an empty file */
         if (!cJSON_IsObject(part))
             return mini_err_set(e, MINI_E_CONFIG, "config \"%.*s\": the top level must be a mapping",
-                                MINI_JSON_SHOW(specs[i])), NULL;
+                                MINI_JSON_SHOW(specs[i])),
+                   NULL;
         if (mini_config_merge(cfg, part, e) < 0)
             return NULL;
     }
@@ -548,7 +545,8 @@ cJSON *mini_config_get(const cJSON *cfg, const char *path)
         if (!cJSON_IsObject(cur))
             return NULL;
         const cJSON *next = NULL, *c;
-        cJSON_ArrayForEach(c, cur) {
+        cJSON_ArrayForEach(c, cur)
+        {
             if (c->string && strlen(c->string) == l && !memcmp(c->string, p, l)) {
                 next = c;
                 break;
@@ -586,8 +584,7 @@ int mini_config_set(cJSON *cfg, const char *path, cJSON *value, struct mini_err 
     if (!val)
         return nomem(e);
     if (!cJSON_IsObject(cfg))
-        return mini_err_set(e, MINI_E_CONFIG, "setting %.*s: the configuration is not a mapping",
-                            MINI_JSON_SHOW(path));
+        return mini_err_set(e, MINI_E_CONFIG, "setting %.*s: the configuration is not a mapping", MINI_JSON_SHOW(path));
     _cleanup_free_ char **segs = split_path(path, "setting", e);
     if (!segs)
         return -1;
@@ -623,23 +620,23 @@ int mini_config_set(cJSON *cfg, const char *path, cJSON *value, struct mini_err 
 /* ---- validation ---- */
 
 enum vtype {
-    V_STR,        /* str */
-    V_STR_NULL,   /* str | None (paths) */
-    V_INT,        /* int */
-    V_NUM,        /* float */
-    V_BOOL,       /* bool */
-    V_ENUM,       /* Literal[...] */
-    V_ENUM_NULL,  /* Literal[...] | None */
-    V_MAP,        /* dict[str, Any] */
-    V_MAP_STR,    /* dict[str, str] */
-    V_LIST,       /* list[Any] */
-    V_LIST_STR,   /* list[str] */
+    V_STR,       /* str */
+    V_STR_NULL,  /* str | None (paths) */
+    V_INT,       /* int */
+    V_NUM,       /* float */
+    V_BOOL,      /* bool */
+    V_ENUM,      /* Literal[...] */
+    V_ENUM_NULL, /* Literal[...] | None */
+    V_MAP,       /* dict[str, Any] */
+    V_MAP_STR,   /* dict[str, str] */
+    V_LIST,      /* list[Any] */
+    V_LIST_STR,  /* list[str] */
 };
 
 struct keydef {
     const char *name;
     enum vtype type;
-    const char *const *choices;   /* V_ENUM, V_ENUM_NULL */
+    const char *const *choices; /* V_ENUM, V_ENUM_NULL */
 };
 
 struct section {
@@ -677,9 +674,9 @@ static const struct keydef model_keys[] = {
     { "observation_template", V_STR, NULL },
     { "multimodal_regex", V_STR, NULL },
     { "action_regex", V_STR, NULL },
-    { "outputs", V_LIST, NULL },            /* deterministic */
-    { "cost_per_call", V_NUM, NULL },       /* deterministic */
-    { "replay_path", V_STR, NULL },         /* replay */
+    { "outputs", V_LIST, NULL },      /* deterministic */
+    { "cost_per_call", V_NUM, NULL }, /* deterministic */
+    { "replay_path", V_STR, NULL },   /* replay */
     { NULL, 0, NULL },
 };
 
@@ -688,10 +685,10 @@ static const struct keydef environment_keys[] = {
     { "cwd", V_STR, NULL },
     { "env", V_MAP_STR, NULL },
     { "timeout", V_INT, NULL },
-    { "profile", V_STR, NULL },             /* sandbox */
-    { "workspace", V_STR, NULL },           /* sandbox */
-    { "socket", V_STR, NULL },              /* sandbox */
-    { "forward_env", V_LIST_STR, NULL },    /* sandbox */
+    { "profile", V_STR, NULL },          /* sandbox */
+    { "workspace", V_STR, NULL },        /* sandbox */
+    { "socket", V_STR, NULL },           /* sandbox */
+    { "forward_env", V_LIST_STR, NULL }, /* sandbox */
     { NULL, 0, NULL },
 };
 
@@ -767,7 +764,7 @@ static int ignored_key(const char *section, const char *key)
 {
     if (!strcmp(section, "environment") && !strcmp(key, "image")) {
         cfg_warn("environment.image: container images are not supported yet (issue P9); ignored: the commands run "
-             "on this machine");
+                 "on this machine");
         return 1;
     }
     if (!strcmp(section, "environment") && !strcmp(key, "interpreter")) {
@@ -777,18 +774,18 @@ static int ignored_key(const char *section, const char *key)
     for (size_t i = 0; i < MINI_ARRAY_SIZE(ignored_keys); i++)
         if (!strcmp(ignored_keys[i].section, section) && !strcmp(ignored_keys[i].key, key)) {
             cfg_warn("%s.%s: ignored (a setting of mini-swe-agent's %s %s, which mini does not have)", section, key,
-                 ignored_keys[i].owner, section);
+                     ignored_keys[i].owner, section);
             return 1;
         }
     return 0;
 }
 
 #define DEFAULT_ACTION_REGEX "```mswea_bash_command\\s*\\n(.*?)\\n```"
-#define DEFAULT_OBSERVATION_TEMPLATE \
-    "<returncode>{{ output.returncode }}</returncode>\n" \
+#define DEFAULT_OBSERVATION_TEMPLATE                                                                \
+    "<returncode>{{ output.returncode }}</returncode>\n"                                            \
     "{% if output.exception_info %}<exception>{{ output.exception_info }}</exception>\n{% endif %}" \
     "<output>\n{{ output.output }}</output>"
-#define DEFAULT_TEXT_FORMAT_ERROR \
+#define DEFAULT_TEXT_FORMAT_ERROR                                                     \
     "Reply with exactly one ```mswea_bash_command block holding the command to run; " \
     "your reply had {{ actions | length }}."
 
@@ -803,7 +800,7 @@ static const char *describe(char *buf, size_t size, const cJSON *v)
     else if (cJSON_IsBool(v))
         snprintf(buf, size, "%s", cJSON_IsTrue(v) ? "true" : "false");
     else if (cJSON_IsNumber(v))
-        for (int prec = 1; prec <= 17; prec++) {   /* the shortest form that reads back */
+        for (int prec = 1; prec <= 17; prec++) { /* the shortest form that reads back */
             snprintf(buf, size, "%.*g", prec, v->valuedouble);
             if (!isfinite(v->valuedouble) || strtod(buf, NULL) == v->valuedouble)
                 break;
@@ -849,8 +846,8 @@ static int unknown_key(struct mini_err *e, const struct section *s, const char *
                             MINI_JSON_SHOW(key), s->name, near);
     for (size_t i = 0; i < MINI_ARRAY_SIZE(sections); i++)
         if (&sections[i] != s && find_key(&sections[i], key))
-            return mini_err_set(e, MINI_E_CONFIG, "%s.%.*s: unknown key (it belongs in the %s section: %s.%s)",
-                                s->name, MINI_JSON_SHOW(key), sections[i].name, sections[i].name, key);
+            return mini_err_set(e, MINI_E_CONFIG, "%s.%.*s: unknown key (it belongs in the %s section: %s.%s)", s->name,
+                                MINI_JSON_SHOW(key), sections[i].name, sections[i].name, key);
     struct mini_buf list = MINI_BUF_INIT;
     for (size_t i = 0; i < n; i++)
         mini_buf_printf(&list, "%s%s", i ? ", " : "", names[i]);
@@ -921,8 +918,8 @@ static int check_value(cJSON *parent, cJSON *v, const struct keydef *k, const ch
     switch (k->type) {
     case V_STR:
         if (!cJSON_IsString(v))
-            return type_error(e, path, "a string", v, cJSON_IsNumber(v) || cJSON_IsBool(v)
-                                                          ? " (quote it in YAML)" : NULL);
+            return type_error(e, path, "a string", v,
+                              cJSON_IsNumber(v) || cJSON_IsBool(v) ? " (quote it in YAML)" : NULL);
         return 0;
     case V_STR_NULL:
         if (!cJSON_IsString(v) && !cJSON_IsNull(v))
@@ -933,13 +930,13 @@ static int check_value(cJSON *parent, cJSON *v, const struct keydef *k, const ch
             d = v->valuedouble;
             if (!isfinite(d) || d != floor(d) || fabs(d) > (double)MINI_JSON_INT_MAX)
                 return type_error(e, path, "an integer", v, NULL);
-            set_int(v);   /* pydantic makes an int of 10.0 */
+            set_int(v); /* pydantic makes an int of 10.0 */
             return 0;
         }
         if (cJSON_IsString(v) && str_to_int(v->valuestring, &d))
             return replace(parent, v, cJSON_CreateNumber(d), e);
         return type_error(e, path, "an integer", v, NULL);
-    case V_NUM:   /* pydantic makes a float of 3: it prints as 3.0 */
+    case V_NUM: /* pydantic makes a float of 3: it prints as 3.0 */
         if (cJSON_IsNumber(v))
             return mini_config_is_float(v) || set_float(v) == 0 ? 0 : nomem(e);
         if (cJSON_IsString(v) && str_to_num(v->valuestring, &d))
@@ -983,7 +980,8 @@ static int check_value(cJSON *parent, cJSON *v, const struct keydef *k, const ch
         if (!cJSON_IsObject(v))
             return type_error(e, path, "a mapping of names to strings", v, NULL);
         cJSON *c;
-        cJSON_ArrayForEach(c, v) {
+        cJSON_ArrayForEach(c, v)
+        {
             if (!cJSON_IsString(c)) {
                 char sub[600];
                 snprintf(sub, sizeof sub, "%s.%.*s", path, MINI_JSON_SHOW(c->string));
@@ -1001,7 +999,8 @@ static int check_value(cJSON *parent, cJSON *v, const struct keydef *k, const ch
             return type_error(e, path, "a list of strings", v, NULL);
         int i = 0;
         cJSON *c;
-        cJSON_ArrayForEach(c, v) {
+        cJSON_ArrayForEach(c, v)
+        {
             if (!cJSON_IsString(c)) {
                 char sub[600];
                 snprintf(sub, sizeof sub, "%s[%d]", path, i);
@@ -1031,15 +1030,11 @@ static int add_default(cJSON *obj, const char *key, cJSON *value, struct mini_er
     return 0;
 }
 
-static bool contains_ci(const char *hay, const char *needle)
-{
-    return hay && strcasestr(hay, needle);
-}
+static bool contains_ci(const char *hay, const char *needle) { return hay && strcasestr(hay, needle); }
 
 /* Shorten a mini-swe-agent import path to our name for it. */
 static int normalize_class(cJSON *sec, const char *key, const char *const (*aliases)[2], size_t n,
-                           const char *const *supported, const char *sec_name, const char *hint,
-                           struct mini_err *e)
+                           const char *const *supported, const char *sec_name, const char *hint, struct mini_err *e)
 {
     cJSON *v = cJSON_GetObjectItemCaseSensitive(sec, key);
     if (!v)
@@ -1072,7 +1067,8 @@ static int fill_agent(cJSON *a, struct mini_err *e)
         if (!cJSON_GetObjectItemCaseSensitive(a, *req))
             return mini_err_set(e, MINI_E_CONFIG,
                                 "agent.%s: missing (mini-swe-agent requires it; did the -c list leave out the "
-                                "base config? write -c mini -c KEY=VALUE)", *req);
+                                "base config? write -c mini -c KEY=VALUE)",
+                                *req);
     if (add_default(a, "agent_class", cJSON_CreateString("interactive"), e) < 0 ||
         add_default(a, "step_limit", cJSON_CreateNumber(0), e) < 0 ||
         add_default(a, "cost_limit", mini_config_float(3.0), e) < 0 ||
@@ -1113,18 +1109,22 @@ static int fill_model(cJSON *m, struct mini_err *e)
     const char *ct = getenv("MSWEA_COST_TRACKING");
     if (ct && *ct && !cJSON_GetObjectItemCaseSensitive(m, "cost_tracking") && strcmp(ct, "default") &&
         strcmp(ct, "ignore_errors"))
-        return mini_err_set(e, MINI_E_CONFIG, "MSWEA_COST_TRACKING: must be \"default\" or \"ignore_errors\", got "
-                            "\"%.*s\"", MINI_JSON_SHOW(ct));
+        return mini_err_set(e, MINI_E_CONFIG,
+                            "MSWEA_COST_TRACKING: must be \"default\" or \"ignore_errors\", got "
+                            "\"%.*s\"",
+                            MINI_JSON_SHOW(ct));
     const char *reg = getenv("LITELLM_MODEL_REGISTRY_PATH");
     /* get_model picks Anthropic's cache markers unless the config chose. */
     bool anthropic = contains_ci(name, "anthropic") || contains_ci(name, "sonnet") || contains_ci(name, "opus") ||
-                     contains_ci(name, "claude");
+        contains_ci(name, "claude");
     if (add_default(m, "model_kwargs", cJSON_CreateObject(), e) < 0 ||
         add_default(m, "litellm_model_registry", reg && *reg ? cJSON_CreateString(reg) : cJSON_CreateNull(), e) < 0 ||
-        add_default(m, "set_cache_control", anthropic ? cJSON_CreateString("default_end") : cJSON_CreateNull(), e) < 0 ||
+        add_default(m, "set_cache_control", anthropic ? cJSON_CreateString("default_end") : cJSON_CreateNull(), e) <
+            0 ||
         add_default(m, "cost_tracking", cJSON_CreateString(ct && *ct ? ct : "default"), e) < 0 ||
         add_default(m, "format_error_template",
-                    cJSON_CreateString(textbased || deterministic ? DEFAULT_TEXT_FORMAT_ERROR : "{{ error }}"), e) < 0 ||
+                    cJSON_CreateString(textbased || deterministic ? DEFAULT_TEXT_FORMAT_ERROR : "{{ error }}"),
+                    e) < 0 ||
         add_default(m, "observation_template", cJSON_CreateString(DEFAULT_OBSERVATION_TEMPLATE), e) < 0 ||
         add_default(m, "multimodal_regex", cJSON_CreateString(""), e) < 0)
         return -1;
@@ -1145,8 +1145,8 @@ static int fill_environment(cJSON *env, bool container, struct mini_err *e)
     for (size_t i = 0; cls && i < MINI_ARRAY_SIZE(container_classes); i++)
         if (!strcmp(cls->valuestring, container_classes[i][0]) || !strcmp(cls->valuestring, container_classes[i][1])) {
             cfg_warn("environment.environment_class: %s is not available in mini (containers: issue P9); the "
-                 "commands run on this machine, as with local (--sandbox PROFILE isolates them)",
-                 container_classes[i][0]);
+                     "commands run on this machine, as with local (--sandbox PROFILE isolates them)",
+                     container_classes[i][0]);
             if (replace(env, cls, cJSON_CreateString("local"), e) < 0)
                 return -1;
             container = true;
@@ -1158,7 +1158,8 @@ static int fill_environment(cJSON *env, bool container, struct mini_err *e)
     const char *ccwd = mini_config_get_string(env, "cwd");
     if (container && ccwd && *ccwd && !is_dir(ccwd)) {
         cfg_warn("environment.cwd: \"%.*s\" is a directory of the container and does not exist here; ignored: the "
-             "commands start in the current directory", MINI_JSON_SHOW(ccwd));
+                 "commands start in the current directory",
+                 MINI_JSON_SHOW(ccwd));
         cJSON_DeleteItemFromObjectCaseSensitive(env, "cwd");
     }
     if (normalize_class(env, "environment_class", aliases, MINI_ARRAY_SIZE(aliases), supported, "environment",
@@ -1176,7 +1177,8 @@ static int fill_environment(cJSON *env, bool container, struct mini_err *e)
         return 0;
     const char *profile = mini_config_get_string(env, "profile");
     if (profile && !*profile)
-        return mini_err_set(e, MINI_E_CONFIG, "environment.profile: must not be empty (strict, standard, "
+        return mini_err_set(e, MINI_E_CONFIG,
+                            "environment.profile: must not be empty (strict, standard, "
                             "permissive, or a profile file)");
     /* The workspace defaults to cwd when that is set (the sandbox mounts
      * the directory the commands start in), else the current directory;
@@ -1205,7 +1207,7 @@ int mini_config_validate(cJSON *cfg, struct mini_err *e)
 {
     if (!cJSON_IsObject(cfg))
         return mini_err_set(e, MINI_E_CONFIG, "the configuration must be a mapping");
-    bool container = false;   /* written for a container: its cwd is inside it */
+    bool container = false; /* written for a container: its cwd is inside it */
     for (cJSON *sec = cfg->child, *next_sec; sec; sec = next_sec) {
         next_sec = sec->next;
         const struct section *s = NULL;
@@ -1221,12 +1223,15 @@ int mini_config_validate(cJSON *cfg, struct mini_err *e)
                 return mini_err_set(e, MINI_E_CONFIG, "%.*s: unknown section (did you mean %s?)",
                                     MINI_JSON_SHOW(sec->string), near);
             if (!strcmp(sec->string, "env"))
-                return mini_err_set(e, MINI_E_CONFIG, "env: unknown section (variables for the commands go in "
+                return mini_err_set(e, MINI_E_CONFIG,
+                                    "env: unknown section (variables for the commands go in "
                                     "environment.env)");
-            return mini_err_set(e, MINI_E_CONFIG, "%.*s: unknown section (the sections are agent, environment, "
-                                "model and run)", MINI_JSON_SHOW(sec->string));
+            return mini_err_set(e, MINI_E_CONFIG,
+                                "%.*s: unknown section (the sections are agent, environment, "
+                                "model and run)",
+                                MINI_JSON_SHOW(sec->string));
         }
-        if (cJSON_IsNull(sec)) {   /* "agent:" with nothing under it */
+        if (cJSON_IsNull(sec)) { /* "agent:" with nothing under it */
             if (replace(cfg, sec, cJSON_CreateObject(), e) < 0)
                 return -1;
             continue;
@@ -1234,7 +1239,7 @@ int mini_config_validate(cJSON *cfg, struct mini_err *e)
         if (!cJSON_IsObject(sec))
             return type_error(e, s->name, "a mapping", sec, NULL);
         for (cJSON *item = sec->child, *next; item; item = next) {
-            next = item->next;   /* check_value may replace item */
+            next = item->next; /* check_value may replace item */
             const struct keydef *k = find_key(s, item->string);
             if (!k && ignored_key(s->name, item->string)) {
                 if (!strcmp(s->name, "environment"))

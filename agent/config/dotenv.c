@@ -16,11 +16,7 @@
 #include "mini/json.h"
 #include "mini/utf8.h"
 
-
-static int nomem(struct mini_err *e)
-{
-    return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-}
+static int nomem(struct mini_err *e) { return mini_err_set(e, MINI_E_NOMEM, "out of memory"); }
 
 /* ---- a small string -> pointer hash index ---- */
 
@@ -117,10 +113,7 @@ static size_t ws_len(const char *s, size_t n, size_t i)
 }
 
 /* [^\S\r\n]: whitespace other than a line break. */
-static size_t hws_len(const char *s, size_t n, size_t i)
-{
-    return s[i] == '\n' || s[i] == '\r' ? 0 : ws_len(s, n, i);
-}
+static size_t hws_len(const char *s, size_t n, size_t i) { return s[i] == '\n' || s[i] == '\r' ? 0 : ws_len(s, n, i); }
 
 struct dreader {
     const char *s;
@@ -192,8 +185,7 @@ enum { DB_END, DB_OK, DB_SKIP };
 /* One binding (python-dotenv's parse_binding).  DB_OK with *has_key and
  * *has_val telling what was found; DB_SKIP for a line that does not parse;
  * DB_END at the end; -1 when out of memory. */
-static int dotenv_binding(struct dreader *r, struct mini_buf *key, struct mini_buf *val,
-                          bool *has_key, bool *has_val)
+static int dotenv_binding(struct dreader *r, struct mini_buf *key, struct mini_buf *val, bool *has_key, bool *has_val)
 {
     const char *s = r->s;
     size_t n = r->n, l;
@@ -276,7 +268,7 @@ static int dotenv_binding(struct dreader *r, struct mini_buf *key, struct mini_b
                 return -1;
         }
     }
-    {   /* an optional comment, then the end of the line */
+    { /* an optional comment, then the end of the line */
         size_t save = r->pos;
         skip_hws(r);
         if (r->pos < n && s[r->pos] == '#')
@@ -454,13 +446,15 @@ int mini_config_load_dotenv(const char *path, struct mini_err *e)
         return mini_err_prefix(e, "%s", path);
     /* Check every name before setting any, so a bad file changes nothing. */
     cJSON *it;
-    cJSON_ArrayForEach(it, vars) {
+    cJSON_ArrayForEach(it, vars)
+    {
         if (strchr(it->string, '='))
             return mini_err_set(e, MINI_E_CONFIG, "%s: \"%.*s\" is not a valid variable name", path,
                                 MINI_JSON_SHOW(it->string));
     }
     int set = 0;
-    cJSON_ArrayForEach(it, vars) {
+    cJSON_ArrayForEach(it, vars)
+    {
         if (!cJSON_IsString(it) || getenv(it->string))
             continue;
         if (setenv(it->string, it->valuestring, 1) < 0)
@@ -470,16 +464,15 @@ int mini_config_load_dotenv(const char *path, struct mini_err *e)
     return set;
 }
 
-int mini_config_dotenv_edit(const char *text, size_t len, const char *key, const char *value,
-                            struct mini_buf *out, bool *found, struct mini_err *e)
+int mini_config_dotenv_edit(const char *text, size_t len, const char *key, const char *value, struct mini_buf *out,
+                            bool *found, struct mini_err *e)
 {
     *found = false;
     if (memchr(text, '\0', len))
         return mini_err_set(e, MINI_E_CONFIG, "contains a NUL byte");
     if (!mini_utf8_valid(text, len))
         return mini_err_set(e, MINI_E_CONFIG, "not valid UTF-8");
-    _cleanup_buf_ struct mini_buf norm = MINI_BUF_INIT, line = MINI_BUF_INIT, k = MINI_BUF_INIT,
-                                  v = MINI_BUF_INIT;
+    _cleanup_buf_ struct mini_buf norm = MINI_BUF_INIT, line = MINI_BUF_INIT, k = MINI_BUF_INIT, v = MINI_BUF_INIT;
     for (size_t i = 0; i < len; i++) {
         int rc;
         if (text[i] == '\r') {
@@ -492,7 +485,7 @@ int mini_config_dotenv_edit(const char *text, size_t len, const char *key, const
         if (rc < 0)
             return nomem(e);
     }
-    if (value) {   /* "{}='{}'\n".format(key, value.replace("'", "\\'")) */
+    if (value) { /* "{}='{}'\n".format(key, value.replace("'", "\\'")) */
         if (mini_buf_printf(&line, "%s='", key) < 0)
             return nomem(e);
         for (const char *c = value; *c; c++)
@@ -510,7 +503,7 @@ int mini_config_dotenv_edit(const char *text, size_t len, const char *key, const
         if (rc < 0)
             return nomem(e);
         if (rc == DB_END)
-            r.pos = r.n;   /* trailing whitespace: a binding without a key */
+            r.pos = r.n; /* trailing whitespace: a binding without a key */
         if (rc == DB_END && start == r.n)
             break;
         const char *orig = r.s + start;

@@ -36,7 +36,7 @@ int mini_config_load_dotenv(const char *path, struct mini_err *e);
  * *found tells whether there was one.  0, or -1 with e (invalid UTF-8, a
  * NUL byte, out of memory). */
 struct mini_buf;
-int mini_config_dotenv_edit(const char *text, size_t len, const char *key, const char *value,
-                            struct mini_buf *out, bool *found, struct mini_err *e);
+int mini_config_dotenv_edit(const char *text, size_t len, const char *key, const char *value, struct mini_buf *out,
+                            bool *found, struct mini_err *e);
 
 #endif

@@ -6,7 +6,7 @@
  * scalars with the YAML 1.1 rules and flattening merge keys. */
 #include "config.h"
 #include "config_yaml.h"
-#include <yaml.h>   /* libyaml's */
+#include <yaml.h> /* libyaml's */
 #ifndef YAML_DECLARE
 #error "<yaml.h> is not libyaml's: is a header named yaml.h on the include path?"
 #endif
@@ -40,20 +40,20 @@ enum ykind { Y_SCALAR, Y_SEQ, Y_MAP };
 
 struct ynode {
     enum ykind kind;
-    char *tag;              /* as written (libyaml expands handles); NULL: none */
-    bool plain;             /* scalar in plain style */
-    char *value;            /* scalar text, NUL-terminated copy */
+    char *tag;   /* as written (libyaml expands handles); NULL: none */
+    bool plain;  /* scalar in plain style */
+    char *value; /* scalar text, NUL-terminated copy */
     size_t len;
-    struct ynode **kids;    /* sequence: items; mapping: key, value, key, value, ... */
+    struct ynode **kids; /* sequence: items; mapping: key, value, key, value, ... */
     size_t nkids, cap;
-    unsigned long line, col;   /* 1-based */
-    bool busy;              /* being constructed or flattened: a cycle if met again */
+    unsigned long line, col; /* 1-based */
+    bool busy;               /* being constructed or flattened: a cycle if met again */
     struct ynode *all_next;
 };
 
 /* A string-keyed open-addressing hash table (anchors, keys of a mapping). */
 struct smap_ent {
-    const char *key;        /* NULL: empty slot */
+    const char *key; /* NULL: empty slot */
     size_t klen;
     void *val;
 };
@@ -74,9 +74,9 @@ struct ctx {
     yaml_parser_t parser;
     const char *name;
     struct mini_err *e;
-    struct ynode *all;      /* every node, for freeing */
-    struct smap anchors;    /* anchor name (owned copy) -> node */
-    size_t values, bytes;   /* construction budget used */
+    struct ynode *all;    /* every node, for freeing */
+    struct smap anchors;  /* anchor name (owned copy) -> node */
+    size_t values, bytes; /* construction budget used */
 };
 
 /* ---- small helpers ---- */
@@ -97,10 +97,7 @@ static int cerr(struct ctx *c, unsigned long line, unsigned long col, const char
     return mini_err_set(c->e, MINI_E_CONFIG, "%s: %s", name, msg);
 }
 
-static int nomem(struct ctx *c)
-{
-    return mini_err_set(c->e, MINI_E_NOMEM, "out of memory");
-}
+static int nomem(struct ctx *c) { return mini_err_set(c->e, MINI_E_NOMEM, "out of memory"); }
 
 static uint64_t hash_bytes(const char *s, size_t n)
 {
@@ -180,15 +177,9 @@ static int pairs_push(struct pairs *ps, struct ynode *k, struct ynode *v)
     return 0;
 }
 
-static bool in_set(char ch, const char *set)
-{
-    return ch && strchr(set, ch);
-}
+static bool in_set(char ch, const char *set) { return ch && strchr(set, ch); }
 
-static bool is_digit(char ch)
-{
-    return ch >= '0' && ch <= '9';
-}
+static bool is_digit(char ch) { return ch >= '0' && ch <= '9'; }
 
 static const char *kind_name(const struct ynode *n)
 {
@@ -208,13 +199,12 @@ static int next_event(struct ctx *c, yaml_event_t *ev)
     if (p->error == YAML_READER_ERROR)
         return cerr(c, 0, 0, "%s at byte %zu", problem, p->problem_offset);
     if (p->context)
-        return cerr(c, p->problem_mark.line + 1, p->problem_mark.column + 1, "%s %s (line %lu)",
-                    p->context, problem, (unsigned long)p->context_mark.line + 1);
+        return cerr(c, p->problem_mark.line + 1, p->problem_mark.column + 1, "%s %s (line %lu)", p->context, problem,
+                    (unsigned long)p->context_mark.line + 1);
     return cerr(c, p->problem_mark.line + 1, p->problem_mark.column + 1, "%s", problem);
 }
 
-static struct ynode *new_node(struct ctx *c, enum ykind kind, const yaml_event_t *ev,
-                              const yaml_char_t *tag)
+static struct ynode *new_node(struct ctx *c, enum ykind kind, const yaml_event_t *ev, const yaml_char_t *tag)
 {
     struct ynode *n = calloc(1, sizeof *n);
     if (!n) {
@@ -270,8 +260,8 @@ static int register_anchor(struct ctx *c, const yaml_char_t *anchor, struct ynod
 static struct ynode *compose(struct ctx *c, yaml_event_t *ev, int depth)
 {
     if (depth > MINI_YAML_MAX_DEPTH) {
-        cerr(c, ev->start_mark.line + 1, ev->start_mark.column + 1,
-             "nested deeper than %d levels", MINI_YAML_MAX_DEPTH);
+        cerr(c, ev->start_mark.line + 1, ev->start_mark.column + 1, "nested deeper than %d levels",
+             MINI_YAML_MAX_DEPTH);
         return NULL;
     }
     switch (ev->type) {
@@ -279,8 +269,8 @@ static struct ynode *compose(struct ctx *c, yaml_event_t *ev, int depth)
         const char *a = (const char *)ev->data.alias.anchor;
         struct smap_ent *s = smap_find(&c->anchors, a, strlen(a));
         if (!s) {
-            cerr(c, ev->start_mark.line + 1, ev->start_mark.column + 1,
-                 "found undefined alias \"%.*s\"", MINI_JSON_SHOW(a));
+            cerr(c, ev->start_mark.line + 1, ev->start_mark.column + 1, "found undefined alias \"%.*s\"",
+                 MINI_JSON_SHOW(a));
             return NULL;
         }
         return s->val;
@@ -305,8 +295,8 @@ static struct ynode *compose(struct ctx *c, yaml_event_t *ev, int depth)
     case YAML_SEQUENCE_START_EVENT:
     case YAML_MAPPING_START_EVENT: {
         bool seq = ev->type == YAML_SEQUENCE_START_EVENT;
-        struct ynode *n = new_node(c, seq ? Y_SEQ : Y_MAP, ev,
-                                   seq ? ev->data.sequence_start.tag : ev->data.mapping_start.tag);
+        struct ynode *n =
+            new_node(c, seq ? Y_SEQ : Y_MAP, ev, seq ? ev->data.sequence_start.tag : ev->data.mapping_start.tag);
         if (!n)
             return NULL;
         /* Registered before the children, as PyYAML does: an alias inside
@@ -333,9 +323,7 @@ static struct ynode *compose(struct ctx *c, yaml_event_t *ev, int depth)
         }
         return n;
     }
-    default:
-        cerr(c, ev->start_mark.line + 1, ev->start_mark.column + 1, "unexpected YAML event");
-        return NULL;
+    default: cerr(c, ev->start_mark.line + 1, ev->start_mark.column + 1, "unexpected YAML event"); return NULL;
     }
 }
 
@@ -344,14 +332,14 @@ static struct ynode *compose(struct ctx *c, yaml_event_t *ev, int depth)
 static bool m_null(const char *s, size_t n)
 {
     return n == 0 || (n == 1 && s[0] == '~') ||
-           (n == 4 && (!memcmp(s, "null", 4) || !memcmp(s, "Null", 4) || !memcmp(s, "NULL", 4)));
+        (n == 4 && (!memcmp(s, "null", 4) || !memcmp(s, "Null", 4) || !memcmp(s, "NULL", 4)));
 }
 
 static bool m_bool(const char *s)
 {
     static const char *const words[] = {
-        "yes", "Yes", "YES", "no", "No", "NO", "true", "True", "TRUE",
-        "false", "False", "FALSE", "on", "On", "ON", "off", "Off", "OFF",
+        "yes",   "Yes",   "YES",   "no", "No", "NO", "true", "True", "TRUE",
+        "false", "False", "FALSE", "on", "On", "ON", "off",  "Off",  "OFF",
     };
     for (size_t i = 0; i < MINI_ARRAY_SIZE(words); i++)
         if (!strcmp(s, words[i]))
@@ -371,7 +359,7 @@ static size_t skip_digits_us(const char *s, size_t i, size_t n)
  * after the group, or 0 when there is no such group. */
 static size_t sexa_group(const char *s, size_t i, size_t n, const char *after, bool end_ok)
 {
-    i++;   /* ':' */
+    i++; /* ':' */
     bool two = i + 1 < n && s[i] >= '0' && s[i] <= '5' && is_digit(s[i + 1]);
     if (two && (i + 2 == n ? end_ok : in_set(s[i + 2], after)))
         return i + 2;
@@ -408,7 +396,7 @@ static bool m_float(const char *s, size_t n)
     if (n - i == 4 && s[i] == '.' &&
         (!memcmp(s + i + 1, "inf", 3) || !memcmp(s + i + 1, "Inf", 3) || !memcmp(s + i + 1, "INF", 3)))
         return true;
-    if (!sign && i < n && s[i] == '.') {        /* \.[0-9][0-9_]*(exp)? */
+    if (!sign && i < n && s[i] == '.') { /* \.[0-9][0-9_]*(exp)? */
         if (i + 1 >= n || !is_digit(s[i + 1]))
             return false;
         size_t j = exponent(s, skip_digits_us(s, i + 2, n), n);
@@ -417,11 +405,11 @@ static bool m_float(const char *s, size_t n)
     if (i >= n || !is_digit(s[i]))
         return false;
     size_t j = skip_digits_us(s, i + 1, n);
-    if (j < n && s[j] == '.') {                 /* [0-9][0-9_]*\.[0-9_]*(exp)? */
+    if (j < n && s[j] == '.') { /* [0-9][0-9_]*\.[0-9_]*(exp)? */
         j = exponent(s, skip_digits_us(s, j + 1, n), n);
         return j == n;
     }
-    if (j < n && s[j] == ':') {                 /* base 60 with a fraction */
+    if (j < n && s[j] == ':') { /* base 60 with a fraction */
         while (j < n && s[j] == ':')
             if (!(j = sexa_group(s, j, n, ":.", false)))
                 return false;
@@ -568,10 +556,7 @@ static const char *node_tag(const struct ynode *n)
 
 /* ---- constructing scalars as PyYAML's SafeConstructor does ---- */
 
-static bool py_space(char ch)
-{
-    return ch == ' ' || (ch >= '\t' && ch <= '\r') || (ch >= 0x1c && ch <= 0x1f);
-}
+static bool py_space(char ch) { return ch == ' ' || (ch >= '\t' && ch <= '\r') || (ch >= 0x1c && ch <= 0x1f); }
 
 /* Python's int(s, base) on s (underscores already removed): surrounding
  * whitespace, a sign, an optional 0b/0o/0x prefix matching base. */
@@ -702,7 +687,7 @@ static char *strip_underscores(const char *s, size_t n, bool lower, double *sign
     if (k && t[0] == '-')
         *sign = -1;
     if (k && (t[0] == '-' || t[0] == '+'))
-        memmove(t, t + 1, k);   /* includes the NUL */
+        memmove(t, t + 1, k); /* includes the NUL */
     return t;
 }
 
@@ -790,9 +775,11 @@ static int construct_float(struct ctx *c, const struct ynode *n, double *out)
 
 static int construct_bool(struct ctx *c, const struct ynode *n, bool *out)
 {
-    static const struct { const char *w; bool v; } words[] = {
-        { "yes", true }, { "no", false }, { "true", true },
-        { "false", false }, { "on", true }, { "off", false },
+    static const struct {
+        const char *w;
+        bool v;
+    } words[] = {
+        { "yes", true }, { "no", false }, { "true", true }, { "false", false }, { "on", true }, { "off", false },
     };
     if (n->len <= 5) {
         char low[6];
@@ -855,17 +842,14 @@ static cJSON *construct_scalar(struct ctx *c, struct ynode *n, const char *tag)
         /* Floats keep being floats: 3.0 prints as "3.0" in templates. */
         v = is_int ? cJSON_CreateNumber(d) : mini_config_float(d);
     } else {
-        return NULL;   /* not a scalar tag: the caller reports it */
+        return NULL; /* not a scalar tag: the caller reports it */
     }
     if (!v)
         nomem(c);
     return v;
 }
 
-static bool is_merge_key(const struct ynode *k)
-{
-    return k->kind == Y_SCALAR && !strcmp(node_tag(k), T_MERGE);
-}
+static bool is_merge_key(const struct ynode *k) { return k->kind == Y_SCALAR && !strcmp(node_tag(k), T_MERGE); }
 
 /* PyYAML's flatten_mapping: the pairs of mapping n, those merged in through
  * `<<` first (so that the mapping's own keys win), in the order they are
@@ -888,7 +872,7 @@ static int flatten(struct ctx *c, struct ynode *n, struct pairs *out, int depth)
             }
             continue;
         }
-        if (budget(c, k, 0) < 0)   /* each merge counts, even of empty mappings */
+        if (budget(c, k, 0) < 0) /* each merge counts, even of empty mappings */
             goto out;
         if (v->kind == Y_MAP && !strcmp(node_tag(v), T_MAP)) {
             if (flatten(c, v, out, depth + 1) < 0)
@@ -927,9 +911,12 @@ out:
 
 static void describe_scalar(char *buf, size_t size, const struct ynode *k, const char *tag)
 {
-    const char *what = !strcmp(tag, T_INT) ? "integer" : !strcmp(tag, T_FLOAT) ? "float"
-                     : !strcmp(tag, T_BOOL) ? "boolean" : !strcmp(tag, T_NULL) ? "null"
-                     : !strcmp(tag, T_TIMESTAMP) ? "timestamp" : "value";
+    const char *what = !strcmp(tag, T_INT) ? "integer"
+        : !strcmp(tag, T_FLOAT)            ? "float"
+        : !strcmp(tag, T_BOOL)             ? "boolean"
+        : !strcmp(tag, T_NULL)             ? "null"
+        : !strcmp(tag, T_TIMESTAMP)        ? "timestamp"
+                                           : "value";
     snprintf(buf, size, "%s %.*s", what, MINI_JSON_SHOW(k->value));
 }
 
@@ -1079,16 +1066,16 @@ static cJSON *construct(struct ctx *c, struct ynode *n, int depth)
         }
         return construct_mapping(c, n, depth);
     }
-    if (!strcmp(tag, T_STR) || !strcmp(tag, T_NULL) || !strcmp(tag, T_BOOL) ||
-        !strcmp(tag, T_INT) || !strcmp(tag, T_FLOAT))
+    if (!strcmp(tag, T_STR) || !strcmp(tag, T_NULL) || !strcmp(tag, T_BOOL) || !strcmp(tag, T_INT) ||
+        !strcmp(tag, T_FLOAT))
         return construct_scalar(c, n, tag);
     if (!strcmp(tag, T_TIMESTAMP)) {
         cerr(c, n->line, n->col, "timestamp \"%.*s\" is not supported (quote it to make it a string)",
              MINI_JSON_SHOW(n->value ? n->value : ""));
         return NULL;
     }
-    if (!strcmp(tag, T_PREFIX "binary") || !strcmp(tag, T_PREFIX "set") ||
-        !strcmp(tag, T_PREFIX "omap") || !strcmp(tag, T_PREFIX "pairs")) {
+    if (!strcmp(tag, T_PREFIX "binary") || !strcmp(tag, T_PREFIX "set") || !strcmp(tag, T_PREFIX "omap") ||
+        !strcmp(tag, T_PREFIX "pairs")) {
         cerr(c, n->line, n->col, "tag %s is not supported", tag);
         return NULL;
     }
@@ -1119,14 +1106,14 @@ static cJSON *parse_stream(struct ctx *c)
         return v;
     }
     unsigned long doc_line = ev.start_mark.line + 1;
-    yaml_event_delete(&ev);   /* DOCUMENT_START */
+    yaml_event_delete(&ev); /* DOCUMENT_START */
     if (next_event(c, &ev) < 0)
         return NULL;
     struct ynode *root = compose(c, &ev, 0);
     yaml_event_delete(&ev);
     if (!root)
         return NULL;
-    if (next_event(c, &ev) < 0)   /* DOCUMENT_END */
+    if (next_event(c, &ev) < 0) /* DOCUMENT_END */
         return NULL;
     yaml_event_delete(&ev);
     if (next_event(c, &ev) < 0)

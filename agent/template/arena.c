@@ -18,7 +18,7 @@ struct tpl_chunk {
 int tpl_arena_vfail(struct tpl_arena *a, int line, const char *fmt, va_list ap)
 {
     if (a->failed)
-        return -1;                      /* keep the first error: it is the cause */
+        return -1; /* keep the first error: it is the cause */
     a->failed = true;
     char msg[MINI_ERR_MSG_MAX];
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -27,8 +27,7 @@ int tpl_arena_vfail(struct tpl_arena *a, int line, const char *fmt, va_list ap)
     return mini_err_set(a->e, MINI_E_TEMPLATE, "%s", msg);
 }
 
-static int afail(struct tpl_arena *a, int line, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+static int afail(struct tpl_arena *a, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int afail(struct tpl_arena *a, int line, const char *fmt, ...)
 {
     va_list ap;
@@ -57,8 +56,7 @@ int tpl_arena_charge(struct tpl_arena *a, int line, size_t n)
 int tpl_arena_step(struct tpl_arena *a, int line)
 {
     if (++a->steps > a->lim.steps)
-        return afail(a, line, "template takes too many steps (more than %llu)",
-                     (unsigned long long)a->lim.steps);
+        return afail(a, line, "template takes too many steps (more than %llu)", (unsigned long long)a->lim.steps);
     return 0;
 }
 

@@ -16,10 +16,10 @@
 struct tpl_chunk;
 
 struct tpl_arena {
-    struct mini_err *e;       /* where the first error goes (may be NULL) */
-    bool failed;              /* an error is recorded in e */
+    struct mini_err *e; /* where the first error goes (may be NULL) */
+    bool failed;        /* an error is recorded in e */
     struct tpl_chunk *chunks;
-    size_t mem;               /* arena bytes plus output bytes */
+    size_t mem; /* arena bytes plus output bytes */
     uint64_t steps;
     struct mini_tpl_limits lim;
 };
@@ -28,15 +28,14 @@ struct tpl_arena {
 void tpl_arena_init(struct tpl_arena *a, struct mini_err *e, const struct mini_tpl_limits *lim);
 void tpl_arena_free(struct tpl_arena *a);
 
-void *tpl_arena_alloc(struct tpl_arena *a, size_t n);    /* zeroed; NULL with error set */
-char *tpl_arena_memdup(struct tpl_arena *a, const void *p, size_t n);  /* NUL-terminated copy */
+void *tpl_arena_alloc(struct tpl_arena *a, size_t n);                 /* zeroed; NULL with error set */
+char *tpl_arena_memdup(struct tpl_arena *a, const void *p, size_t n); /* NUL-terminated copy */
 /* Grow a malloc'd (not arena) array of `size`-byte items to hold `need`. */
 int tpl_arena_grow(struct tpl_arena *a, void **arr, size_t *cap, size_t need, size_t size);
 
 /* Record an error ("line N: ..." when line > 0) unless one is recorded
  * already (the first is the cause); return -1. */
-int tpl_arena_vfail(struct tpl_arena *a, int line, const char *fmt, va_list ap)
-    __attribute__((format(printf, 3, 0)));
+int tpl_arena_vfail(struct tpl_arena *a, int line, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
 int tpl_arena_oom(struct tpl_arena *a);
 /* Count n bytes against the memory limit. */
 int tpl_arena_charge(struct tpl_arena *a, int line, size_t n);

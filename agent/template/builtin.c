@@ -11,14 +11,13 @@
 #include "mini/cleanup.h"
 
 /* Bind positional and keyword arguments to the parameters `names`. */
-int tpl_bind(struct tpl *t, int line, const char *fn, const struct callargs *a,
-             const char *const *names, size_t nn, struct tv *vals, bool *have)
+int tpl_bind(struct tpl *t, int line, const char *fn, const struct callargs *a, const char *const *names, size_t nn,
+             struct tv *vals, bool *have)
 {
     for (size_t i = 0; i < nn; i++)
         have[i] = false;
     if (a->n > nn)
-        return tpl_fail(t, line, "%s() takes at most %zu argument%s (%zu given)", fn, nn,
-                        nn == 1 ? "" : "s", a->n);
+        return tpl_fail(t, line, "%s() takes at most %zu argument%s (%zu given)", fn, nn, nn == 1 ? "" : "s", a->n);
     for (size_t i = 0; i < a->n; i++) {
         vals[i] = a->v[i];
         have[i] = true;
@@ -29,8 +28,8 @@ int tpl_bind(struct tpl *t, int line, const char *fn, const struct callargs *a,
             if (strlen(names[i]) == a->kw[k].n && memcmp(names[i], a->kw[k].name, a->kw[k].n) == 0)
                 break;
         if (i == nn)
-            return tpl_fail(t, line, "%s() got an unexpected keyword argument '%.*s'", fn,
-                            (int)a->kw[k].n, a->kw[k].name);
+            return tpl_fail(t, line, "%s() got an unexpected keyword argument '%.*s'", fn, (int)a->kw[k].n,
+                            a->kw[k].name);
         if (have[i])
             return tpl_fail(t, line, "%s() got multiple values for argument '%s'", fn, names[i]);
         vals[i] = a->kwv[k];
@@ -76,10 +75,7 @@ int tpl_str_of(struct tpl *t, int line, const struct tv *v, struct tv *out)
 }
 
 /* str(v) with its Markup flag kept (Jinja's tpl_soft_str). */
-int tpl_soft_str(struct tpl *t, int line, const struct tv *v, struct tv *out)
-{
-    return tpl_tv_to_str(t, line, v, out);
-}
+int tpl_soft_str(struct tpl *t, int line, const struct tv *v, struct tv *out) { return tpl_tv_to_str(t, line, v, out); }
 
 int tpl_html_escape(struct mini_buf *b, const char *p, size_t n)
 {
@@ -152,14 +148,13 @@ const char *tpl_rfind_bytes(const char *h, size_t hn, const char *nd, size_t nn)
 {
     if (nn > hn)
         return NULL;
-    for (size_t i = hn - nn + 1; i-- > 0; )
+    for (size_t i = hn - nn + 1; i-- > 0;)
         if (memcmp(h + i, nd, nn) == 0)
             return h + i;
     return NULL;
 }
 
-const struct tpl_builtin *tpl_find_builtin(const struct tpl_builtin *b, size_t n, const char *name,
-                                           size_t len)
+const struct tpl_builtin *tpl_find_builtin(const struct tpl_builtin *b, size_t n, const char *name, size_t len)
 {
     for (size_t i = 0; i < n; i++)
         if (strlen(b[i].name) == len && memcmp(b[i].name, name, len) == 0)

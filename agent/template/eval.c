@@ -24,7 +24,7 @@ struct frame {
 static struct tv *frame_find(struct frame *f, const char *name, size_t len)
 {
     for (; f; f = f->parent)
-        for (size_t i = f->n; i-- > 0; )
+        for (size_t i = f->n; i-- > 0;)
             if (f->lens[i] == len && memcmp(f->names[i], name, len) == 0)
                 return &f->vals[i];
     return NULL;
@@ -67,8 +67,8 @@ static int eval_expr(struct tpl *t, const struct node *n, struct tv *out);
 static int exec_body(struct tpl *t, const struct body *b);
 
 /* Code point index ranges: Python's slice.indices(). */
-static void slice_adjust(int64_t len, bool has_start, int64_t start, bool has_stop, int64_t stop,
-                         int64_t step, int64_t *rstart, int64_t *rstop, int64_t *rcount)
+static void slice_adjust(int64_t len, bool has_start, int64_t start, bool has_stop, int64_t stop, int64_t step,
+                         int64_t *rstart, int64_t *rstop, int64_t *rcount)
 {
     if (step > 0) {
         if (!has_start)
@@ -123,7 +123,7 @@ struct tv tpl_undef_attr(struct tpl *t, const struct tv *obj, const char *name, 
 {
     char buf[64];
     return tpl_tv_undef(t, "'%s' has no attribute '%.*s'", type_repr(obj, buf, sizeof buf),
-                    (int)(len > 200 ? 200 : len), name);
+                        (int)(len > 200 ? 200 : len), name);
 }
 
 static struct tv undef_item(struct tpl *t, int line, const struct tv *obj, const struct tv *key)
@@ -137,14 +137,14 @@ static struct tv undef_item(struct tpl *t, int line, const struct tv *obj, const
     else
         mini_buf_printf(&b, "<%s>", tpl_tv_type(key));
     struct tv u = tpl_tv_undef(t, "%s has no element %.*s", type_repr(obj, buf, sizeof buf),
-                           (int)(b.len > 200 ? 200 : b.len), b.data ? b.data : "?");
+                               (int)(b.len > 200 ? 200 : b.len), b.data ? b.data : "?");
     mini_buf_free(&b);
     return u;
 }
 
 /* Attribute lookup proper (Python's getattr); *found false when there is none. */
-int tpl_py_getattr(struct tpl *t, int line, const struct tv *obj, const char *name, size_t len,
-                   struct tv *out, bool *found)
+int tpl_py_getattr(struct tpl *t, int line, const struct tv *obj, const char *name, size_t len, struct tv *out,
+                   bool *found)
 {
     *found = false;
     switch (obj->kind) {
@@ -177,8 +177,8 @@ int tpl_py_getattr(struct tpl *t, int line, const struct tv *obj, const char *na
         const struct tloop *l = obj->u.loop;
         size_t n = l->items->n, i = l->index0;
         static const char *const names[] = {
-            "index", "index0", "revindex", "revindex0", "first", "last", "length", "depth",
-            "depth0", "previtem", "nextitem", "cycle", "changed",
+            "index", "index0", "revindex", "revindex0", "first", "last",    "length",
+            "depth", "depth0", "previtem", "nextitem",  "cycle", "changed",
         };
         size_t k;
         for (k = 0; k < MINI_ARRAY_SIZE(names); k++)
@@ -203,10 +203,8 @@ int tpl_py_getattr(struct tpl *t, int line, const struct tv *obj, const char *na
         }
         return 0;
     }
-    case TV_UNDEF:
-        return tpl_tv_undef_error(t, line, obj);
-    default:
-        break;
+    case TV_UNDEF: return tpl_tv_undef_error(t, line, obj);
+    default: break;
     }
     int id;
     const char *mname;
@@ -217,8 +215,7 @@ int tpl_py_getattr(struct tpl *t, int line, const struct tv *obj, const char *na
 }
 
 /* Jinja's Environment.getattr: the attribute, else the item. */
-int tpl_getattr(struct tpl *t, int line, const struct tv *obj, const char *name, size_t len,
-                     struct tv *out)
+int tpl_getattr(struct tpl *t, int line, const struct tv *obj, const char *name, size_t len, struct tv *out)
 {
     bool found;
     if (tpl_py_getattr(t, line, obj, name, len, out, &found) < 0)
@@ -239,13 +236,11 @@ int tpl_getattr(struct tpl *t, int line, const struct tv *obj, const char *name,
     return 0;
 }
 
-static int slice_value(struct tpl *t, int line, const struct tv *obj, const struct node *sl,
-                       struct tv *out);
+static int slice_value(struct tpl *t, int line, const struct tv *obj, const struct node *sl, struct tv *out);
 
 /* obj[key] by Python's rules; *found false when Python raises a LookupError
  * or TypeError (which Jinja turns into an attribute lookup or undefined). */
-static int py_getitem(struct tpl *t, int line, const struct tv *obj, const struct tv *key,
-                      struct tv *out, bool *found)
+static int py_getitem(struct tpl *t, int line, const struct tv *obj, const struct tv *key, struct tv *out, bool *found)
 {
     *found = false;
     if (obj->kind == TV_UNDEF)
@@ -264,8 +259,7 @@ static int py_getitem(struct tpl *t, int line, const struct tv *obj, const struc
         return 0;
     }
     bool indexable = obj->kind == TV_STR ||
-                     (obj->kind == TV_SEQ && (obj->sub == SEQ_LIST || obj->sub == SEQ_TUPLE ||
-                                              obj->sub == SEQ_RANGE));
+        (obj->kind == TV_SEQ && (obj->sub == SEQ_LIST || obj->sub == SEQ_TUPLE || obj->sub == SEQ_RANGE));
     if (!indexable || (key->kind != TV_INT && key->kind != TV_BOOL))
         return 0;
     int64_t idx = key->kind == TV_INT ? key->u.i : key->u.b;
@@ -293,8 +287,7 @@ static int py_getitem(struct tpl *t, int line, const struct tv *obj, const struc
 }
 
 /* Jinja's Environment.getitem: the item, else (for a str key) the attribute. */
-int tpl_getitem(struct tpl *t, int line, const struct tv *obj, const struct tv *key,
-                     struct tv *out)
+int tpl_getitem(struct tpl *t, int line, const struct tv *obj, const struct tv *key, struct tv *out)
 {
     bool found;
     if (py_getitem(t, line, obj, key, out, &found) < 0)
@@ -311,8 +304,7 @@ int tpl_getitem(struct tpl *t, int line, const struct tv *obj, const struct tv *
     return 0;
 }
 
-static int slice_value(struct tpl *t, int line, const struct tv *obj, const struct node *sl,
-                       struct tv *out)
+static int slice_value(struct tpl *t, int line, const struct tv *obj, const struct node *sl, struct tv *out)
 {
     struct tv parts[3];
     bool has[3] = { false, false, false };
@@ -338,8 +330,7 @@ static int slice_value(struct tpl *t, int line, const struct tv *obj, const stru
     if (obj->kind == TV_UNDEF)
         return tpl_tv_undef_error(t, line, obj);
     bool sliceable = obj->kind == TV_STR ||
-                     (obj->kind == TV_SEQ && (obj->sub == SEQ_LIST || obj->sub == SEQ_TUPLE ||
-                                              obj->sub == SEQ_RANGE));
+        (obj->kind == TV_SEQ && (obj->sub == SEQ_LIST || obj->sub == SEQ_TUPLE || obj->sub == SEQ_RANGE));
     if (obj->kind == TV_DICT)
         return tpl_fail(t, line, "unhashable type: 'slice'");
     if (!sliceable)
@@ -421,8 +412,11 @@ static int lookup(struct tpl *t, int line, const char *name, size_t len, struct 
             }
         }
     }
-    static const struct { const char *name; int id; } globals[] = {
-        { "range", G_RANGE }, { "dict", G_DICT }, { "namespace", G_NAMESPACE },
+    static const struct {
+        const char *name;
+        int id;
+    } globals[] = {
+        { "range", G_RANGE },   { "dict", G_DICT },     { "namespace", G_NAMESPACE },
         { "lipsum", G_LIPSUM }, { "cycler", G_CYCLER }, { "joiner", G_JOINER },
     };
     for (size_t i = 0; i < MINI_ARRAY_SIZE(globals); i++)
@@ -463,11 +457,8 @@ static int eval_inner(struct tpl *t, const struct node *n, struct tv *out)
     struct tv a, b;
     bool r;
     switch (n->kind) {
-    case N_CONST:
-        *out = n->c;
-        return 0;
-    case N_NAME:
-        return lookup(t, n->line, n->name, n->nlen, out);
+    case N_CONST: *out = n->c; return 0;
+    case N_NAME: return lookup(t, n->line, n->name, n->nlen, out);
     case N_TUPLE:
     case N_LIST:
         if (tpl_tv_new_seq(t, n->nv, n->kind == N_TUPLE ? SEQ_TUPLE : SEQ_LIST, out) < 0)
@@ -604,10 +595,9 @@ static int eval_inner(struct tpl *t, const struct node *n, struct tv *out)
         if (n->x)
             return eval_expr(t, n->x, out);
         *out = tpl_tv_undef(t, "the inline if-expression evaluated to false and no else section was defined");
-        out->sub = 1;                   /* Jinja uses the lenient Undefined here */
+        out->sub = 1; /* Jinja uses the lenient Undefined here */
         return 0;
-    default:
-        return tpl_fail(t, n->line, "internal error: unexpected expression node %d", n->kind);
+    default: return tpl_fail(t, n->line, "internal error: unexpected expression node %d", n->kind);
     }
 }
 
@@ -638,7 +628,10 @@ static int eval_expr(struct tpl *t, const struct node *n, struct tv *out)
 
 enum { FOLD_NO, FOLD_CONST, FOLD_ERR };
 
-struct try_state { bool failed; struct mini_err e; };
+struct try_state {
+    bool failed;
+    struct mini_err e;
+};
 
 static void try_begin(struct tpl *t, struct try_state *s)
 {
@@ -664,8 +657,11 @@ static bool safe_repr(const struct tv *v, int depth)
     if (depth > TPL_MAX_DEPTH)
         return false;
     switch (v->kind) {
-    case TV_NONE: case TV_BOOL: case TV_INT: case TV_FLOAT: case TV_STR:
-        return true;
+    case TV_NONE:
+    case TV_BOOL:
+    case TV_INT:
+    case TV_FLOAT:
+    case TV_STR: return true;
     case TV_SEQ:
         if (v->sub == SEQ_RANGE)
             return true;
@@ -680,15 +676,19 @@ static bool safe_repr(const struct tv *v, int depth)
             if (!safe_repr(&v->u.d->k[i], depth + 1) || !safe_repr(&v->u.d->v[i], depth + 1))
                 return false;
         return true;
-    default:
-        return false;
+    default: return false;
     }
 }
 
 static int as_const(struct tpl *t, const struct node *n, struct tv *out);
 
 /* as_const of a child whose failure propagates. */
-#define CHILD(node, val) do { int r_ = as_const(t, (node), (val)); if (r_ != FOLD_CONST) return r_; } while (0)
+#define CHILD(node, val)                     \
+    do {                                     \
+        int r_ = as_const(t, (node), (val)); \
+        if (r_ != FOLD_CONST)                \
+            return r_;                       \
+    } while (0)
 
 static int const_args(struct tpl *t, const struct node *n, struct callargs *a)
 {
@@ -717,10 +717,9 @@ static int const_slice(struct tpl *t, const struct node *n, struct tv *obj, stru
         if (pn[i])
             CHILD(pn[i], &parts[i]);
     if (obj->kind == TV_UNDEF)
-        return FOLD_NO;                     /* Undefined.__getitem__ raises */
+        return FOLD_NO; /* Undefined.__getitem__ raises */
     bool sliceable = obj->kind == TV_STR ||
-                     (obj->kind == TV_SEQ && (obj->sub == SEQ_LIST || obj->sub == SEQ_TUPLE ||
-                                              obj->sub == SEQ_RANGE));
+        (obj->kind == TV_SEQ && (obj->sub == SEQ_LIST || obj->sub == SEQ_TUPLE || obj->sub == SEQ_RANGE));
     bool ints = true;
     for (int i = 0; i < 3; i++)
         if (pn[i] && parts[i].kind != TV_NONE && parts[i].kind != TV_INT && parts[i].kind != TV_BOOL)
@@ -782,7 +781,7 @@ static int as_const(struct tpl *t, const struct node *n, struct tv *out)
             if ((r = as_const(t, n->v[2 * i], &a)) == FOLD_CONST &&
                 (r = as_const(t, n->v[2 * i + 1], &b)) == FOLD_CONST &&
                 tpl_tv_dict_set(t, n->line, out->u.d, &a, &b) < 0)
-                r = FOLD_ERR;               /* dict() raises TypeError: not caught */
+                r = FOLD_ERR; /* dict() raises TypeError: not caught */
         }
         break;
     case N_GETATTR:
@@ -805,8 +804,9 @@ static int as_const(struct tpl *t, const struct node *n, struct tv *out)
         break;
     case N_FILTER:
     case N_TEST: {
-        static const char *const ctx_filters[] = { "map", "select", "reject", "selectattr",
-                                                   "rejectattr", "random", NULL };
+        static const char *const ctx_filters[] = {
+            "map", "select", "reject", "selectattr", "rejectattr", "random", NULL
+        };
         r = FOLD_NO;
         if (!n->fn || !n->a)
             break;
@@ -820,7 +820,9 @@ static int as_const(struct tpl *t, const struct node *n, struct tv *out)
             break;
         try_begin(t, &ts);
         r = (n->kind == N_FILTER ? tpl_apply_filter(t, n->line, n->fn, &a, &args, out)
-                                 : n->fn->fn(t, n->line, &a, &args, out)) < 0 ? FOLD_ERR : FOLD_CONST;
+                                 : n->fn->fn(t, n->line, &a, &args, out)) < 0
+            ? FOLD_ERR
+            : FOLD_CONST;
         r = try_end(t, &ts, r);
         break;
     }
@@ -855,7 +857,7 @@ static int as_const(struct tpl *t, const struct node *n, struct tv *out)
         if ((r = as_const(t, n->a, &a)) != FOLD_CONST)
             break;
         if (tpl_tv_truth(t, n->line, &a, &truth) < 0) {
-            r = FOLD_ERR;                   /* bool() of an undefined escapes */
+            r = FOLD_ERR; /* bool() of an undefined escapes */
             break;
         }
         if (truth == (n->kind == N_OR))
@@ -868,7 +870,7 @@ static int as_const(struct tpl *t, const struct node *n, struct tv *out)
         r = FOLD_CONST;
         for (size_t i = 0; i < n->nv && r == FOLD_CONST; i++)
             if ((r = as_const(t, n->v[i], &a)) == FOLD_CONST && tpl_tv_str(t, n->line, &a, &buf) < 0)
-                r = FOLD_ERR;               /* str() of an undefined escapes */
+                r = FOLD_ERR; /* str() of an undefined escapes */
         if (r == FOLD_CONST && tpl_tv_from_buf(t, n->line, &buf, false, out) < 0)
             r = FOLD_ERR;
         break;
@@ -899,9 +901,7 @@ static int as_const(struct tpl *t, const struct node *n, struct tv *out)
         else
             r = n->x ? as_const(t, n->x, out) : FOLD_NO;
         break;
-    default:                                /* names, calls, slices */
-        r = FOLD_NO;
-        break;
+    default: /* names, calls, slices */ r = FOLD_NO; break;
     }
     t->depth--;
     return r;
@@ -959,8 +959,7 @@ static int fold_expr(struct tpl *t, struct node *n)
     switch (n->kind) {
     case N_CONST:
     case N_NAME:
-    case N_NSREF:
-        return 0;
+    case N_NSREF: return 0;
     case N_TUPLE:
     case N_LIST:
     case N_DICT:
@@ -968,8 +967,7 @@ static int fold_expr(struct tpl *t, struct node *n)
             if (fold_expr(t, n->v[i]) < 0)
                 return -1;
         return 0;
-    default:
-        return fold_tree(t, n);
+    default: return fold_tree(t, n);
     }
 }
 
@@ -1130,8 +1128,7 @@ static int exec_stmt(struct tpl *t, const struct stmt *s)
     struct tv v;
     bool r;
     switch (s->kind) {
-    case S_DATA:
-        return emit_out(t, s->line, s->data, s->dlen);
+    case S_DATA: return emit_out(t, s->line, s->data, s->dlen);
     case S_OUT: {
         size_t before = t->out->len;
         if (eval_expr(t, s->expr, &v) < 0 || tpl_tv_str(t, s->line, &v, t->out) < 0)
@@ -1195,8 +1192,7 @@ static int exec_stmt(struct tpl *t, const struct stmt *s)
         t->scope = outer;
         return rc;
     }
-    default:
-        return tpl_fail(t, s->line, "internal error: unexpected statement %d", s->kind);
+    default: return tpl_fail(t, s->line, "internal error: unexpected statement %d", s->kind);
     }
 }
 

@@ -10,8 +10,8 @@
 #include "mini/cleanup.h"
 
 /* make_attrgetter(): follow "a.b.0" (digit parts as ints) through getitem. */
-static int attr_get(struct tpl *t, int line, const struct tv *item, const struct tv *attr,
-                    const struct tv *dflt, bool lower, struct tv *out)
+static int attr_get(struct tpl *t, int line, const struct tv *item, const struct tv *attr, const struct tv *dflt,
+                    bool lower, struct tv *out)
 {
     *out = *item;
     if (attr && attr->kind != TV_NONE) {
@@ -139,17 +139,12 @@ FILTER(f_int)
     BIND("int", "default", "base");
     struct tv dflt = has[0] ? p[0] : tpl_tv_int(0);
     switch (v->kind) {
-    case TV_UNDEF:
-        return tpl_tv_undef_error(t, line, v);  /* Undefined.__int__ raises */
-    case TV_INT:
-        *out = *v;
-        return 0;
-    case TV_BOOL:
-        *out = tpl_tv_int(v->u.b);
-        return 0;
+    case TV_UNDEF: return tpl_tv_undef_error(t, line, v); /* Undefined.__int__ raises */
+    case TV_INT: *out = *v; return 0;
+    case TV_BOOL: *out = tpl_tv_int(v->u.b); return 0;
     case TV_FLOAT:
         if (isnan(v->u.f))
-            break;                          /* ValueError; float(nan) again: default */
+            break; /* ValueError; float(nan) again: default */
         if (isinf(v->u.f))
             return tpl_fail(t, line, "cannot convert float infinity to integer");
         if (fabs(v->u.f) >= 9223372036854775808.0)
@@ -163,10 +158,10 @@ FILTER(f_int)
             if (p[1].kind == TV_INT || p[1].kind == TV_BOOL)
                 base = p[1].kind == TV_INT ? p[1].u.i : p[1].u.b;
             else
-                ok = false;                 /* TypeError: not an index */
+                ok = false; /* TypeError: not an index */
         }
         if (ok && base != 0 && (base < 2 || base > 36))
-            ok = false;                     /* ValueError */
+            ok = false; /* ValueError */
         if (ok && tpl_parse_int(v->u.s.p, v->u.s.n, (int)base, &iv, &ovf) == 0) {
             if (ovf)
                 return tpl_overflow(t, line);
@@ -185,8 +180,7 @@ FILTER(f_int)
         }
         break;
     }
-    default:
-        break;                              /* TypeError twice */
+    default: break; /* TypeError twice */
     }
     *out = dflt;
     return 0;
@@ -215,8 +209,7 @@ FILTER(f_float)
         if (!v->sub)
             return tpl_tv_undef_error(t, line, v);
         break;
-    default:
-        break;
+    default: break;
     }
     *out = dflt;
     return 0;
@@ -228,8 +221,8 @@ FILTER(f_string)
     return tpl_soft_str(t, line, v, out);
 }
 
-static int case_filter(struct tpl *t, int line, struct tv *v, struct callargs *a, struct tv *out,
-                       const char *name, int how)
+static int case_filter(struct tpl *t, int line, struct tv *v, struct callargs *a, struct tv *out, const char *name,
+                       int how)
 {
     if (tpl_bind(t, line, name, a, NULL, 0, NULL, NULL) < 0)
         return -1;
@@ -257,7 +250,7 @@ FILTER(f_title)
     _cleanup_buf_ struct mini_buf b = MINI_BUF_INIT;
     const char *p = s.u.s.p;
     size_t n = s.u.s.n, l;
-    for (size_t i = 0; i < n; ) {
+    for (size_t i = 0; i < n;) {
         uint32_t c = tpl_u8_decode(p + i, n - i, &l);
         bool sep = title_sep(c);
         size_t j = i + l;
@@ -329,7 +322,7 @@ FILTER(f_first)
 {
     NOARGS("first");
     struct tseq *items;
-    if (v->kind == TV_GEN) {                /* next(gen): takes one item */
+    if (v->kind == TV_GEN) { /* next(gen): takes one item */
         struct tgen *g = v->u.gen;
         if (tpl_tv_gen_ready(t, line, g) < 0)
             return -1;
@@ -513,7 +506,7 @@ FILTER(f_wordcount)
     size_t l;
     for (size_t i = 0; i < s.u.s.n; i += l) {
         uint32_t c = tpl_u8_decode(s.u.s.p + i, s.u.s.n - i, &l);
-        bool w = c == '_' || tpl_uni_is(c, UNI_ALNUM);     /* re's \w */
+        bool w = c == '_' || tpl_uni_is(c, UNI_ALNUM); /* re's \w */
         if (w && !in)
             words++;
         in = w;
@@ -534,7 +527,7 @@ FILTER(f_reverse)
                 k--;
             tpl_u8_decode(v->u.s.p + k, i - k, &l);
             if (k + l != i)
-                k = i - 1;              /* a stray byte */
+                k = i - 1; /* a stray byte */
             mini_buf_append(&b, v->u.s.p + k, i - k);
             i = k;
         }
@@ -557,9 +550,10 @@ FILTER(f_reverse)
     if (!g)
         return -1;
     g->seq = r.u.seq;
-    g->type = v->kind == TV_DICT ? "dict_reversekeyiterator" :
-              v->sub == SEQ_RANGE ? "range_iterator" :
-              v->sub == SEQ_LIST ? "list_reverseiterator" : "reversed";
+    g->type = v->kind == TV_DICT ? "dict_reversekeyiterator"
+        : v->sub == SEQ_RANGE    ? "range_iterator"
+        : v->sub == SEQ_LIST     ? "list_reverseiterator"
+                                 : "reversed";
     out->kind = TV_GEN;
     out->sub = 0;
     out->u.gen = g;
@@ -567,8 +561,8 @@ FILTER(f_reverse)
 }
 
 /* Stable merge sort of items[] by keys[] (Python's sorted()). */
-static int sort_rec(struct tpl *t, int line, struct tv *keys, struct tv *items, struct tv *tk,
-                    struct tv *ti, size_t n, bool reverse)
+static int sort_rec(struct tpl *t, int line, struct tv *keys, struct tv *items, struct tv *tk, struct tv *ti, size_t n,
+                    bool reverse)
 {
     if (n < 2)
         return 0;
@@ -605,8 +599,8 @@ static int sort_rec(struct tpl *t, int line, struct tv *keys, struct tv *items, 
 
 /* Keys for sort/min/max/unique: the item or its attribute(s), lowercased
  * strings unless case_sensitive; `multi` splits attribute on commas. */
-static int make_keys(struct tpl *t, int line, const struct tseq *items, const struct tv *attr,
-                     bool lower, bool multi, struct tv **keys)
+static int make_keys(struct tpl *t, int line, const struct tseq *items, const struct tv *attr, bool lower, bool multi,
+                     struct tv **keys)
 {
     *keys = items->n ? tpl_alloc(t, items->n * sizeof **keys) : NULL;
     if (items->n && !*keys)
@@ -643,8 +637,7 @@ FILTER(f_sort)
         return -1;
     struct tseq *items;
     struct tv *keys;
-    if (tpl_tv_iter(t, line, v, &items) < 0 ||
-        make_keys(t, line, items, has[2] ? &p[2] : NULL, !cs, true, &keys) < 0 ||
+    if (tpl_tv_iter(t, line, v, &items) < 0 || make_keys(t, line, items, has[2] ? &p[2] : NULL, !cs, true, &keys) < 0 ||
         tpl_tv_new_seq(t, items->n, SEQ_LIST, out) < 0)
         return -1;
     if (!items->n)
@@ -735,8 +728,8 @@ FILTER(f_unique)
     struct tseq *items;
     struct tv *keys, seen;
     if (tpl_tv_iter(t, line, v, &items) < 0 ||
-        make_keys(t, line, items, has[1] ? &p[1] : NULL, !cs, false, &keys) < 0 ||
-        tpl_tv_new_dict(t, 0, &seen) < 0 || tpl_tv_new_seq(t, items->n, SEQ_LIST, out) < 0)
+        make_keys(t, line, items, has[1] ? &p[1] : NULL, !cs, false, &keys) < 0 || tpl_tv_new_dict(t, 0, &seen) < 0 ||
+        tpl_tv_new_seq(t, items->n, SEQ_LIST, out) < 0)
         return -1;
     size_t k = 0;
     for (size_t i = 0; i < items->n; i++) {
@@ -779,7 +772,7 @@ FILTER(f_round)
     int64_t prec = 0;
     if (has[0] && tpl_get_int(t, line, &p[0], &prec) < 0)
         return -1;
-    int method = 0;                     /* common, ceil, floor */
+    int method = 0; /* common, ceil, floor */
     if (has[1]) {
         if (p[1].kind == TV_STR && p[1].u.s.n == 4 && memcmp(p[1].u.s.p, "ceil", 4) == 0)
             method = 1;
@@ -916,7 +909,7 @@ FILTER(f_slice)
         return -1;
     if (slices == 0)
         return tpl_fail(t, line, "integer division or modulo by zero");
-    if (slices < 0)                         /* Jinja2 loops over range(slices): nothing */
+    if (slices < 0) /* Jinja2 loops over range(slices): nothing */
         return tpl_tv_new_seq(t, 0, SEQ_LIST, out);
     int64_t len = (int64_t)items->n, per = len / slices, extra = len % slices, offset = 0;
     if ((uint64_t)slices > tpl_mem_limit(t) / sizeof(struct tv))
@@ -1013,8 +1006,8 @@ FILTER(f_map)
     return 0;
 }
 
-static int select_reject(struct tpl *t, int line, struct tv *v, struct callargs *a, struct tv *out,
-                         bool want, bool by_attr)
+static int select_reject(struct tpl *t, int line, struct tv *v, struct callargs *a, struct tv *out, bool want,
+                         bool by_attr)
 {
     struct tseq *items;
     bool truth;
@@ -1056,27 +1049,56 @@ FILTER(f_selectattr) { return select_reject(t, line, v, a, out, true, true); }
 FILTER(f_rejectattr) { return select_reject(t, line, v, a, out, false, true); }
 
 static const struct tpl_builtin filters[] = {
-    { "abs", f_abs, false }, { "attr", f_attr, false }, { "batch", f_batch, true },
-    { "capitalize", f_capitalize, false }, { "center", f_center, false },
-    { "count", f_length, false }, { "d", f_default, false }, { "default", f_default, false },
-    { "dictsort", f_dictsort, false }, { "e", f_escape, false }, { "escape", f_escape, false },
-    { "first", f_first, false }, { "float", f_float, false }, { "forceescape", f_forceescape, false },
-    { "format", f_format, false }, { "indent", f_indent, false }, { "int", f_int, false },
-    { "items", f_items, true }, { "join", f_join, false }, { "last", f_last, false },
-    { "length", f_length, false }, { "list", f_list, false }, { "lower", f_lower, false },
-    { "map", f_map, true }, { "max", f_max, false }, { "min", f_min, false },
-    { "reject", f_reject, true }, { "rejectattr", f_rejectattr, true },
-    { "replace", f_replace, false }, { "reverse", f_reverse, false }, { "round", f_round, false },
-    { "safe", f_safe, false }, { "select", f_select, true }, { "selectattr", f_selectattr, true },
-    { "slice", f_slice, true }, { "sort", f_sort, false }, { "string", f_string, false },
-    { "sum", f_sum, false }, { "title", f_title, false }, { "tojson", f_tojson, false },
-    { "trim", f_trim, false }, { "truncate", f_truncate, false }, { "unique", f_unique, true },
-    { "upper", f_upper, false }, { "wordcount", f_wordcount, false },
+    { "abs", f_abs, false },
+    { "attr", f_attr, false },
+    { "batch", f_batch, true },
+    { "capitalize", f_capitalize, false },
+    { "center", f_center, false },
+    { "count", f_length, false },
+    { "d", f_default, false },
+    { "default", f_default, false },
+    { "dictsort", f_dictsort, false },
+    { "e", f_escape, false },
+    { "escape", f_escape, false },
+    { "first", f_first, false },
+    { "float", f_float, false },
+    { "forceescape", f_forceescape, false },
+    { "format", f_format, false },
+    { "indent", f_indent, false },
+    { "int", f_int, false },
+    { "items", f_items, true },
+    { "join", f_join, false },
+    { "last", f_last, false },
+    { "length", f_length, false },
+    { "list", f_list, false },
+    { "lower", f_lower, false },
+    { "map", f_map, true },
+    { "max", f_max, false },
+    { "min", f_min, false },
+    { "reject", f_reject, true },
+    { "rejectattr", f_rejectattr, true },
+    { "replace", f_replace, false },
+    { "reverse", f_reverse, false },
+    { "round", f_round, false },
+    { "safe", f_safe, false },
+    { "select", f_select, true },
+    { "selectattr", f_selectattr, true },
+    { "slice", f_slice, true },
+    { "sort", f_sort, false },
+    { "string", f_string, false },
+    { "sum", f_sum, false },
+    { "title", f_title, false },
+    { "tojson", f_tojson, false },
+    { "trim", f_trim, false },
+    { "truncate", f_truncate, false },
+    { "unique", f_unique, true },
+    { "upper", f_upper, false },
+    { "wordcount", f_wordcount, false },
 };
 
 /* Call a filter; a lazy one becomes a generator that runs when consumed. */
-int tpl_apply_filter(struct tpl *t, int line, const struct tpl_builtin *f, const struct tv *v,
-                        struct callargs *a, struct tv *out)
+int tpl_apply_filter(struct tpl *t, int line, const struct tpl_builtin *f, const struct tv *v, struct callargs *a,
+                     struct tv *out)
 {
     if (!f->lazy) {
         struct tv in = *v;
@@ -1098,8 +1120,8 @@ int tpl_apply_filter(struct tpl *t, int line, const struct tpl_builtin *f, const
 
 /* Jinja filters this engine lacks: known, so the error says "not supported". */
 static const char *const missing_filters[] = {
-    "filesizeformat", "groupby", "mark_unsafe", "pprint", "random", "striptags", "urlencode",
-    "urlize", "wordwrap", "xmlattr", NULL,
+    "filesizeformat", "groupby", "mark_unsafe", "pprint",  "random", "striptags",
+    "urlencode",      "urlize",  "wordwrap",    "xmlattr", NULL,
 };
 
 const struct tpl_builtin *tpl_find_filter(const char *name, size_t n)
@@ -1107,16 +1129,15 @@ const struct tpl_builtin *tpl_find_filter(const char *name, size_t n)
     return tpl_find_builtin(filters, MINI_ARRAY_SIZE(filters), name, n);
 }
 
-int tpl_call_filter_by_name(struct tpl *t, int line, const struct tv *name, const struct tv *v,
-                            struct callargs *a, struct tv *out)
+int tpl_call_filter_by_name(struct tpl *t, int line, const struct tv *name, const struct tv *v, struct callargs *a,
+                            struct tv *out)
 {
     if (name->kind != TV_STR)
         return tpl_fail(t, line, "filter name must be a string");
     const struct tpl_builtin *f = tpl_find_filter(name->u.s.p, name->u.s.n);
     if (!f) {
         for (size_t i = 0; missing_filters[i]; i++)
-            if (strlen(missing_filters[i]) == name->u.s.n &&
-                memcmp(missing_filters[i], name->u.s.p, name->u.s.n) == 0)
+            if (strlen(missing_filters[i]) == name->u.s.n && memcmp(missing_filters[i], name->u.s.p, name->u.s.n) == 0)
                 return tpl_fail(t, line, "the '%s' filter is not supported", missing_filters[i]);
         return tpl_fail(t, line, "No filter named '%.*s'.", (int)name->u.s.n, name->u.s.p);
     }

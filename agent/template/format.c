@@ -23,8 +23,7 @@ int tpl_buf_fill(struct mini_buf *b, char c, size_t n)
     return 0;
 }
 
-static void pad_to(struct mini_buf *b, size_t have, int64_t width, bool left, const char *body,
-                   size_t blen)
+static void pad_to(struct mini_buf *b, size_t have, int64_t width, bool left, const char *body, size_t blen)
 {
     size_t pad = width > 0 && (uint64_t)width > have ? (size_t)width - have : 0;
     if (!left)
@@ -34,8 +33,7 @@ static void pad_to(struct mini_buf *b, size_t have, int64_t width, bool left, co
         tpl_buf_fill(b, ' ', pad);
 }
 
-static int fmt_int(struct mini_buf *b, int64_t v, char conv, const char *flags, int64_t width,
-                   int64_t prec)
+static int fmt_int(struct mini_buf *b, int64_t v, char conv, const char *flags, int64_t width, int64_t prec)
 {
     char digits[80];
     size_t nd = 0;
@@ -59,8 +57,7 @@ static int fmt_int(struct mini_buf *b, int64_t v, char conv, const char *flags, 
         body[bl++] = conv == 'o' ? 'o' : conv;
     }
     size_t zeros = prec > 0 && (uint64_t)prec > nd ? (size_t)prec - nd : 0;
-    if (strchr(flags, '0') && !strchr(flags, '-') && width > 0 &&
-        (uint64_t)width > bl + zeros + nd)
+    if (strchr(flags, '0') && !strchr(flags, '-') && width > 0 && (uint64_t)width > bl + zeros + nd)
         zeros = (size_t)width - bl - nd;
     if (zeros > 100000)
         return -1;
@@ -75,8 +72,7 @@ static int fmt_int(struct mini_buf *b, int64_t v, char conv, const char *flags, 
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
-static void fmt_double(struct mini_buf *b, double v, char conv, const char *flags, int64_t width,
-                       int64_t prec)
+static void fmt_double(struct mini_buf *b, double v, char conv, const char *flags, int64_t width, int64_t prec)
 {
     char f[32];
     snprintf(f, sizeof f, "%%%s*.*%c", flags, conv);
@@ -89,8 +85,7 @@ static void fmt_double(struct mini_buf *b, double v, char conv, const char *flag
 }
 #pragma GCC diagnostic pop
 
-int tpl_percent_format(struct tpl *t, int line, const struct tv *fmt, const struct tv *args,
-                          struct tv *out)
+int tpl_percent_format(struct tpl *t, int line, const struct tv *fmt, const struct tv *args, struct tv *out)
 {
     const struct tv *argv = args;
     size_t argc = 1, ai = 0;
@@ -98,7 +93,7 @@ int tpl_percent_format(struct tpl *t, int line, const struct tv *fmt, const stru
     /* Python skips the "not all arguments converted" check when the one
      * argument has __getitem__ (a mapping, a list, an Undefined). */
     bool maplike = args->kind == TV_DICT || args->kind == TV_UNDEF ||
-                   (args->kind == TV_SEQ && (args->sub == SEQ_LIST || args->sub == SEQ_RANGE));
+        (args->kind == TV_SEQ && (args->sub == SEQ_LIST || args->sub == SEQ_RANGE));
     if (args->kind == TV_SEQ && args->sub == SEQ_TUPLE) {
         argv = args->u.seq->v;
         argc = args->u.seq->n;
@@ -108,7 +103,7 @@ int tpl_percent_format(struct tpl *t, int line, const struct tv *fmt, const stru
     _cleanup_buf_ struct mini_buf b = MINI_BUF_INIT;
     const char *p = fmt->u.s.p;
     size_t n = fmt->u.s.n;
-    for (size_t i = 0; i < n; ) {
+    for (size_t i = 0; i < n;) {
         if (p[i] != '%') {
             mini_buf_putc(&b, p[i++]);
             continue;
@@ -243,7 +238,12 @@ int tpl_percent_format(struct tpl *t, int line, const struct tv *fmt, const stru
             pad_to(&b, cps, width, strchr(flags, '-') != NULL, s.data ? s.data : "", len);
             break;
         }
-        case 'd': case 'i': case 'u': case 'o': case 'x': case 'X': {
+        case 'd':
+        case 'i':
+        case 'u':
+        case 'o':
+        case 'x':
+        case 'X': {
             int64_t iv;
             if (val->kind == TV_FLOAT && (conv == 'd' || conv == 'i' || conv == 'u')) {
                 if (!isfinite(val->u.f))
@@ -263,7 +263,12 @@ int tpl_percent_format(struct tpl *t, int line, const struct tv *fmt, const stru
                 return tpl_fail(t, line, "precision too big");
             break;
         }
-        case 'e': case 'E': case 'f': case 'F': case 'g': case 'G': {
+        case 'e':
+        case 'E':
+        case 'f':
+        case 'F':
+        case 'g':
+        case 'G': {
             if (!tpl_tv_isnum(val))
                 return tpl_fail(t, line, "must be real number, not %s", tpl_tv_type(val));
             double d = val->kind == TV_FLOAT ? val->u.f : (double)(val->kind == TV_INT ? val->u.i : val->u.b);
@@ -285,8 +290,7 @@ int tpl_percent_format(struct tpl *t, int line, const struct tv *fmt, const stru
             pad_to(&b, 1, width, strchr(flags, '-') != NULL, s.data, s.len);
             break;
         }
-        default:
-            return tpl_fail(t, line, "unsupported format character '%c'", conv);
+        default: return tpl_fail(t, line, "unsupported format character '%c'", conv);
         }
     }
     if (!maplike && ai < argc)

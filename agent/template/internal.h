@@ -31,65 +31,125 @@
 #include "template.h"
 #include "unicode.h"
 
-#define TPL_MAX_NEST 200          /* nesting of expressions and blocks in the source */
-#define TPL_MAX_DEPTH 400         /* recursion while evaluating or walking values */
+#define TPL_MAX_NEST 200  /* nesting of expressions and blocks in the source */
+#define TPL_MAX_DEPTH 400 /* recursion while evaluating or walking values */
 
 /* ---- values ---- */
 
-enum tv_kind { TV_UNDEF, TV_NONE, TV_BOOL, TV_INT, TV_FLOAT, TV_STR, TV_SEQ, TV_DICT,
-               TV_NS, TV_LOOP, TV_FUNC, TV_GEN };
+enum tv_kind { TV_UNDEF, TV_NONE, TV_BOOL, TV_INT, TV_FLOAT, TV_STR, TV_SEQ, TV_DICT, TV_NS, TV_LOOP, TV_FUNC, TV_GEN };
 /* Sequence flavours: they differ in repr() and in what they support. */
 enum seq_kind { SEQ_LIST, SEQ_TUPLE, SEQ_ITEMS, SEQ_KEYS, SEQ_VALUES, SEQ_RANGE };
 
 struct tv;
-struct tseq { size_t n; struct tv *v; int64_t start, stop, step; /* SEQ_RANGE */ };
-struct tdict { size_t n, cap; struct tv *k, *v; };   /* insertion ordered */
+struct tseq {
+    size_t n;
+    struct tv *v;
+    int64_t start, stop, step; /* SEQ_RANGE */
+};
+struct tdict {
+    size_t n, cap;
+    struct tv *k, *v;
+}; /* insertion ordered */
 struct tloop;
 struct tfunc;
 struct tgen;
 
 struct tv {
     uint8_t kind;
-    uint8_t sub;      /* TV_STR: 1 = Markup; TV_SEQ: enum seq_kind; TV_UNDEF: 1 = lenient */
+    uint8_t sub; /* TV_STR: 1 = Markup; TV_SEQ: enum seq_kind; TV_UNDEF: 1 = lenient */
     union {
         bool b;
         int64_t i;
         double f;
-        struct { const char *p; size_t n; } s;
+        struct {
+            const char *p;
+            size_t n;
+        } s;
         struct tseq *seq;
-        struct tdict *d;          /* TV_DICT; TV_NS (mutable) */
+        struct tdict *d; /* TV_DICT; TV_NS (mutable) */
         struct tloop *loop;
         struct tfunc *fn;
         struct tgen *gen;
-        const char *undef;        /* TV_UNDEF: what is undefined (message) */
+        const char *undef; /* TV_UNDEF: what is undefined (message) */
     } u;
 };
 
 /* ---- lexer tokens ---- */
 
 enum tk {
-    TK_EOF, TK_DATA, TK_VAR_BEGIN, TK_VAR_END, TK_BLOCK_BEGIN, TK_BLOCK_END,
-    TK_NAME, TK_STRING, TK_INT, TK_FLOAT,
-    TK_ADD, TK_SUB, TK_DIV, TK_FLOORDIV, TK_MUL, TK_MOD, TK_POW, TK_TILDE,
-    TK_LBRACKET, TK_RBRACKET, TK_LPAREN, TK_RPAREN, TK_LBRACE, TK_RBRACE,
-    TK_EQ, TK_NE, TK_GT, TK_GTEQ, TK_LT, TK_LTEQ, TK_ASSIGN, TK_DOT, TK_COLON,
-    TK_PIPE, TK_COMMA, TK_SEMICOLON,
+    TK_EOF,
+    TK_DATA,
+    TK_VAR_BEGIN,
+    TK_VAR_END,
+    TK_BLOCK_BEGIN,
+    TK_BLOCK_END,
+    TK_NAME,
+    TK_STRING,
+    TK_INT,
+    TK_FLOAT,
+    TK_ADD,
+    TK_SUB,
+    TK_DIV,
+    TK_FLOORDIV,
+    TK_MUL,
+    TK_MOD,
+    TK_POW,
+    TK_TILDE,
+    TK_LBRACKET,
+    TK_RBRACKET,
+    TK_LPAREN,
+    TK_RPAREN,
+    TK_LBRACE,
+    TK_RBRACE,
+    TK_EQ,
+    TK_NE,
+    TK_GT,
+    TK_GTEQ,
+    TK_LT,
+    TK_LTEQ,
+    TK_ASSIGN,
+    TK_DOT,
+    TK_COLON,
+    TK_PIPE,
+    TK_COMMA,
+    TK_SEMICOLON,
 };
 
 struct token {
     uint8_t type;
     int line;
-    const char *p;    /* DATA, NAME, STRING (decoded): text */
+    const char *p; /* DATA, NAME, STRING (decoded): text */
     size_t n;
-    union { int64_t i; double f; } num;
+    union {
+        int64_t i;
+        double f;
+    } num;
 };
 
 /* ---- syntax tree ---- */
 
 enum nk {
-    N_CONST, N_NAME, N_TUPLE, N_LIST, N_DICT, N_GETATTR, N_GETITEM, N_SLICE, N_CALL,
-    N_FILTER, N_TEST, N_NOT, N_NEG, N_POS, N_BIN, N_AND, N_OR, N_CONCAT, N_CMP,
-    N_COND, N_NSREF,
+    N_CONST,
+    N_NAME,
+    N_TUPLE,
+    N_LIST,
+    N_DICT,
+    N_GETATTR,
+    N_GETITEM,
+    N_SLICE,
+    N_CALL,
+    N_FILTER,
+    N_TEST,
+    N_NOT,
+    N_NEG,
+    N_POS,
+    N_BIN,
+    N_AND,
+    N_OR,
+    N_CONCAT,
+    N_CMP,
+    N_COND,
+    N_NSREF,
 };
 /* N_BIN operators and N_CMP operators. */
 enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_FLOORDIV, OP_MOD, OP_POW };
@@ -97,22 +157,29 @@ enum { CMP_EQ, CMP_NE, CMP_LT, CMP_LE, CMP_GT, CMP_GE, CMP_IN, CMP_NOTIN };
 
 struct node;
 struct tpl;
-struct kwarg { const char *name; size_t n; struct node *value; };
+struct kwarg {
+    const char *name;
+    size_t n;
+    struct node *value;
+};
 
 /* Evaluated arguments of a call, filter or test. */
 struct callargs {
     size_t n;
     struct tv *v;
     size_t nkw;
-    const struct kwarg *kw;   /* names */
+    const struct kwarg *kw; /* names */
     struct tv *kwv;
 };
 
-typedef int (*tpl_filter_fn)(struct tpl *t, int line, struct tv *v, struct callargs *a,
-                             struct tv *out);
+typedef int (*tpl_filter_fn)(struct tpl *t, int line, struct tv *v, struct callargs *a, struct tv *out);
 /* A filter or test.  A lazy filter is a Python generator in Jinja: it runs
  * when its result is first iterated, and the result is single-use. */
-struct tpl_builtin { const char *name; tpl_filter_fn fn; bool lazy; };
+struct tpl_builtin {
+    const char *name;
+    tpl_filter_fn fn;
+    bool lazy;
+};
 
 /* TV_GEN: a generator or iterator.  Either `fn` is still to be run on
  * `input` (giving a list), or `seq` holds the items and `pos` how many were
@@ -124,42 +191,45 @@ struct tgen {
     int line;
     struct tseq *seq;
     size_t pos;
-    const char *type;         /* Python type name, for messages */
+    const char *type; /* Python type name, for messages */
 };
 
 struct node {
     uint8_t kind;
-    uint8_t op;               /* N_BIN: OP_*; N_TEST: negated is a separate N_NOT */
+    uint8_t op; /* N_BIN: OP_*; N_TEST: negated is a separate N_NOT */
     int line;
-    struct tv c;              /* N_CONST */
-    const char *name;         /* N_NAME, N_GETATTR, N_NSREF (attribute), N_FILTER, N_TEST */
+    struct tv c;      /* N_CONST */
+    const char *name; /* N_NAME, N_GETATTR, N_NSREF (attribute), N_FILTER, N_TEST */
     size_t nlen;
-    struct node *a, *b, *x;   /* operands; N_SLICE start/stop/step; N_COND: a=value b=test x=else */
-    struct node **v;          /* N_TUPLE/N_LIST items, N_DICT keys and values (2n), N_CALL/
+    struct node *a, *b, *x; /* operands; N_SLICE start/stop/step; N_COND: a=value b=test x=else */
+    struct node **v;        /* N_TUPLE/N_LIST items, N_DICT keys and values (2n), N_CALL/
                                  N_FILTER/N_TEST args, N_CMP/N_CONCAT operands */
     size_t nv;
-    uint8_t *ops;             /* N_CMP: the nv-1 operators */
+    uint8_t *ops; /* N_CMP: the nv-1 operators */
     struct kwarg *kw;
     size_t nkw;
-    const struct tpl_builtin *fn;   /* N_FILTER, N_TEST */
+    const struct tpl_builtin *fn; /* N_FILTER, N_TEST */
 };
 
 enum sk { S_DATA, S_OUT, S_IF, S_FOR, S_SET, S_SETBLOCK, S_WITH, S_FILTERBLOCK };
 
 struct stmt;
-struct body { struct stmt **s; size_t n; };
+struct body {
+    struct stmt **s;
+    size_t n;
+};
 
 struct stmt {
     uint8_t kind;
-    bool recursive;           /* S_FOR */
+    bool recursive; /* S_FOR */
     int line;
-    const char *data;         /* S_DATA */
+    const char *data; /* S_DATA */
     size_t dlen;
-    struct node *expr;        /* S_OUT, S_IF test, S_FOR iterable, S_SET value */
-    struct node *target;      /* S_FOR, S_SET, S_SETBLOCK */
-    struct node *cond;        /* S_FOR filter */
-    struct node *filter;      /* S_SETBLOCK, S_FILTERBLOCK: chain of N_FILTER with a NULL base */
-    struct node **targets, **values;   /* S_WITH */
+    struct node *expr;               /* S_OUT, S_IF test, S_FOR iterable, S_SET value */
+    struct node *target;             /* S_FOR, S_SET, S_SETBLOCK */
+    struct node *cond;               /* S_FOR filter */
+    struct node *filter;             /* S_SETBLOCK, S_FILTERBLOCK: chain of N_FILTER with a NULL base */
+    struct node **targets, **values; /* S_WITH */
     size_t nwith;
     struct body body, orelse; /* S_IF, S_FOR (else), S_SETBLOCK, S_WITH, S_FILTERBLOCK */
 };
@@ -169,25 +239,22 @@ struct stmt {
 struct frame;
 
 struct tpl {
-    struct tpl_arena a;       /* memory, budget and the first error */
+    struct tpl_arena a; /* memory, budget and the first error */
     /* lexer and parser */
-    int depth;                /* parser nesting or evaluation recursion */
-    struct token *toks;       /* malloc'd, owned here */
+    int depth;          /* parser nesting or evaluation recursion */
+    struct token *toks; /* malloc'd, owned here */
     size_t ntok, tokcap, pos;
     /* evaluation */
     const cJSON *vars;
-    struct frame *globals;    /* converted context variables (cache) */
-    struct mini_buf *out;     /* where output goes now */
-    struct frame *scope;      /* innermost variable scope */
-    const struct tv *chain_base;   /* input of a {% filter %} / {% set | f %} chain */
+    struct frame *globals;       /* converted context variables (cache) */
+    struct mini_buf *out;        /* where output goes now */
+    struct frame *scope;         /* innermost variable scope */
+    const struct tv *chain_base; /* input of a {% filter %} / {% set | f %} chain */
 };
 
 /* The arena of a render (arena.h), as the rest of the engine uses it. */
 static inline void *tpl_alloc(struct tpl *t, size_t n) { return tpl_arena_alloc(&t->a, n); }
-static inline char *tpl_memdup(struct tpl *t, const void *p, size_t n)
-{
-    return tpl_arena_memdup(&t->a, p, n);
-}
+static inline char *tpl_memdup(struct tpl *t, const void *p, size_t n) { return tpl_arena_memdup(&t->a, p, n); }
 static inline int tpl_grow(struct tpl *t, void **arr, size_t *cap, size_t need, size_t size)
 {
     return tpl_arena_grow(&t->a, arr, cap, need, size);
@@ -225,33 +292,79 @@ struct tloop {
 enum fid {
     F_UNSUPPORTED,
     /* globals */
-    G_RANGE, G_DICT, G_NAMESPACE, G_LIPSUM, G_CYCLER, G_JOINER,
+    G_RANGE,
+    G_DICT,
+    G_NAMESPACE,
+    G_LIPSUM,
+    G_CYCLER,
+    G_JOINER,
     /* loop */
-    L_CYCLE, L_CHANGED,
+    L_CYCLE,
+    L_CHANGED,
     /* str */
-    S_CAPITALIZE, S_CENTER, S_COUNT, S_ENDSWITH, S_FIND, S_INDEX, S_ISALNUM, S_ISALPHA,
-    S_ISASCII, S_ISDECIMAL, S_ISDIGIT, S_ISLOWER, S_ISNUMERIC, S_ISSPACE, S_ISUPPER, S_JOIN,
-    S_LJUST, S_LOWER, S_LSTRIP, S_PARTITION, S_REMOVEPREFIX, S_REMOVESUFFIX, S_REPLACE,
-    S_RFIND, S_RINDEX, S_RJUST, S_RPARTITION, S_RSPLIT, S_RSTRIP, S_SPLIT, S_SPLITLINES,
-    S_STARTSWITH, S_STRIP, S_TITLE, S_UPPER, S_ZFILL,
+    S_CAPITALIZE,
+    S_CENTER,
+    S_COUNT,
+    S_ENDSWITH,
+    S_FIND,
+    S_INDEX,
+    S_ISALNUM,
+    S_ISALPHA,
+    S_ISASCII,
+    S_ISDECIMAL,
+    S_ISDIGIT,
+    S_ISLOWER,
+    S_ISNUMERIC,
+    S_ISSPACE,
+    S_ISUPPER,
+    S_JOIN,
+    S_LJUST,
+    S_LOWER,
+    S_LSTRIP,
+    S_PARTITION,
+    S_REMOVEPREFIX,
+    S_REMOVESUFFIX,
+    S_REPLACE,
+    S_RFIND,
+    S_RINDEX,
+    S_RJUST,
+    S_RPARTITION,
+    S_RSPLIT,
+    S_RSTRIP,
+    S_SPLIT,
+    S_SPLITLINES,
+    S_STARTSWITH,
+    S_STRIP,
+    S_TITLE,
+    S_UPPER,
+    S_ZFILL,
     /* dict */
-    D_GET, D_ITEMS, D_KEYS, D_VALUES, D_COPY,
+    D_GET,
+    D_ITEMS,
+    D_KEYS,
+    D_VALUES,
+    D_COPY,
     /* list, tuple, range */
-    Q_COUNT, Q_INDEX, Q_COPY,
+    Q_COUNT,
+    Q_INDEX,
+    Q_COPY,
 };
 
-struct tfunc { int id; struct tv self; const char *name; };
+struct tfunc {
+    int id;
+    struct tv self;
+    const char *name;
+};
 
 /* eval.c: statements, expressions, Jinja's attribute and item rules,
  * constant folding. */
 int tpl_fold(struct tpl *t, struct body *b);
 int tpl_exec(struct tpl *t, const struct body *b);
 /* Python's getattr (*found false when there is no such attribute). */
-int tpl_py_getattr(struct tpl *t, int line, const struct tv *obj, const char *name, size_t len,
-                   struct tv *out, bool *found);
+int tpl_py_getattr(struct tpl *t, int line, const struct tv *obj, const char *name, size_t len, struct tv *out,
+                   bool *found);
 /* Jinja's Environment.getattr / getitem: the attribute or the item, else undefined. */
-int tpl_getattr(struct tpl *t, int line, const struct tv *obj, const char *name, size_t len,
-                struct tv *out);
+int tpl_getattr(struct tpl *t, int line, const struct tv *obj, const char *name, size_t len, struct tv *out);
 int tpl_getitem(struct tpl *t, int line, const struct tv *obj, const struct tv *key, struct tv *out);
 struct tv tpl_undef_attr(struct tpl *t, const struct tv *obj, const char *name, size_t len);
 int tpl_run_for(struct tpl *t, const struct stmt *st, const struct tv *iterable, size_t depth0);
@@ -269,19 +382,34 @@ int tpl_call(struct tpl *t, int line, const struct tv *callee, struct callargs *
 /* "<LoopContext i/n>" and the names of functions. */
 int tpl_describe(struct tpl *t, const struct tv *v, struct mini_buf *b);
 /* filters.c: call a filter; a lazy one becomes a generator that runs when consumed. */
-int tpl_apply_filter(struct tpl *t, int line, const struct tpl_builtin *f, const struct tv *v,
-                     struct callargs *a, struct tv *out);
+int tpl_apply_filter(struct tpl *t, int line, const struct tpl_builtin *f, const struct tv *v, struct callargs *a,
+                     struct tv *out);
 /* format.c: fmt % args. */
-int tpl_percent_format(struct tpl *t, int line, const struct tv *fmt, const struct tv *args,
-                       struct tv *out);
+int tpl_percent_format(struct tpl *t, int line, const struct tv *fmt, const struct tv *args, struct tv *out);
 /* builtin.c: markupsafe's escaping of p[0..n), appended to b. */
 int tpl_html_escape(struct mini_buf *b, const char *p, size_t n);
 
 /* value.c: values */
-static inline struct tv tpl_tv_none(void) { struct tv v = { .kind = TV_NONE }; return v; }
-static inline struct tv tpl_tv_bool(bool b) { struct tv v = { .kind = TV_BOOL, .u.b = b }; return v; }
-static inline struct tv tpl_tv_int(int64_t i) { struct tv v = { .kind = TV_INT, .u.i = i }; return v; }
-static inline struct tv tpl_tv_float(double f) { struct tv v = { .kind = TV_FLOAT, .u.f = f }; return v; }
+static inline struct tv tpl_tv_none(void)
+{
+    struct tv v = { .kind = TV_NONE };
+    return v;
+}
+static inline struct tv tpl_tv_bool(bool b)
+{
+    struct tv v = { .kind = TV_BOOL, .u.b = b };
+    return v;
+}
+static inline struct tv tpl_tv_int(int64_t i)
+{
+    struct tv v = { .kind = TV_INT, .u.i = i };
+    return v;
+}
+static inline struct tv tpl_tv_float(double f)
+{
+    struct tv v = { .kind = TV_FLOAT, .u.f = f };
+    return v;
+}
 static inline struct tv tpl_tv_strn(const char *p, size_t n)
 {
     struct tv v = { .kind = TV_STR, .u.s = { p, n } };
@@ -291,16 +419,13 @@ static inline bool tpl_tv_isnum(const struct tv *v)
 {
     return v->kind == TV_BOOL || v->kind == TV_INT || v->kind == TV_FLOAT;
 }
-static inline bool tpl_tv_isstrict_undef(const struct tv *v)
-{
-    return v->kind == TV_UNDEF && !v->sub;
-}
+static inline bool tpl_tv_isstrict_undef(const struct tv *v) { return v->kind == TV_UNDEF && !v->sub; }
 struct tv tpl_tv_undef(struct tpl *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int tpl_tv_undef_error(struct tpl *t, int line, const struct tv *v);
-const char *tpl_tv_type(const struct tv *v);                  /* Python type name */
+const char *tpl_tv_type(const struct tv *v); /* Python type name */
 /* A string made from b's bytes (copied into the arena); b is reset. */
 int tpl_tv_from_buf(struct tpl *t, int line, struct mini_buf *b, bool markup, struct tv *out);
-int tpl_tv_new_seq(struct tpl *t, size_t n, int kind, struct tv *out);   /* n items, zeroed */
+int tpl_tv_new_seq(struct tpl *t, size_t n, int kind, struct tv *out); /* n items, zeroed */
 int tpl_tv_new_dict(struct tpl *t, size_t cap, struct tv *out);
 int tpl_tv_dict_set(struct tpl *t, int line, struct tdict *d, const struct tv *k, const struct tv *v);
 /* Index of key in d, or -1; error (-2) when the key is unhashable. */
@@ -322,12 +447,10 @@ int tpl_tv_len(struct tpl *t, int line, const struct tv *v, size_t *out);
 int tpl_tv_iter(struct tpl *t, int line, const struct tv *v, struct tseq **out);
 /* Run a generator's filter if it has not run yet. */
 int tpl_tv_gen_ready(struct tpl *t, int line, struct tgen *g);
-int tpl_tv_tojson(struct tpl *t, int line, const struct tv *v, const char *indent, size_t ilen,
-              struct mini_buf *b);
+int tpl_tv_tojson(struct tpl *t, int line, const struct tv *v, const char *indent, size_t ilen, struct mini_buf *b);
 void tpl_fmt_float(struct mini_buf *b, double x);
 /* A string value of p[0..n) (not copied), Markup when `markup`. */
-static inline int tpl_new_str(struct tpl *t, int line, const char *p, size_t n, bool markup,
-                              struct tv *out)
+static inline int tpl_new_str(struct tpl *t, int line, const char *p, size_t n, bool markup, struct tv *out)
 {
     (void)t;
     (void)line;

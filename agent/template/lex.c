@@ -13,7 +13,7 @@ struct lexer {
     const char *s;
     size_t n, pos;
     int line;
-    char stack[TPL_MAX_NEST];    /* open brackets in the current tag */
+    char stack[TPL_MAX_NEST]; /* open brackets in the current tag */
     size_t depth;
 };
 
@@ -176,8 +176,8 @@ static size_t match_int(struct lexer *x, size_t i, int64_t *v, bool *overflow)
     size_t n = x->n, j;
     int base = 10;
     *overflow = false;
-    if (i + 2 < n && s[i] == '0' && ((s[i + 1] | 0x20) == 'b' || (s[i + 1] | 0x20) == 'o' ||
-                                     (s[i + 1] | 0x20) == 'x')) {
+    if (i + 2 < n && s[i] == '0' &&
+        ((s[i + 1] | 0x20) == 'b' || (s[i + 1] | 0x20) == 'o' || (s[i + 1] | 0x20) == 'x')) {
         char k = (char)(s[i + 1] | 0x20);
         base = k == 'b' ? 2 : k == 'o' ? 8 : 16;
         j = i + 2;
@@ -195,7 +195,7 @@ static size_t match_int(struct lexer *x, size_t i, int64_t *v, bool *overflow)
         if (count == 0)
             goto decimal;
     } else {
-    decimal:
+decimal:
         base = 10;
         if (s[i] >= '1' && s[i] <= '9') {
             j = i + 1;
@@ -227,7 +227,7 @@ static size_t match_int(struct lexer *x, size_t i, int64_t *v, bool *overflow)
     for (size_t k = (base == 10 ? i : i + 2); k < j; k++) {
         int d = hexval(s[k]);
         if (d < 0)
-            continue;                   /* underscore */
+            continue; /* underscore */
         if (acc > ((uint64_t)INT64_MAX - (uint64_t)d) / (uint64_t)base)
             *overflow = true;
         acc = acc * (uint64_t)base + (uint64_t)d;
@@ -243,8 +243,7 @@ static size_t match_name(const struct lexer *x, size_t i)
     if (!(c == '_' || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z')))
         return 0;
     size_t j = i + 1;
-    while (j < x->n && (s[j] == '_' || ((s[j] | 0x20) >= 'a' && (s[j] | 0x20) <= 'z') ||
-                        (s[j] >= '0' && s[j] <= '9')))
+    while (j < x->n && (s[j] == '_' || ((s[j] | 0x20) >= 'a' && (s[j] | 0x20) <= 'z') || (s[j] >= '0' && s[j] <= '9')))
         j++;
     return j - i;
 }
@@ -256,7 +255,7 @@ static int decode_string(struct lexer *x, const char *p, size_t n, struct token 
     struct tpl *t = x->t;
     _cleanup_buf_ struct mini_buf b = MINI_BUF_INIT;
     size_t l;
-    for (size_t i = 0; i < n; ) {
+    for (size_t i = 0; i < n;) {
         if (p[i] != '\\') {
             size_t j = i;
             while (j < n && p[j] != '\\')
@@ -265,7 +264,7 @@ static int decode_string(struct lexer *x, const char *p, size_t n, struct token 
             i = j;
             continue;
         }
-        i++;                            /* the lexer guarantees a character follows */
+        i++; /* the lexer guarantees a character follows */
         unsigned char c = (unsigned char)p[i];
         if (c >= 0x80) {
             /* "\é": the backslash escapes the backslash of "\xe9". */
@@ -292,14 +291,23 @@ static int decode_string(struct lexer *x, const char *p, size_t n, struct token 
         case 'r': mini_buf_putc(&b, '\r'); break;
         case 't': mini_buf_putc(&b, '\t'); break;
         case 'v': mini_buf_putc(&b, '\v'); break;
-        case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': {
+        case '0':
+        case '1':
+        case '2':
+        case '3':
+        case '4':
+        case '5':
+        case '6':
+        case '7': {
             uint32_t v = c - '0';
             for (int d = 0; d < 2 && i < n && p[i] >= '0' && p[i] <= '7'; d++)
                 v = v * 8 + (uint32_t)(p[i++] - '0');
             tpl_u8_put(&b, v);
             break;
         }
-        case 'x': case 'u': case 'U': {
+        case 'x':
+        case 'u':
+        case 'U': {
             int want = c == 'x' ? 2 : c == 'u' ? 4 : 8;
             uint32_t v = 0;
             for (int d = 0; d < want; d++) {
@@ -316,8 +324,7 @@ static int decode_string(struct lexer *x, const char *p, size_t n, struct token 
             tpl_u8_put(&b, v);
             break;
         }
-        case 'N':
-            return tpl_fail(t, k->line, "\\N{...} escapes are not supported");
+        case 'N': return tpl_fail(t, k->line, "\\N{...} escapes are not supported");
         default:
             mini_buf_putc(&b, '\\');
             mini_buf_putc(&b, (char)c);
@@ -331,13 +338,15 @@ static int decode_string(struct lexer *x, const char *p, size_t n, struct token 
     return k->p ? 0 : -1;
 }
 
-static const struct { const char *op; uint8_t tk; } operators[] = {
-    { "//", TK_FLOORDIV }, { "**", TK_POW }, { "==", TK_EQ }, { "!=", TK_NE },
-    { ">=", TK_GTEQ }, { "<=", TK_LTEQ },
-    { "+", TK_ADD }, { "-", TK_SUB }, { "/", TK_DIV }, { "*", TK_MUL }, { "%", TK_MOD },
-    { "~", TK_TILDE }, { "[", TK_LBRACKET }, { "]", TK_RBRACKET }, { "(", TK_LPAREN },
-    { ")", TK_RPAREN }, { "{", TK_LBRACE }, { "}", TK_RBRACE }, { ">", TK_GT }, { "<", TK_LT },
-    { "=", TK_ASSIGN }, { ".", TK_DOT }, { ":", TK_COLON }, { "|", TK_PIPE }, { ",", TK_COMMA },
+static const struct {
+    const char *op;
+    uint8_t tk;
+} operators[] = {
+    { "//", TK_FLOORDIV }, { "**", TK_POW },   { "==", TK_EQ },      { "!=", TK_NE },      { ">=", TK_GTEQ },
+    { "<=", TK_LTEQ },     { "+", TK_ADD },    { "-", TK_SUB },      { "/", TK_DIV },      { "*", TK_MUL },
+    { "%", TK_MOD },       { "~", TK_TILDE },  { "[", TK_LBRACKET }, { "]", TK_RBRACKET }, { "(", TK_LPAREN },
+    { ")", TK_RPAREN },    { "{", TK_LBRACE }, { "}", TK_RBRACE },   { ">", TK_GT },       { "<", TK_LT },
+    { "=", TK_ASSIGN },    { ".", TK_DOT },    { ":", TK_COLON },    { "|", TK_PIPE },     { ",", TK_COMMA },
     { ";", TK_SEMICOLON },
 };
 

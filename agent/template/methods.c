@@ -11,48 +11,93 @@
 
 #include "mini/cleanup.h"
 
-struct method { const char *name; int id; };
+struct method {
+    const char *name;
+    int id;
+};
 
 static const struct method str_methods[] = {
-    { "capitalize", S_CAPITALIZE }, { "casefold", F_UNSUPPORTED }, { "center", S_CENTER },
-    { "count", S_COUNT }, { "encode", F_UNSUPPORTED }, { "endswith", S_ENDSWITH },
-    { "expandtabs", F_UNSUPPORTED }, { "find", S_FIND }, { "format", F_UNSUPPORTED },
-    { "format_map", F_UNSUPPORTED }, { "index", S_INDEX }, { "isalnum", S_ISALNUM },
-    { "isalpha", S_ISALPHA }, { "isascii", S_ISASCII }, { "isdecimal", S_ISDECIMAL },
-    { "isdigit", S_ISDIGIT }, { "isidentifier", F_UNSUPPORTED }, { "islower", S_ISLOWER },
-    { "isnumeric", S_ISNUMERIC }, { "isprintable", F_UNSUPPORTED }, { "isspace", S_ISSPACE },
-    { "istitle", F_UNSUPPORTED }, { "isupper", S_ISUPPER }, { "join", S_JOIN },
-    { "ljust", S_LJUST }, { "lower", S_LOWER }, { "lstrip", S_LSTRIP },
-    { "maketrans", F_UNSUPPORTED }, { "partition", S_PARTITION },
-    { "removeprefix", S_REMOVEPREFIX }, { "removesuffix", S_REMOVESUFFIX },
-    { "replace", S_REPLACE }, { "rfind", S_RFIND }, { "rindex", S_RINDEX }, { "rjust", S_RJUST },
-    { "rpartition", S_RPARTITION }, { "rsplit", S_RSPLIT }, { "rstrip", S_RSTRIP },
-    { "split", S_SPLIT }, { "splitlines", S_SPLITLINES }, { "startswith", S_STARTSWITH },
-    { "strip", S_STRIP }, { "swapcase", F_UNSUPPORTED }, { "title", S_TITLE },
-    { "translate", F_UNSUPPORTED }, { "upper", S_UPPER }, { "zfill", S_ZFILL },
+    { "capitalize", S_CAPITALIZE },
+    { "casefold", F_UNSUPPORTED },
+    { "center", S_CENTER },
+    { "count", S_COUNT },
+    { "encode", F_UNSUPPORTED },
+    { "endswith", S_ENDSWITH },
+    { "expandtabs", F_UNSUPPORTED },
+    { "find", S_FIND },
+    { "format", F_UNSUPPORTED },
+    { "format_map", F_UNSUPPORTED },
+    { "index", S_INDEX },
+    { "isalnum", S_ISALNUM },
+    { "isalpha", S_ISALPHA },
+    { "isascii", S_ISASCII },
+    { "isdecimal", S_ISDECIMAL },
+    { "isdigit", S_ISDIGIT },
+    { "isidentifier", F_UNSUPPORTED },
+    { "islower", S_ISLOWER },
+    { "isnumeric", S_ISNUMERIC },
+    { "isprintable", F_UNSUPPORTED },
+    { "isspace", S_ISSPACE },
+    { "istitle", F_UNSUPPORTED },
+    { "isupper", S_ISUPPER },
+    { "join", S_JOIN },
+    { "ljust", S_LJUST },
+    { "lower", S_LOWER },
+    { "lstrip", S_LSTRIP },
+    { "maketrans", F_UNSUPPORTED },
+    { "partition", S_PARTITION },
+    { "removeprefix", S_REMOVEPREFIX },
+    { "removesuffix", S_REMOVESUFFIX },
+    { "replace", S_REPLACE },
+    { "rfind", S_RFIND },
+    { "rindex", S_RINDEX },
+    { "rjust", S_RJUST },
+    { "rpartition", S_RPARTITION },
+    { "rsplit", S_RSPLIT },
+    { "rstrip", S_RSTRIP },
+    { "split", S_SPLIT },
+    { "splitlines", S_SPLITLINES },
+    { "startswith", S_STARTSWITH },
+    { "strip", S_STRIP },
+    { "swapcase", F_UNSUPPORTED },
+    { "title", S_TITLE },
+    { "translate", F_UNSUPPORTED },
+    { "upper", S_UPPER },
+    { "zfill", S_ZFILL },
     { NULL, 0 },
 };
 
 static const struct method dict_methods[] = {
-    { "clear", F_UNSUPPORTED }, { "copy", D_COPY }, { "fromkeys", F_UNSUPPORTED }, { "get", D_GET },
-    { "items", D_ITEMS }, { "keys", D_KEYS }, { "pop", F_UNSUPPORTED },
-    { "popitem", F_UNSUPPORTED }, { "setdefault", F_UNSUPPORTED }, { "update", F_UNSUPPORTED },
-    { "values", D_VALUES }, { NULL, 0 },
+    { "clear", F_UNSUPPORTED },
+    { "copy", D_COPY },
+    { "fromkeys", F_UNSUPPORTED },
+    { "get", D_GET },
+    { "items", D_ITEMS },
+    { "keys", D_KEYS },
+    { "pop", F_UNSUPPORTED },
+    { "popitem", F_UNSUPPORTED },
+    { "setdefault", F_UNSUPPORTED },
+    { "update", F_UNSUPPORTED },
+    { "values", D_VALUES },
+    { NULL, 0 },
 };
 
 static const struct method list_methods[] = {
-    { "append", F_UNSUPPORTED }, { "clear", F_UNSUPPORTED }, { "copy", Q_COPY },
-    { "count", Q_COUNT }, { "extend", F_UNSUPPORTED }, { "index", Q_INDEX },
-    { "insert", F_UNSUPPORTED }, { "pop", F_UNSUPPORTED }, { "remove", F_UNSUPPORTED },
-    { "reverse", F_UNSUPPORTED }, { "sort", F_UNSUPPORTED }, { NULL, 0 },
+    { "append", F_UNSUPPORTED }, { "clear", F_UNSUPPORTED },   { "copy", Q_COPY },          { "count", Q_COUNT },
+    { "extend", F_UNSUPPORTED }, { "index", Q_INDEX },         { "insert", F_UNSUPPORTED }, { "pop", F_UNSUPPORTED },
+    { "remove", F_UNSUPPORTED }, { "reverse", F_UNSUPPORTED }, { "sort", F_UNSUPPORTED },   { NULL, 0 },
 };
 
 static const struct method tuple_methods[] = {
-    { "count", Q_COUNT }, { "index", Q_INDEX }, { NULL, 0 },
+    { "count", Q_COUNT },
+    { "index", Q_INDEX },
+    { NULL, 0 },
 };
 
 static const struct method view_methods[] = {
-    { "isdisjoint", F_UNSUPPORTED }, { "mapping", F_UNSUPPORTED }, { NULL, 0 },
+    { "isdisjoint", F_UNSUPPORTED },
+    { "mapping", F_UNSUPPORTED },
+    { NULL, 0 },
 };
 
 bool tpl_method(const struct tv *obj, const char *name, size_t len, int *id, const char **mname)
@@ -62,11 +107,11 @@ bool tpl_method(const struct tv *obj, const char *name, size_t len, int *id, con
     case TV_STR: m = str_methods; break;
     case TV_DICT: m = dict_methods; break;
     case TV_SEQ:
-        m = obj->sub == SEQ_LIST ? list_methods :
-            obj->sub == SEQ_TUPLE || obj->sub == SEQ_RANGE ? tuple_methods : view_methods;
+        m = obj->sub == SEQ_LIST                             ? list_methods
+            : obj->sub == SEQ_TUPLE || obj->sub == SEQ_RANGE ? tuple_methods
+                                                             : view_methods;
         break;
-    default:
-        return false;
+    default: return false;
     }
     for (; m->name; m++)
         if (strlen(m->name) == len && memcmp(m->name, name, len) == 0) {
@@ -111,23 +156,25 @@ int tpl_describe(struct tpl *t, const struct tv *v, struct mini_buf *b)
     case G_CYCLER: return mini_buf_puts(b, "<class 'jinja2.utils.Cycler'>");
     case G_JOINER: return mini_buf_puts(b, "<class 'jinja2.utils.Joiner'>");
     case G_LIPSUM: return mini_buf_puts(b, "<function generate_lorem_ipsum>");
-    default:
-        return mini_buf_printf(b, "<built-in method %s of %s object>", f->name, tpl_tv_type(&f->self));
+    default: return mini_buf_printf(b, "<built-in method %s of %s object>", f->name, tpl_tv_type(&f->self));
     }
 }
 
 /* ------------------------------------------------------ string methods */
 
-static int str_split(struct tpl *t, int line, const struct tv *s, const struct tv *sep,
-                     int64_t maxsplit, bool right, struct tv *out)
+static int str_split(struct tpl *t, int line, const struct tv *s, const struct tv *sep, int64_t maxsplit, bool right,
+                     struct tv *out)
 {
     const char *p = s->u.s.p;
     size_t n = s->u.s.n;
     _cleanup_(tpl_seq_freep) struct tseq tmp = { 0 };
     size_t cap = 0;
-#define ADD(ptr, len) do { \
-        if (tpl_grow(t, (void **)&tmp.v, &cap, tmp.n + 1, sizeof *tmp.v) < 0) return -1; \
-        tmp.v[tmp.n] = tpl_tv_strn((ptr), (len)); tmp.v[tmp.n++].sub = s->sub; \
+#define ADD(ptr, len)                                                         \
+    do {                                                                      \
+        if (tpl_grow(t, (void **)&tmp.v, &cap, tmp.n + 1, sizeof *tmp.v) < 0) \
+            return -1;                                                        \
+        tmp.v[tmp.n] = tpl_tv_strn((ptr), (len));                             \
+        tmp.v[tmp.n++].sub = s->sub;                                          \
     } while (0)
     if (!sep) {
         size_t l;
@@ -186,8 +233,7 @@ static int str_split(struct tpl *t, int line, const struct tv *s, const struct t
         if (!right) {
             size_t i = 0;
             for (;;) {
-                const char *f = (maxsplit >= 0 && (int64_t)tmp.n == maxsplit) ? NULL
-                                : tpl_find(p + i, n - i, q, qn);
+                const char *f = (maxsplit >= 0 && (int64_t)tmp.n == maxsplit) ? NULL : tpl_find(p + i, n - i, q, qn);
                 if (!f) {
                     ADD(p + i, n - i);
                     break;
@@ -198,8 +244,7 @@ static int str_split(struct tpl *t, int line, const struct tv *s, const struct t
         } else {
             size_t j = n;
             for (;;) {
-                const char *f = (maxsplit >= 0 && (int64_t)tmp.n == maxsplit) ? NULL
-                                : tpl_rfind_bytes(p, j, q, qn);
+                const char *f = (maxsplit >= 0 && (int64_t)tmp.n == maxsplit) ? NULL : tpl_rfind_bytes(p, j, q, qn);
                 if (!f) {
                     ADD(p, j);
                     break;
@@ -252,15 +297,15 @@ int tpl_str_splitlines(struct tpl *t, int line, const struct tv *s, bool keepend
 }
 
 /* s.replace(old, new, count) into a new string. */
-int tpl_str_replace(struct tpl *t, int line, const struct tv *s, const struct tv *old,
-                    const struct tv *new, int64_t count, bool markup, struct tv *out)
+int tpl_str_replace(struct tpl *t, int line, const struct tv *s, const struct tv *old, const struct tv *new,
+                    int64_t count, bool markup, struct tv *out)
 {
     _cleanup_buf_ struct mini_buf b = MINI_BUF_INIT;
     const char *p = s->u.s.p;
     size_t n = s->u.s.n, l;
     int64_t done = 0;
     if (old->u.s.n == 0) {
-        for (size_t i = 0; ; i += l) {
+        for (size_t i = 0;; i += l) {
             if (count < 0 || done < count) {
                 mini_buf_append(&b, new->u.s.p, new->u.s.n);
                 done++;
@@ -354,7 +399,7 @@ static int sub_range(struct tpl *t, int line, const struct tv *s, const struct c
     }
     *cstart = start;
     if (start > len || end < start) {
-        *bstart = *bend = SIZE_MAX;     /* empty and out of range */
+        *bstart = *bend = SIZE_MAX; /* empty and out of range */
         return 0;
     }
     *bstart = tpl_u8_offset(s->u.s.p, s->u.s.n, (size_t)start);
@@ -362,8 +407,7 @@ static int sub_range(struct tpl *t, int line, const struct tv *s, const struct c
     return 0;
 }
 
-static int call_str_method(struct tpl *t, int line, const struct tfunc *f, struct callargs *a,
-                           struct tv *out)
+static int call_str_method(struct tpl *t, int line, const struct tfunc *f, struct callargs *a, struct tv *out)
 {
     const struct tv *s = &f->self;
     const char *p = s->u.s.p;
@@ -373,12 +417,21 @@ static int call_str_method(struct tpl *t, int line, const struct tfunc *f, struc
     if (tpl_work(t, line, n) < 0)
         return -1;
     switch (f->id) {
-    case S_LOWER: case S_UPPER: case S_TITLE: case S_CAPITALIZE:
+    case S_LOWER:
+    case S_UPPER:
+    case S_TITLE:
+    case S_CAPITALIZE:
         if (tpl_no_kwargs(t, line, f->name, a) < 0 || tpl_bind(t, line, f->name, a, NULL, 0, vals, have) < 0)
             return -1;
-        return tpl_str_case(t, line, s, f->id == S_LOWER ? CASE_LOWER : f->id == S_UPPER ? CASE_UPPER :
-                            f->id == S_TITLE ? CASE_TITLE : CASE_CAPITALIZE, out);
-    case S_STRIP: case S_LSTRIP: case S_RSTRIP: {
+        return tpl_str_case(t, line, s,
+                            f->id == S_LOWER       ? CASE_LOWER
+                                : f->id == S_UPPER ? CASE_UPPER
+                                : f->id == S_TITLE ? CASE_TITLE
+                                                   : CASE_CAPITALIZE,
+                            out);
+    case S_STRIP:
+    case S_LSTRIP:
+    case S_RSTRIP: {
         static const char *const names[] = { "chars" };
         if (tpl_no_kwargs(t, line, f->name, a) < 0 || tpl_bind(t, line, f->name, a, names, 1, vals, have) < 0)
             return -1;
@@ -389,7 +442,8 @@ static int call_str_method(struct tpl *t, int line, const struct tfunc *f, struc
         tpl_strip_span(p, n, chars, f->id == S_STRIP ? 3 : f->id == S_LSTRIP ? 1 : 2, &b, &e);
         return tpl_new_str(t, line, p + b, e - b, s->sub, out);
     }
-    case S_STARTSWITH: case S_ENDSWITH: {
+    case S_STARTSWITH:
+    case S_ENDSWITH: {
         if (tpl_no_kwargs(t, line, f->name, a) < 0)
             return -1;
         if (a->n < 1 || a->n > 3)
@@ -408,8 +462,8 @@ static int call_str_method(struct tpl *t, int line, const struct tfunc *f, struc
         *out = tpl_tv_bool(false);
         for (size_t i = 0; i < cnt; i++) {
             if (list[i].kind != TV_STR)
-                return tpl_fail(t, line, "%s first arg must be str or a tuple of str, not %s",
-                                f->name, tpl_tv_type(&list[i]));
+                return tpl_fail(t, line, "%s first arg must be str or a tuple of str, not %s", f->name,
+                                tpl_tv_type(&list[i]));
             if (b == SIZE_MAX)
                 continue;
             size_t l = list[i].u.s.n;
@@ -420,7 +474,11 @@ static int call_str_method(struct tpl *t, int line, const struct tfunc *f, struc
         }
         return 0;
     }
-    case S_FIND: case S_RFIND: case S_INDEX: case S_RINDEX: case S_COUNT: {
+    case S_FIND:
+    case S_RFIND:
+    case S_INDEX:
+    case S_RINDEX:
+    case S_COUNT: {
         if (tpl_no_kwargs(t, line, f->name, a) < 0)
             return -1;
         if (a->n < 1 || a->n > 3)
@@ -438,7 +496,7 @@ static int call_str_method(struct tpl *t, int line, const struct tfunc *f, struc
                 if (sub->u.s.n == 0) {
                     c = (int64_t)tpl_u8_count(p + b, e - b) + 1;
                 } else {
-                    for (size_t i = b; ; c++) {
+                    for (size_t i = b;; c++) {
                         const char *x = tpl_find(p + i, e - i, sub->u.s.p, sub->u.s.n);
                         if (!x)
                             break;
@@ -452,7 +510,7 @@ static int call_str_method(struct tpl *t, int line, const struct tfunc *f, struc
         const char *x = NULL;
         if (b != SIZE_MAX)
             x = (f->id == S_FIND || f->id == S_INDEX) ? tpl_find(p + b, e - b, sub->u.s.p, sub->u.s.n)
-                                                       : tpl_rfind_bytes(p + b, e - b, sub->u.s.p, sub->u.s.n);
+                                                      : tpl_rfind_bytes(p + b, e - b, sub->u.s.p, sub->u.s.n);
         if (!x) {
             if (f->id == S_INDEX || f->id == S_RINDEX)
                 return tpl_fail(t, line, "substring not found");
@@ -474,13 +532,14 @@ static int call_str_method(struct tpl *t, int line, const struct tfunc *f, struc
         if (a->n == 3 && tpl_get_int(t, line, &a->v[2], &count) < 0)
             return -1;
         struct tv o = a->v[0], nw = a->v[1];
-        if (s->sub) {                   /* Markup.replace escapes its arguments */
+        if (s->sub) { /* Markup.replace escapes its arguments */
             if (tpl_escape_value(t, line, &a->v[0], &o) < 0 || tpl_escape_value(t, line, &a->v[1], &nw) < 0)
                 return -1;
         }
         return tpl_str_replace(t, line, s, &o, &nw, count, s->sub, out);
     }
-    case S_SPLIT: case S_RSPLIT: {
+    case S_SPLIT:
+    case S_RSPLIT: {
         static const char *const names[] = { "sep", "maxsplit" };
         if (tpl_bind(t, line, f->name, a, names, 2, vals, have) < 0)
             return -1;
@@ -522,7 +581,10 @@ static int call_str_method(struct tpl *t, int line, const struct tfunc *f, struc
         }
         return tpl_tv_from_buf(t, line, &b, s->sub, out);
     }
-    case S_CENTER: case S_LJUST: case S_RJUST: case S_ZFILL: {
+    case S_CENTER:
+    case S_LJUST:
+    case S_RJUST:
+    case S_ZFILL: {
         if (tpl_no_kwargs(t, line, f->name, a) < 0)
             return -1;
         if (a->n < 1 || a->n > (f->id == S_ZFILL ? 1u : 2u))
@@ -548,9 +610,13 @@ static int call_str_method(struct tpl *t, int line, const struct tfunc *f, struc
         if (a->n == 2 && tpl_need_str(t, line, &a->v[1], "fill character") < 0)
             return -1;
         return tpl_str_pad(t, line, s, width, a->n == 2 ? &a->v[1] : NULL,
-                           f->id == S_CENTER ? 0 : f->id == S_LJUST ? 1 : 2, out);
+                           f->id == S_CENTER      ? 0
+                               : f->id == S_LJUST ? 1
+                                                  : 2,
+                           out);
     }
-    case S_REMOVEPREFIX: case S_REMOVESUFFIX: {
+    case S_REMOVEPREFIX:
+    case S_REMOVESUFFIX: {
         if (tpl_no_kwargs(t, line, f->name, a) < 0)
             return -1;
         if (a->n != 1 || tpl_need_str(t, line, &a->v[0], "argument") < 0)
@@ -561,7 +627,8 @@ static int call_str_method(struct tpl *t, int line, const struct tfunc *f, struc
         *out = *s;
         return 0;
     }
-    case S_PARTITION: case S_RPARTITION: {
+    case S_PARTITION:
+    case S_RPARTITION: {
         if (tpl_no_kwargs(t, line, f->name, a) < 0)
             return -1;
         if (a->n != 1 || tpl_need_str(t, line, &a->v[0], "separator") < 0)
@@ -585,7 +652,7 @@ static int call_str_method(struct tpl *t, int line, const struct tfunc *f, struc
         }
         return 0;
     }
-    default: {                          /* the is*() predicates */
+    default: { /* the is*() predicates */
         if (tpl_no_kwargs(t, line, f->name, a) < 0 || tpl_bind(t, line, f->name, a, NULL, 0, vals, have) < 0)
             return -1;
         if (f->id == S_ISLOWER || f->id == S_ISUPPER) {
@@ -693,8 +760,10 @@ static int make_dict(struct tpl *t, int line, const char *fn, struct callargs *a
                 if (tpl_tv_iter(t, line, &items->v[i], &pair) < 0)
                     return -1;
                 if (pair->n != 2)
-                    return tpl_fail(t, line, "dictionary update sequence element #%zu has length %zu; "
-                                    "2 is required", i, pair->n);
+                    return tpl_fail(t, line,
+                                    "dictionary update sequence element #%zu has length %zu; "
+                                    "2 is required",
+                                    i, pair->n);
                 if (tpl_tv_dict_set(t, line, d, &pair->v[0], &pair->v[1]) < 0)
                     return -1;
             }
@@ -708,15 +777,15 @@ static int make_dict(struct tpl *t, int line, const char *fn, struct callargs *a
     return 0;
 }
 
-int tpl_call(struct tpl *t, int line, const struct tv *callee, struct callargs *a,
-                      struct tv *out)
+int tpl_call(struct tpl *t, int line, const struct tv *callee, struct callargs *a, struct tv *out)
 {
     if (callee->kind == TV_UNDEF)
         return tpl_tv_undef_error(t, line, callee);
     if (callee->kind == TV_LOOP) {
         const struct tloop *l = callee->u.loop;
         if (!l->st->recursive)
-            return tpl_fail(t, line, "The loop must have the 'recursive' marker to be called "
+            return tpl_fail(t, line,
+                            "The loop must have the 'recursive' marker to be called "
                             "recursively.");
         if (a->n != 1 || a->nkw)
             return tpl_fail(t, line, "loop() takes exactly one argument");
@@ -741,10 +810,8 @@ int tpl_call(struct tpl *t, int line, const struct tv *callee, struct callargs *
     struct tv vals[2];
     bool have[2];
     switch (f->id) {
-    case G_RANGE:
-        return make_range(t, line, a, out);
-    case G_DICT:
-        return make_dict(t, line, "dict", a, out);
+    case G_RANGE: return make_range(t, line, a, out);
+    case G_DICT: return make_dict(t, line, "dict", a, out);
     case G_NAMESPACE:
         if (make_dict(t, line, "namespace", a, out) < 0)
             return -1;
@@ -787,7 +854,10 @@ int tpl_call(struct tpl *t, int line, const struct tv *callee, struct callargs *
         *out = i >= 0 ? f->self.u.d->v[i] : a->n == 2 ? a->v[1] : tpl_tv_none();
         return 0;
     }
-    case D_ITEMS: case D_KEYS: case D_VALUES: case D_COPY:
+    case D_ITEMS:
+    case D_KEYS:
+    case D_VALUES:
+    case D_COPY:
         if (tpl_no_kwargs(t, line, f->name, a) < 0 || tpl_bind(t, line, f->name, a, NULL, 0, vals, have) < 0)
             return -1;
         if (f->id == D_COPY) {
@@ -798,14 +868,17 @@ int tpl_call(struct tpl *t, int line, const struct tv *callee, struct callargs *
             out->u.d->n = f->self.u.d->n;
             return 0;
         }
-        return tpl_dict_view(t, f->self.u.d, f->id == D_ITEMS ? SEQ_ITEMS : f->id == D_KEYS ? SEQ_KEYS
-                             : SEQ_VALUES, out);
-    case Q_COUNT: case Q_INDEX: {
+        return tpl_dict_view(t, f->self.u.d,
+                             f->id == D_ITEMS      ? SEQ_ITEMS
+                                 : f->id == D_KEYS ? SEQ_KEYS
+                                                   : SEQ_VALUES,
+                             out);
+    case Q_COUNT:
+    case Q_INDEX: {
         if (tpl_no_kwargs(t, line, f->name, a) < 0)
             return -1;
         if (a->n < 1 || a->n > (f->id == Q_COUNT ? 1u : 3u))
-            return tpl_fail(t, line, "%s() takes %s argument", f->name,
-                            f->id == Q_COUNT ? "exactly one" : "1 to 3");
+            return tpl_fail(t, line, "%s() takes %s argument", f->name, f->id == Q_COUNT ? "exactly one" : "1 to 3");
         const struct tseq *s = f->self.u.seq;
         int64_t c = 0, from = 0, to = (int64_t)s->n;
         if (a->n > 1 && tpl_get_int(t, line, &a->v[1], &from) < 0)
@@ -846,7 +919,6 @@ int tpl_call(struct tpl *t, int line, const struct tv *callee, struct callargs *
     case G_JOINER:
         return tpl_fail(t, line, "%s.%s() is not supported by mini's template engine",
                         f->id == F_UNSUPPORTED ? tpl_tv_type(&f->self) : "jinja2", f->name);
-    default:
-        return call_str_method(t, line, f, a, out);
+    default: return call_str_method(t, line, f, a, out);
     }
 }

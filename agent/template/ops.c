@@ -37,8 +37,7 @@ static void py_fdivmod(double vx, double wx, double *floordiv, double *mod)
     *mod = m;
 }
 
-static int num_arith(struct tpl *t, int line, int op, const struct tv *a, const struct tv *b,
-                     struct tv *out)
+static int num_arith(struct tpl *t, int line, int op, const struct tv *a, const struct tv *b, struct tv *out)
 {
     if (a->kind != TV_FLOAT && b->kind != TV_FLOAT) {
         int64_t x = a->kind == TV_INT ? a->u.i : a->u.b, y = b->kind == TV_INT ? b->u.i : b->u.b, r;
@@ -80,7 +79,7 @@ static int num_arith(struct tpl *t, int line, int op, const struct tv *a, const 
             if (r != 0 && ((r < 0) != (y < 0)))
                 r += y;
             break;
-        default:                        /* OP_POW */
+        default: /* OP_POW */
             if (y < 0) {
                 if (x == 0)
                     return tpl_fail(t, line, "0.0 cannot be raised to a negative power");
@@ -88,7 +87,7 @@ static int num_arith(struct tpl *t, int line, int op, const struct tv *a, const 
                 return 0;
             }
             r = 1;
-            for (int64_t base = x, e = y; e; ) {
+            for (int64_t base = x, e = y; e;) {
                 if ((e & 1) && __builtin_mul_overflow(r, base, &r))
                     return tpl_overflow(t, line);
                 e >>= 1;
@@ -132,11 +131,10 @@ static int num_arith(struct tpl *t, int line, int op, const struct tv *a, const 
     }
 }
 
-
 static int repeat(struct tpl *t, int line, const struct tv *s, int64_t times, struct tv *out)
 {
     if (times < 0 || (s->kind == TV_STR ? s->u.s.n : s->u.seq->n) == 0)
-        times = 0;                          /* nothing to repeat: no loop either */
+        times = 0; /* nothing to repeat: no loop either */
     if (s->kind == TV_STR) {
         if (s->u.s.n && (uint64_t)times > tpl_mem_limit(t) / s->u.s.n)
             return tpl_charge(t, line, SIZE_MAX);
@@ -159,11 +157,10 @@ static int repeat(struct tpl *t, int line, const struct tv *s, int64_t times, st
     return 0;
 }
 
-int tpl_arith(struct tpl *t, int line, int op, const struct tv *a, const struct tv *b,
-                 struct tv *out)
+int tpl_arith(struct tpl *t, int line, int op, const struct tv *a, const struct tv *b, struct tv *out)
 {
     static const char *const opname[] = { "+", "-", "*", "/", "//", "%", "** or pow()" };
-    if (op == OP_MOD && a->kind == TV_STR)      /* str.__mod__ takes any operand */
+    if (op == OP_MOD && a->kind == TV_STR) /* str.__mod__ takes any operand */
         return tpl_percent_format(t, line, a, b, out);
     if (a->kind == TV_UNDEF)
         return tpl_tv_undef_error(t, line, a);
@@ -201,12 +198,11 @@ int tpl_arith(struct tpl *t, int line, int op, const struct tv *a, const struct 
             s = b, k = a;
         else if (b->kind == TV_INT || b->kind == TV_BOOL)
             s = a, k = b;
-        if (s && (s->kind == TV_STR ||
-                  (s->kind == TV_SEQ && (s->sub == SEQ_LIST || s->sub == SEQ_TUPLE))))
+        if (s && (s->kind == TV_STR || (s->kind == TV_SEQ && (s->sub == SEQ_LIST || s->sub == SEQ_TUPLE))))
             return repeat(t, line, s, k->kind == TV_INT ? k->u.i : k->u.b, out);
     }
-    return tpl_fail(t, line, "unsupported operand type(s) for %s: '%s' and '%s'", opname[op],
-                    tpl_tv_type(a), tpl_tv_type(b));
+    return tpl_fail(t, line, "unsupported operand type(s) for %s: '%s' and '%s'", opname[op], tpl_tv_type(a),
+                    tpl_tv_type(b));
 }
 
 int tpl_contains(struct tpl *t, int line, const struct tv *seq, const struct tv *x, bool *out)
@@ -217,8 +213,7 @@ int tpl_contains(struct tpl *t, int line, const struct tv *seq, const struct tv 
         if (x->kind != TV_STR) {
             if (tpl_tv_isstrict_undef(x))
                 return tpl_tv_undef_error(t, line, x);
-            return tpl_fail(t, line, "'in <string>' requires string as left operand, not %s",
-                            tpl_tv_type(x));
+            return tpl_fail(t, line, "'in <string>' requires string as left operand, not %s", tpl_tv_type(x));
         }
         if (tpl_work(t, line, seq->u.s.n) < 0)
             return -1;
@@ -243,7 +238,7 @@ int tpl_contains(struct tpl *t, int line, const struct tv *seq, const struct tv 
         if (!seq->sub)
             return tpl_tv_undef_error(t, line, seq);
         return 0;
-    case TV_GEN: {                          /* consumes up to the match */
+    case TV_GEN: { /* consumes up to the match */
         struct tgen *g = seq->u.gen;
         if (tpl_tv_gen_ready(t, line, g) < 0)
             return -1;
@@ -255,8 +250,7 @@ int tpl_contains(struct tpl *t, int line, const struct tv *seq, const struct tv 
         }
         return 0;
     }
-    default:
-        return tpl_fail(t, line, "argument of type '%s' is not iterable", tpl_tv_type(seq));
+    default: return tpl_fail(t, line, "argument of type '%s' is not iterable", tpl_tv_type(seq));
     }
 }
 
@@ -282,7 +276,7 @@ int tpl_compare(struct tpl *t, int line, int op, const struct tv *a, const struc
         if (tpl_tv_cmp(t, line, a, b, &c) < 0)
             return -1;
         if (c == 2)
-            *out = false;               /* NaN */
+            *out = false; /* NaN */
         else
             *out = op == CMP_LT ? c < 0 : op == CMP_LE ? c <= 0 : op == CMP_GT ? c > 0 : c >= 0;
         return 0;

@@ -8,15 +8,9 @@
 
 #include "mini/cleanup.h"
 
-static struct token *cur(struct tpl *t)
-{
-    return &t->toks[t->pos];
-}
+static struct token *cur(struct tpl *t) { return &t->toks[t->pos]; }
 
-static struct token *look(struct tpl *t)
-{
-    return &t->toks[t->pos + 1 < t->ntok ? t->pos + 1 : t->ntok - 1];
-}
+static struct token *look(struct tpl *t) { return &t->toks[t->pos + 1 < t->ntok ? t->pos + 1 : t->ntok - 1]; }
 
 static struct token *next(struct tpl *t)
 {
@@ -74,13 +68,13 @@ static struct node *new_node(struct tpl *t, int kind, int line)
 }
 
 /* A growable list of node pointers, in malloc'd memory until finished. */
-struct nlist { struct node **v; size_t n, cap; };
+struct nlist {
+    struct node **v;
+    size_t n, cap;
+};
 
 /* Frees what nl_finish did not move into the arena (_cleanup_(nl_freep)). */
-static inline void nl_freep(struct nlist *l)
-{
-    free(l->v);
-}
+static inline void nl_freep(struct nlist *l) { free(l->v); }
 
 static int nl_push(struct tpl *t, struct nlist *l, struct node *x)
 {
@@ -103,8 +97,8 @@ static struct node **nl_finish(struct tpl *t, struct nlist *l)
 }
 
 static struct node *parse_expression(struct tpl *t, bool with_condexpr);
-static struct node *parse_tuple(struct tpl *t, bool simplified, bool with_condexpr,
-                                const char *extra_end, bool explicit_parens);
+static struct node *parse_tuple(struct tpl *t, bool simplified, bool with_condexpr, const char *extra_end,
+                                bool explicit_parens);
 static struct node *parse_target_tuple(struct tpl *t, const char *extra_end, bool with_namespace);
 static struct node *parse_unary(struct tpl *t, bool with_filter);
 static struct node *parse_primary(struct tpl *t);
@@ -193,15 +187,9 @@ static struct node *parse_logical(struct tpl *t, const char *word, int kind, str
     return l;
 }
 
-static struct node *parse_or(struct tpl *t)
-{
-    return parse_logical(t, "or", N_OR, parse_and);
-}
+static struct node *parse_or(struct tpl *t) { return parse_logical(t, "or", N_OR, parse_and); }
 
-static struct node *parse_and(struct tpl *t)
-{
-    return parse_logical(t, "and", N_AND, parse_not);
-}
+static struct node *parse_and(struct tpl *t) { return parse_logical(t, "and", N_AND, parse_not); }
 
 static struct node *parse_not(struct tpl *t)
 {
@@ -469,12 +457,8 @@ static struct node *parse_primary(struct tpl *t)
         if (n && expect(t, TK_RPAREN) < 0)
             return NULL;
         return n;
-    case TK_LBRACKET:
-        next(t);
-        return parse_list(t, TK_RBRACKET, N_LIST, k->line);
-    case TK_LBRACE:
-        next(t);
-        return parse_list(t, TK_RBRACE, N_DICT, k->line);
+    case TK_LBRACKET: next(t); return parse_list(t, TK_RBRACKET, N_LIST, k->line);
+    case TK_LBRACE: next(t); return parse_list(t, TK_RBRACE, N_DICT, k->line);
     default:
         if (k->type == TK_EOF)
             tpl_fail(t, k->line, "unexpected end of template");
@@ -492,11 +476,11 @@ static bool is_tuple_end(struct tpl *t, const char *extra_end)
     return extra_end && tok_is(cur(t), extra_end);
 }
 
-static struct node *parse_tuple_ns(struct tpl *t, bool simplified, bool with_condexpr,
-                                   const char *extra_end, bool explicit_parens, bool with_namespace);
+static struct node *parse_tuple_ns(struct tpl *t, bool simplified, bool with_condexpr, const char *extra_end,
+                                   bool explicit_parens, bool with_namespace);
 
-static struct node *parse_tuple(struct tpl *t, bool simplified, bool with_condexpr,
-                                const char *extra_end, bool explicit_parens)
+static struct node *parse_tuple(struct tpl *t, bool simplified, bool with_condexpr, const char *extra_end,
+                                bool explicit_parens)
 {
     return parse_tuple_ns(t, simplified, with_condexpr, extra_end, explicit_parens, false);
 }
@@ -511,7 +495,7 @@ static struct node *parse_target_tuple(struct tpl *t, const char *extra_end, boo
 static struct node *parse_nsref(struct tpl *t)
 {
     struct token *name = next(t);
-    next(t);                                /* the dot */
+    next(t); /* the dot */
     struct token *attr = cur(t);
     if (attr->type != TK_NAME) {
         fail_tok(t, "name");
@@ -531,8 +515,8 @@ static struct node *parse_nsref(struct tpl *t)
 }
 
 /* parse_tuple_ns inside its level of nesting. */
-static struct node *parse_tuple_items(struct tpl *t, bool simplified, bool with_condexpr,
-                                      const char *extra_end, bool explicit_parens, bool with_namespace)
+static struct node *parse_tuple_items(struct tpl *t, bool simplified, bool with_condexpr, const char *extra_end,
+                                      bool explicit_parens, bool with_namespace)
 {
     int line = cur(t)->line;
     _cleanup_(nl_freep) struct nlist items = { 0 };
@@ -573,13 +557,12 @@ static struct node *parse_tuple_items(struct tpl *t, bool simplified, bool with_
     return r;
 }
 
-static struct node *parse_tuple_ns(struct tpl *t, bool simplified, bool with_condexpr,
-                                   const char *extra_end, bool explicit_parens, bool with_namespace)
+static struct node *parse_tuple_ns(struct tpl *t, bool simplified, bool with_condexpr, const char *extra_end,
+                                   bool explicit_parens, bool with_namespace)
 {
     if (enter(t) < 0)
         return NULL;
-    struct node *r = parse_tuple_items(t, simplified, with_condexpr, extra_end, explicit_parens,
-                                       with_namespace);
+    struct node *r = parse_tuple_items(t, simplified, with_condexpr, extra_end, explicit_parens, with_namespace);
     t->depth--;
     return r;
 }
@@ -775,9 +758,8 @@ static struct node *parse_test(struct tpl *t, struct node *obj)
     if (k->type == TK_LPAREN) {
         if (parse_call_args(t, n) < 0)
             return NULL;
-    } else if ((k->type == TK_NAME || k->type == TK_STRING || k->type == TK_INT ||
-                k->type == TK_FLOAT || k->type == TK_LPAREN || k->type == TK_LBRACKET ||
-                k->type == TK_LBRACE) &&
+    } else if ((k->type == TK_NAME || k->type == TK_STRING || k->type == TK_INT || k->type == TK_FLOAT ||
+                k->type == TK_LPAREN || k->type == TK_LBRACKET || k->type == TK_LBRACE) &&
                !tok_is(k, "else") && !tok_is(k, "or") && !tok_is(k, "and")) {
         if (tok_is(k, "is")) {
             tpl_fail(t, k->line, "You cannot chain multiple tests with is");
@@ -794,7 +776,7 @@ static struct node *parse_test(struct tpl *t, struct node *obj)
         n->v[0] = arg;
         n->nv = 1;
     }
-    n->fn = tpl_find_test(n->name, n->nlen);   /* NULL: checked by check_names() */
+    n->fn = tpl_find_test(n->name, n->nlen); /* NULL: checked by check_names() */
     if (negated) {
         struct node *x = new_node(t, N_NOT, is->line);
         if (!x)
@@ -828,7 +810,7 @@ static struct node *parse_filter(struct tpl *t, struct node *n, bool start_inlin
         f->nlen = name->n;
         if (cur(t)->type == TK_LPAREN && parse_call_args(t, f) < 0)
             return NULL;
-        f->fn = tpl_find_filter(f->name, f->nlen);   /* NULL: checked by check_names() */
+        f->fn = tpl_find_filter(f->name, f->nlen); /* NULL: checked by check_names() */
         n = f;
         start_inline = false;
     }
@@ -853,13 +835,13 @@ static struct node *parse_filter_expr(struct tpl *t, struct node *n)
 
 /* ---------------------------------------------------------- statements */
 
-struct slist { struct stmt **v; size_t n, cap; };
+struct slist {
+    struct stmt **v;
+    size_t n, cap;
+};
 
 /* Frees a statement list (_cleanup_(sl_freep)); the statements are in the arena. */
-static inline void sl_freep(struct slist *l)
-{
-    free(l->v);
-}
+static inline void sl_freep(struct slist *l) { free(l->v); }
 
 static int sl_push(struct tpl *t, struct slist *l, struct stmt *s)
 {
@@ -892,8 +874,10 @@ static int parse_statements(struct tpl *t, const char *const *end, bool drop_nee
         char want[128] = "";
         for (size_t i = 0; end[i]; i++)
             snprintf(want + strlen(want), sizeof want - strlen(want), "%s'%s'", i ? " or " : "", end[i]);
-        return tpl_fail(t, cur(t)->line, "Unexpected end of template. Jinja was looking for the "
-                        "following tags: %s.", want);
+        return tpl_fail(t, cur(t)->line,
+                        "Unexpected end of template. Jinja was looking for the "
+                        "following tags: %s.",
+                        want);
     }
     if (drop_needle)
         next(t);
@@ -1060,8 +1044,7 @@ static int parse_statement(struct tpl *t, struct slist *out)
         s = parse_with(t);
     } else if (tok_is(k, "filter")) {
         s = new_stmt(t, S_FILTERBLOCK, next(t)->line);
-        if (s && (!(s->filter = parse_filter(t, NULL, true)) ||
-                  parse_statements(t, filter_end, true, &s->body) < 0))
+        if (s && (!(s->filter = parse_filter(t, NULL, true)) || parse_statements(t, filter_end, true, &s->body) < 0))
             s = NULL;
     } else if (tok_is(k, "print")) {
         next(t);
@@ -1106,8 +1089,8 @@ static int subparse_body(struct tpl *t, const char *const *end, struct body *out
         } else if (k->type == TK_VAR_BEGIN) {
             next(t);
             struct stmt *s = new_stmt(t, S_OUT, k->line);
-            if (!s || !(s->expr = parse_tuple(t, false, true, NULL, false)) ||
-                expect(t, TK_VAR_END) < 0 || sl_push(t, &l, s) < 0)
+            if (!s || !(s->expr = parse_tuple(t, false, true, NULL, false)) || expect(t, TK_VAR_END) < 0 ||
+                sl_push(t, &l, s) < 0)
                 return -1;
         } else if (k->type == TK_BLOCK_BEGIN) {
             next(t);
@@ -1156,8 +1139,8 @@ static int check_expr(struct tpl *t, const struct node *n, bool soft)
     if (n->kind == N_COND)
         soft = true;
     if ((n->kind == N_FILTER || n->kind == N_TEST) && !n->fn && !soft)
-        return tpl_fail(t, n->line, "No %s named '%.*s'.", n->kind == N_FILTER ? "filter" : "test",
-                        (int)n->nlen, n->name);
+        return tpl_fail(t, n->line, "No %s named '%.*s'.", n->kind == N_FILTER ? "filter" : "test", (int)n->nlen,
+                        n->name);
     if (n->kind == N_CONST || n->kind == N_NAME)
         return 0;
     if (check_expr(t, n->a, soft) < 0 || check_expr(t, n->b, soft) < 0 || check_expr(t, n->x, soft) < 0)
@@ -1179,16 +1162,18 @@ static int check_body(struct tpl *t, const struct body *b, bool soft)
         int rc = 0;
         switch (s->kind) {
         case S_OUT:
-        case S_SET:
-            rc = check_expr(t, s->expr, soft);
-            break;
+        case S_SET: rc = check_expr(t, s->expr, soft); break;
         case S_IF:
             rc = check_expr(t, s->expr, true) < 0 || check_body(t, &s->body, true) < 0 ||
-                 check_body(t, &s->orelse, true) < 0 ? -1 : 0;
+                    check_body(t, &s->orelse, true) < 0
+                ? -1
+                : 0;
             break;
         case S_FOR:
             rc = check_expr(t, s->expr, soft) < 0 || check_expr(t, s->cond, false) < 0 ||
-                 check_body(t, &s->body, false) < 0 || check_body(t, &s->orelse, false) < 0 ? -1 : 0;
+                    check_body(t, &s->body, false) < 0 || check_body(t, &s->orelse, false) < 0
+                ? -1
+                : 0;
             break;
         case S_WITH:
             for (size_t k = 0; k < s->nwith && rc == 0; k++)
@@ -1200,8 +1185,7 @@ static int check_body(struct tpl *t, const struct body *b, bool soft)
         case S_FILTERBLOCK:
             rc = check_body(t, &s->body, false) < 0 || check_expr(t, s->filter, false) < 0 ? -1 : 0;
             break;
-        default:
-            break;
+        default: break;
         }
         if (rc < 0)
             return -1;

@@ -44,8 +44,8 @@ static char *normalize(struct tpl *t, const char *src, size_t len, size_t *out_l
     return s;
 }
 
-static int render(struct tpl *t, const char *src, size_t len, const cJSON *vars,
-                  struct mini_buf *out, struct mini_err *e)
+static int render(struct tpl *t, const char *src, size_t len, const cJSON *vars, struct mini_buf *out,
+                  struct mini_err *e)
 {
     if (!src && len)
         return mini_err_set(e, MINI_E_TEMPLATE, "no template text");
@@ -84,9 +84,8 @@ static void tpl_freep(struct tpl *t)
     free(t->toks);
 }
 
-int mini_tpl_render_limited(const char *src, size_t len, const cJSON *vars,
-                            const struct mini_tpl_limits *lim, struct mini_buf *out,
-                            struct mini_err *e)
+int mini_tpl_render_limited(const char *src, size_t len, const cJSON *vars, const struct mini_tpl_limits *lim,
+                            struct mini_buf *out, struct mini_err *e)
 {
     if (e)
         mini_err_clear(e);
@@ -99,8 +98,7 @@ int mini_tpl_render_limited(const char *src, size_t len, const cJSON *vars,
     return -1;
 }
 
-int mini_tpl_render(const char *src, size_t len, const cJSON *vars,
-                    struct mini_buf *out, struct mini_err *e)
+int mini_tpl_render(const char *src, size_t len, const cJSON *vars, struct mini_buf *out, struct mini_err *e)
 {
     return mini_tpl_render_limited(src, len, vars, NULL, out, e);
 }

@@ -71,22 +71,20 @@
  * real template comes near; exceeding one is an error, never a crash.
  * Reentrant: a render keeps all its state in its own arena; `vars` is only
  * read. */
-int mini_tpl_render(const char *src, size_t len, const cJSON *vars,
-                    struct mini_buf *out, struct mini_err *e);
+int mini_tpl_render(const char *src, size_t len, const cJSON *vars, struct mini_buf *out, struct mini_err *e);
 
 #define MINI_TPL_MEM_LIMIT ((size_t)256 << 20)
 #define MINI_TPL_MAX_STEPS 20000000ULL
 
 /* The budget of one render. */
 struct mini_tpl_limits {
-    size_t mem;               /* bytes of values and output (MINI_TPL_MEM_LIMIT) */
-    uint64_t steps;           /* loop iterations, calls, items walked (MINI_TPL_MAX_STEPS) */
+    size_t mem;     /* bytes of values and output (MINI_TPL_MEM_LIMIT) */
+    uint64_t steps; /* loop iterations, calls, items walked (MINI_TPL_MAX_STEPS) */
 };
 
 /* mini_tpl_render with other limits (NULL: the defaults), for tests that
  * want a render to fail or finish sooner. */
-int mini_tpl_render_limited(const char *src, size_t len, const cJSON *vars,
-                            const struct mini_tpl_limits *lim, struct mini_buf *out,
-                            struct mini_err *e);
+int mini_tpl_render_limited(const char *src, size_t len, const cJSON *vars, const struct mini_tpl_limits *lim,
+                            struct mini_buf *out, struct mini_err *e);
 
 #endif

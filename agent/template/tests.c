@@ -15,8 +15,7 @@ static int test_result(struct tv *out, bool b)
     return 0;
 }
 
-#define TEST(name) static int name(struct tpl *t, int line, struct tv *v, struct callargs *a, \
-                                   struct tv *out)
+#define TEST(name) static int name(struct tpl *t, int line, struct tv *v, struct callargs *a, struct tv *out)
 
 static int one_arg(struct tpl *t, int line, const char *name, struct callargs *a, struct tv *arg)
 {
@@ -29,24 +28,72 @@ static int one_arg(struct tpl *t, int line, const char *name, struct callargs *a
     return 0;
 }
 
-TEST(t_defined) { NOARGS("defined"); return test_result(out, v->kind != TV_UNDEF); }
-TEST(t_undefined) { NOARGS("undefined"); return test_result(out, v->kind == TV_UNDEF); }
-TEST(t_none) { NOARGS("none"); return test_result(out, v->kind == TV_NONE); }
-TEST(t_boolean) { NOARGS("boolean"); return test_result(out, v->kind == TV_BOOL); }
-TEST(t_true) { NOARGS("true"); return test_result(out, v->kind == TV_BOOL && v->u.b); }
-TEST(t_false) { NOARGS("false"); return test_result(out, v->kind == TV_BOOL && !v->u.b); }
-TEST(t_integer) { NOARGS("integer"); return test_result(out, v->kind == TV_INT); }
-TEST(t_float) { NOARGS("float"); return test_result(out, v->kind == TV_FLOAT); }
-TEST(t_number) { NOARGS("number"); return test_result(out, tpl_tv_isnum(v)); }
-TEST(t_string) { NOARGS("string"); return test_result(out, v->kind == TV_STR); }
-TEST(t_mapping) { NOARGS("mapping"); return test_result(out, v->kind == TV_DICT); }
-TEST(t_escaped) { NOARGS("escaped"); return test_result(out, v->kind == TV_STR && v->sub); }
+TEST(t_defined)
+{
+    NOARGS("defined");
+    return test_result(out, v->kind != TV_UNDEF);
+}
+TEST(t_undefined)
+{
+    NOARGS("undefined");
+    return test_result(out, v->kind == TV_UNDEF);
+}
+TEST(t_none)
+{
+    NOARGS("none");
+    return test_result(out, v->kind == TV_NONE);
+}
+TEST(t_boolean)
+{
+    NOARGS("boolean");
+    return test_result(out, v->kind == TV_BOOL);
+}
+TEST(t_true)
+{
+    NOARGS("true");
+    return test_result(out, v->kind == TV_BOOL && v->u.b);
+}
+TEST(t_false)
+{
+    NOARGS("false");
+    return test_result(out, v->kind == TV_BOOL && !v->u.b);
+}
+TEST(t_integer)
+{
+    NOARGS("integer");
+    return test_result(out, v->kind == TV_INT);
+}
+TEST(t_float)
+{
+    NOARGS("float");
+    return test_result(out, v->kind == TV_FLOAT);
+}
+TEST(t_number)
+{
+    NOARGS("number");
+    return test_result(out, tpl_tv_isnum(v));
+}
+TEST(t_string)
+{
+    NOARGS("string");
+    return test_result(out, v->kind == TV_STR);
+}
+TEST(t_mapping)
+{
+    NOARGS("mapping");
+    return test_result(out, v->kind == TV_DICT);
+}
+TEST(t_escaped)
+{
+    NOARGS("escaped");
+    return test_result(out, v->kind == TV_STR && v->sub);
+}
 
 TEST(t_sequence)
 {
     NOARGS("sequence");
     bool r = v->kind == TV_STR || v->kind == TV_DICT || (v->kind == TV_UNDEF && v->sub) ||
-             (v->kind == TV_SEQ && (v->sub == SEQ_LIST || v->sub == SEQ_TUPLE || v->sub == SEQ_RANGE));
+        (v->kind == TV_SEQ && (v->sub == SEQ_LIST || v->sub == SEQ_TUPLE || v->sub == SEQ_RANGE));
     /* len() works on dict views, but they have no __getitem__. */
     return test_result(out, r);
 }
@@ -56,8 +103,9 @@ TEST(t_iterable)
     NOARGS("iterable");
     if (tpl_tv_isstrict_undef(v))
         return tpl_tv_undef_error(t, line, v);
-    return test_result(out, v->kind == TV_STR || v->kind == TV_SEQ || v->kind == TV_DICT ||
-                            v->kind == TV_LOOP || v->kind == TV_UNDEF || v->kind == TV_GEN);
+    return test_result(out,
+                       v->kind == TV_STR || v->kind == TV_SEQ || v->kind == TV_DICT || v->kind == TV_LOOP ||
+                           v->kind == TV_UNDEF || v->kind == TV_GEN);
 }
 
 TEST(t_callable)
@@ -79,7 +127,8 @@ TEST(t_sameas)
         case TV_INT: r = v->u.i == o.u.i && v->u.i >= -5 && v->u.i <= 256; break;
         case TV_STR: r = v->u.s.p == o.u.s.p && v->u.s.n == o.u.s.n; break;
         case TV_SEQ: r = v->u.seq == o.u.seq; break;
-        case TV_DICT: case TV_NS: r = v->u.d == o.u.d; break;
+        case TV_DICT:
+        case TV_NS: r = v->u.d == o.u.d; break;
         case TV_LOOP: r = v->u.loop == o.u.loop; break;
         case TV_FUNC: r = v->u.fn == o.u.fn; break;
         default: break;
@@ -172,16 +221,45 @@ TEST(t_test)
 }
 
 static const struct tpl_builtin tests[] = {
-    { "odd", t_odd, false }, { "even", t_even, false }, { "divisibleby", t_divisibleby, false }, { "defined", t_defined, false },
-    { "undefined", t_undefined, false }, { "filter", t_filter, false }, { "test", t_test, false }, { "none", t_none, false },
-    { "boolean", t_boolean, false }, { "false", t_false, false }, { "true", t_true, false }, { "integer", t_integer, false },
-    { "float", t_float, false }, { "lower", t_lower, false }, { "upper", t_upper, false }, { "string", t_string, false },
-    { "mapping", t_mapping, false }, { "number", t_number, false }, { "sequence", t_sequence, false },
-    { "iterable", t_iterable, false }, { "callable", t_callable, false }, { "sameas", t_sameas, false },
-    { "escaped", t_escaped, false }, { "in", t_in, false }, { "==", t_eq, false }, { "eq", t_eq, false }, { "equalto", t_eq, false },
-    { "!=", t_ne, false }, { "ne", t_ne, false }, { ">", t_gt, false }, { "gt", t_gt, false }, { "greaterthan", t_gt, false },
-    { "ge", t_ge, false }, { ">=", t_ge, false }, { "<", t_lt, false }, { "lt", t_lt, false }, { "lessthan", t_lt, false },
-    { "<=", t_le, false }, { "le", t_le, false },
+    { "odd", t_odd, false },
+    { "even", t_even, false },
+    { "divisibleby", t_divisibleby, false },
+    { "defined", t_defined, false },
+    { "undefined", t_undefined, false },
+    { "filter", t_filter, false },
+    { "test", t_test, false },
+    { "none", t_none, false },
+    { "boolean", t_boolean, false },
+    { "false", t_false, false },
+    { "true", t_true, false },
+    { "integer", t_integer, false },
+    { "float", t_float, false },
+    { "lower", t_lower, false },
+    { "upper", t_upper, false },
+    { "string", t_string, false },
+    { "mapping", t_mapping, false },
+    { "number", t_number, false },
+    { "sequence", t_sequence, false },
+    { "iterable", t_iterable, false },
+    { "callable", t_callable, false },
+    { "sameas", t_sameas, false },
+    { "escaped", t_escaped, false },
+    { "in", t_in, false },
+    { "==", t_eq, false },
+    { "eq", t_eq, false },
+    { "equalto", t_eq, false },
+    { "!=", t_ne, false },
+    { "ne", t_ne, false },
+    { ">", t_gt, false },
+    { "gt", t_gt, false },
+    { "greaterthan", t_gt, false },
+    { "ge", t_ge, false },
+    { ">=", t_ge, false },
+    { "<", t_lt, false },
+    { "lt", t_lt, false },
+    { "lessthan", t_lt, false },
+    { "<=", t_le, false },
+    { "le", t_le, false },
 };
 
 const struct tpl_builtin *tpl_find_test(const char *name, size_t n)
@@ -189,8 +267,8 @@ const struct tpl_builtin *tpl_find_test(const char *name, size_t n)
     return tpl_find_builtin(tests, MINI_ARRAY_SIZE(tests), name, n);
 }
 
-int tpl_call_test_by_name(struct tpl *t, int line, const struct tv *name, const struct tv *v,
-                          struct callargs *a, bool *out)
+int tpl_call_test_by_name(struct tpl *t, int line, const struct tv *name, const struct tv *v, struct callargs *a,
+                          bool *out)
 {
     if (name->kind != TV_STR)
         return tpl_fail(t, line, "test name must be a string");

@@ -20,7 +20,7 @@ uint32_t tpl_u8_decode(const char *p, size_t n, size_t *len)
         return c;
     }
     if (c == 0xC0 && n >= 2 && s[1] == 0x80) {
-        *len = 2;                       /* MINI_UTF8_NUL: a NUL in command output */
+        *len = 2; /* MINI_UTF8_NUL: a NUL in command output */
         return 0;
     }
     if (c >= 0xC2 && c <= 0xDF) {
@@ -33,7 +33,7 @@ uint32_t tpl_u8_decode(const char *p, size_t n, size_t *len)
         need = 3;
         cp = c & 0x07;
     } else {
-        *len = 1;                       /* a stray byte counts as one character */
+        *len = 1; /* a stray byte counts as one character */
         return 0xFFFD;
     }
     if (need >= n) {
@@ -85,7 +85,7 @@ int tpl_u8_put(struct mini_buf *b, uint32_t cp)
 {
     char s[4];
     size_t n;
-    if (cp < 0x80 && cp != 0) {         /* U+0000 as C0 80, MINI_UTF8_NUL */
+    if (cp < 0x80 && cp != 0) { /* U+0000 as C0 80, MINI_UTF8_NUL */
         s[0] = (char)cp;
         n = 1;
     } else if (cp < 0x800) {
@@ -122,14 +122,13 @@ bool tpl_uni_isspace(uint32_t c)
 {
     if (c < 0x80)
         return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20);
-    return c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) ||
-           c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+    return c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 ||
+        c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
 bool tpl_uni_islinebreak(uint32_t c)
 {
-    return (c >= 0x0A && c <= 0x0D) || (c >= 0x1C && c <= 0x1E) || c == 0x85 ||
-           c == 0x2028 || c == 0x2029;
+    return (c >= 0x0A && c <= 0x0D) || (c >= 0x1C && c <= 0x1E) || c == 0x85 || c == 0x2028 || c == 0x2029;
 }
 
 static bool in_ranges(const struct tpl_range *r, size_t n, uint32_t c)
@@ -172,22 +171,17 @@ bool tpl_uni_is(uint32_t c, int what)
     case UNI_NUMERIC: return in_ranges(tpl_numeric, tpl_numeric_len, c);
     case UNI_DIGIT: return in_ranges(tpl_digit, tpl_digit_len, c);
     case UNI_DECIMAL: return in_ranges(tpl_decimal, tpl_decimal_len, c);
-    default:
-        return in_ranges(tpl_alpha, tpl_alpha_len, c) ||
-               in_ranges(tpl_numeric, tpl_numeric_len, c);
+    default: return in_ranges(tpl_alpha, tpl_alpha_len, c) || in_ranges(tpl_numeric, tpl_numeric_len, c);
     }
 }
 
-static bool tpl_uni_case_ignorable(uint32_t c)
-{
-    return in_ranges(tpl_case_ignorable, tpl_case_ignorable_len, c);
-}
+static bool tpl_uni_case_ignorable(uint32_t c) { return in_ranges(tpl_case_ignorable, tpl_case_ignorable_len, c); }
 
 /* The single-code-point mapping of c in runs r, if any. */
 static bool run_map(const struct tpl_case_run *r, size_t n, uint32_t c, uint32_t *out)
 {
     size_t lo = 0, hi = n;
-    while (lo < hi) {                   /* last run with start <= c */
+    while (lo < hi) { /* last run with start <= c */
         size_t mid = lo + (hi - lo) / 2;
         if (r[mid].start <= c)
             lo = mid + 1;
@@ -219,11 +213,10 @@ static const struct tpl_case_multi *multi_map(const struct tpl_case_multi *m, si
     return NULL;
 }
 
-#define MAP(kind, c, out) \
-    ((m = multi_map(tpl_##kind##_multi, tpl_##kind##_multi_len, c)) != NULL \
-         ? (memcpy(out, m->to, sizeof m->to), 1) \
-         : run_map(tpl_##kind##_runs, tpl_##kind##_runs_len, c, &out[0]) \
-             ? (out[1] = out[2] = 0, 1) : 0)
+#define MAP(kind, c, out)                                                                                           \
+    ((m = multi_map(tpl_##kind##_multi, tpl_##kind##_multi_len, c)) != NULL ? (memcpy(out, m->to, sizeof m->to), 1) \
+         : run_map(tpl_##kind##_runs, tpl_##kind##_runs_len, c, &out[0])    ? (out[1] = out[2] = 0, 1)              \
+                                                                            : 0)
 
 /* Full case mapping of c into out[0..3) (zero padded). */
 static void map_upper(uint32_t c, uint32_t out[3])
@@ -293,12 +286,8 @@ int tpl_uni_case(struct mini_buf *b, const char *p, size_t n, int how)
     for (size_t i = 0; i < n; i += l) {
         uint32_t c = tpl_u8_decode(p + i, n - i, &l);
         switch (how) {
-        case CASE_UPPER:
-            map_upper(c, out);
-            break;
-        case CASE_LOWER:
-            map_lower(p, n, i, c, l, out);
-            break;
+        case CASE_UPPER: map_upper(c, out); break;
+        case CASE_LOWER: map_lower(p, n, i, c, l, out); break;
         case CASE_TITLE:
             if (prev_cased)
                 map_lower(p, n, i, c, l, out);
@@ -306,7 +295,7 @@ int tpl_uni_case(struct mini_buf *b, const char *p, size_t n, int how)
                 map_title(c, out);
             prev_cased = tpl_uni_cased(c);
             break;
-        default:                        /* CASE_CAPITALIZE */
+        default: /* CASE_CAPITALIZE */
             if (i == 0)
                 map_title(c, out);
             else

@@ -12,14 +12,14 @@
 
 uint32_t tpl_u8_decode(const char *p, size_t n, size_t *len);
 size_t tpl_u8_count(const char *p, size_t n);
-size_t tpl_u8_offset(const char *p, size_t n, size_t idx);  /* byte offset of code point idx */
-size_t tpl_u8_prev(const char *p, size_t i);   /* start of the code point before offset i > 0 */
+size_t tpl_u8_offset(const char *p, size_t n, size_t idx); /* byte offset of code point idx */
+size_t tpl_u8_prev(const char *p, size_t i);               /* start of the code point before offset i > 0 */
 int tpl_u8_put(struct mini_buf *b, uint32_t cp);
 
 bool tpl_uni_isspace(uint32_t cp);
 bool tpl_uni_islinebreak(uint32_t cp);
 bool tpl_uni_cased(uint32_t cp);
-bool tpl_uni_printable(uint32_t cp);            /* str.isprintable(): repr() escapes the rest */
+bool tpl_uni_printable(uint32_t cp); /* str.isprintable(): repr() escapes the rest */
 /* Python's str.isalpha/isnumeric/isdigit/isdecimal/isalnum of one character. */
 enum { UNI_ALPHA = 1, UNI_NUMERIC = 2, UNI_DIGIT = 4, UNI_DECIMAL = 8, UNI_ALNUM = 16 };
 bool tpl_uni_is(uint32_t cp, int what);
@@ -33,10 +33,22 @@ bool tpl_uni_isupper_str(const char *p, size_t n);
  * tests/template/gen_unicode.py into unicode_tables.c; used by unicode.c
  * only.  Case mappings of one code point are runs: `count` code points
  * from `start`, `stride` apart, each mapped to itself + `delta`. */
-struct tpl_case_run { uint32_t start; uint16_t count; uint8_t stride; int32_t delta; };
-struct tpl_case_multi { uint32_t cp; uint32_t to[3]; };   /* one to several */
-struct tpl_range { uint32_t lo, hi; };                     /* sorted, inclusive */
-#define TPL_TABLE(type, name) extern const type name[]; extern const size_t name##_len
+struct tpl_case_run {
+    uint32_t start;
+    uint16_t count;
+    uint8_t stride;
+    int32_t delta;
+};
+struct tpl_case_multi {
+    uint32_t cp;
+    uint32_t to[3];
+}; /* one to several */
+struct tpl_range {
+    uint32_t lo, hi;
+}; /* sorted, inclusive */
+#define TPL_TABLE(type, name) \
+    extern const type name[]; \
+    extern const size_t name##_len
 TPL_TABLE(struct tpl_case_run, tpl_lower_runs);
 TPL_TABLE(struct tpl_case_multi, tpl_lower_multi);
 TPL_TABLE(struct tpl_case_run, tpl_upper_runs);

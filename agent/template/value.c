@@ -36,7 +36,7 @@ int tpl_tv_undef_error(struct tpl *t, int line, const struct tv *v)
 const char *tpl_tv_type(const struct tv *v)
 {
     static const char *const seqs[] = {
-        [SEQ_LIST] = "list", [SEQ_TUPLE] = "tuple", [SEQ_ITEMS] = "dict_items",
+        [SEQ_LIST] = "list",      [SEQ_TUPLE] = "tuple",        [SEQ_ITEMS] = "dict_items",
         [SEQ_KEYS] = "dict_keys", [SEQ_VALUES] = "dict_values", [SEQ_RANGE] = "range",
     };
     switch (v->kind) {
@@ -348,7 +348,7 @@ void tpl_fmt_float(struct mini_buf *b, double x)
     int exp10 = *s == 'e' ? atoi(s + 1) : 0;
     while (nd > 1 && digits[nd - 1] == '0')
         nd--;
-    int decpt = exp10 + 1;              /* value = 0.DIGITS * 10^decpt */
+    int decpt = exp10 + 1; /* value = 0.DIGITS * 10^decpt */
     if (decpt > -4 && decpt <= 16) {
         if (decpt <= 0) {
             mini_buf_puts(b, "0.");
@@ -470,8 +470,7 @@ static int repr_rec(struct repr_ctx *c, const struct tv *v)
     if (b->len > tpl_mem_limit(c->t))
         return tpl_fail(c->t, c->line, "value too large to print");
     switch (v->kind) {
-    case TV_UNDEF:
-        return mini_buf_puts(b, "Undefined");
+    case TV_UNDEF: return mini_buf_puts(b, "Undefined");
     case TV_STR:
         if (v->sub) {
             mini_buf_puts(b, "Markup(");
@@ -486,10 +485,9 @@ static int repr_rec(struct repr_ctx *c, const struct tv *v)
         case SEQ_RANGE:
             if (s->step == 1)
                 return mini_buf_printf(b, "range(%" PRId64 ", %" PRId64 ")", s->start, s->stop);
-            return mini_buf_printf(b, "range(%" PRId64 ", %" PRId64 ", %" PRId64 ")",
-                                   s->start, s->stop, s->step);
+            return mini_buf_printf(b, "range(%" PRId64 ", %" PRId64 ", %" PRId64 ")", s->start, s->stop, s->step);
         case SEQ_TUPLE:
-            c->active[c->n++] = s;          /* depth only: a tuple cannot contain itself */
+            c->active[c->n++] = s; /* depth only: a tuple cannot contain itself */
             mini_buf_putc(b, '(');
             if (repr_items(c, s) < 0)
                 return -1;
@@ -499,8 +497,10 @@ static int repr_rec(struct repr_ctx *c, const struct tv *v)
         case SEQ_KEYS:
         case SEQ_VALUES:
             c->active[c->n++] = s;
-            mini_buf_puts(b, v->sub == SEQ_ITEMS ? "dict_items([" :
-                             v->sub == SEQ_KEYS ? "dict_keys([" : "dict_values([");
+            mini_buf_puts(b,
+                          v->sub == SEQ_ITEMS      ? "dict_items(["
+                              : v->sub == SEQ_KEYS ? "dict_keys(["
+                                                   : "dict_values([");
             if (repr_items(c, s) < 0)
                 return -1;
             c->n--;
@@ -514,15 +514,13 @@ static int repr_rec(struct repr_ctx *c, const struct tv *v)
             return r < 0 ? -1 : mini_buf_putc(b, ']');
         }
     }
-    case TV_DICT:
-        return repr_dict(c, v->u.d);
+    case TV_DICT: return repr_dict(c, v->u.d);
     case TV_NS:
         mini_buf_puts(b, "<Namespace ");
         if (repr_dict(c, v->u.d) < 0)
             return -1;
         return mini_buf_putc(b, '>');
-    default:
-        return tpl_tv_str(c->t, c->line, v, b);
+    default: return tpl_tv_str(c->t, c->line, v, b);
     }
 }
 
@@ -579,10 +577,7 @@ int tpl_tv_to_str(struct tpl *t, int line, const struct tv *v, struct tv *out)
 
 /* ----------------------------------------------------------- comparison */
 
-static int64_t num_i(const struct tv *v)
-{
-    return v->kind == TV_INT ? v->u.i : (int64_t)v->u.b;
-}
+static int64_t num_i(const struct tv *v) { return v->kind == TV_INT ? v->u.i : (int64_t)v->u.b; }
 
 /* Exact comparison of an int with a float: -1, 0, 1, or 2 when f is NaN. */
 static int cmp_int_float(int64_t i, double f)
@@ -628,8 +623,7 @@ static int cmp_bytes(const char *a, size_t an, const char *b, size_t bn)
 
 static int eq_rec(struct tpl *t, int line, const struct tv *a, const struct tv *b, bool *out, int depth);
 
-static int seq_contains(struct tpl *t, int line, const struct tseq *s, const struct tv *x, bool *out,
-                        int depth)
+static int seq_contains(struct tpl *t, int line, const struct tseq *s, const struct tv *x, bool *out, int depth)
 {
     for (size_t i = 0; i < s->n; i++) {
         if (eq_rec(t, line, &s->v[i], x, out, depth + 1) < 0)
@@ -660,12 +654,8 @@ static int eq_rec(struct tpl *t, int line, const struct tv *a, const struct tv *
         return 0;
     switch (a->kind) {
     case TV_UNDEF:
-    case TV_NONE:
-        *out = true;
-        return 0;
-    case TV_STR:
-        *out = a->u.s.n == b->u.s.n && memcmp(a->u.s.p, b->u.s.p, a->u.s.n) == 0;
-        return 0;
+    case TV_NONE: *out = true; return 0;
+    case TV_STR: *out = a->u.s.n == b->u.s.n && memcmp(a->u.s.p, b->u.s.p, a->u.s.n) == 0; return 0;
     case TV_SEQ: {
         const struct tseq *x = a->u.seq, *y = b->u.seq;
         if (x == y && a->sub == b->sub) {
@@ -703,18 +693,10 @@ static int eq_rec(struct tpl *t, int line, const struct tv *a, const struct tv *
         *out = true;
         return 0;
     }
-    case TV_NS:
-        *out = a->u.d == b->u.d;
-        return 0;
-    case TV_LOOP:
-        *out = a->u.loop == b->u.loop;
-        return 0;
-    case TV_GEN:
-        *out = a->u.gen == b->u.gen;
-        return 0;
-    default:
-        *out = a->u.fn == b->u.fn;
-        return 0;
+    case TV_NS: *out = a->u.d == b->u.d; return 0;
+    case TV_LOOP: *out = a->u.loop == b->u.loop; return 0;
+    case TV_GEN: *out = a->u.gen == b->u.gen; return 0;
+    default: *out = a->u.fn == b->u.fn; return 0;
     }
 }
 
@@ -739,8 +721,7 @@ static int cmp_rec(struct tpl *t, int line, const struct tv *a, const struct tv 
         *out = cmp_bytes(a->u.s.p, a->u.s.n, b->u.s.p, b->u.s.n);
         return 0;
     }
-    if (a->kind == TV_SEQ && b->kind == TV_SEQ && a->sub == b->sub &&
-        (a->sub == SEQ_LIST || a->sub == SEQ_TUPLE)) {
+    if (a->kind == TV_SEQ && b->kind == TV_SEQ && a->sub == b->sub && (a->sub == SEQ_LIST || a->sub == SEQ_TUPLE)) {
         const struct tseq *x = a->u.seq, *y = b->u.seq;
         size_t n = x->n < y->n ? x->n : y->n;
         for (size_t i = 0; i < n; i++) {
@@ -753,8 +734,8 @@ static int cmp_rec(struct tpl *t, int line, const struct tv *a, const struct tv 
         *out = x->n < y->n ? -1 : x->n > y->n;
         return 0;
     }
-    return tpl_fail(t, line, "ordering comparison not supported between instances of '%s' and '%s'",
-                    tpl_tv_type(a), tpl_tv_type(b));
+    return tpl_fail(t, line, "ordering comparison not supported between instances of '%s' and '%s'", tpl_tv_type(a),
+                    tpl_tv_type(b));
 }
 
 int tpl_tv_cmp(struct tpl *t, int line, const struct tv *a, const struct tv *b, int *out)
@@ -775,14 +756,9 @@ int tpl_tv_len(struct tpl *t, int line, const struct tv *v, size_t *out)
             return -1;
         *out = tpl_u8_count(v->u.s.p, v->u.s.n);
         return 0;
-    case TV_SEQ:
-        *out = v->u.seq->n;
-        return 0;
-    case TV_DICT:
-        *out = v->u.d->n;
-        return 0;
-    default:
-        break;
+    case TV_SEQ: *out = v->u.seq->n; return 0;
+    case TV_DICT: *out = v->u.d->n; return 0;
+    default: break;
     }
     return tpl_fail(t, line, "object of type '%s' has no len()", tpl_tv_type(v));
 }
@@ -814,9 +790,7 @@ int tpl_tv_iter(struct tpl *t, int line, const struct tv *v, struct tseq **out)
         *out = r.u.seq;
         return 0;
     }
-    case TV_SEQ:
-        *out = v->u.seq;
-        return 0;
+    case TV_SEQ: *out = v->u.seq; return 0;
     case TV_DICT: {
         struct tseq *s = tpl_alloc(t, sizeof *s);
         if (!s)
@@ -837,8 +811,7 @@ int tpl_tv_iter(struct tpl *t, int line, const struct tv *v, struct tseq **out)
         *out = s;
         return 0;
     }
-    default:
-        return tpl_fail(t, line, "'%s' object is not iterable", tpl_tv_type(v));
+    default: return tpl_fail(t, line, "'%s' object is not iterable", tpl_tv_type(v));
     }
 }
 
@@ -875,11 +848,11 @@ static void json_str(struct mini_buf *b, const char *p, size_t n)
         case '\t': mini_buf_puts(b, "\\t"); continue;
         case '\b': mini_buf_puts(b, "\\b"); continue;
         case '\f': mini_buf_puts(b, "\\f"); continue;
-        case '<': case '>': case '&': case '\'':   /* htmlsafe_json_dumps */
-            mini_buf_printf(b, "\\u%04x", c);
-            continue;
-        default:
-            break;
+        case '<':
+        case '>':
+        case '&':
+        case '\'': /* htmlsafe_json_dumps */ mini_buf_printf(b, "\\u%04x", c); continue;
+        default: break;
         }
         if (c >= 0x20 && c < 0x7F) {
             mini_buf_putc(b, (char)c);
@@ -903,7 +876,12 @@ static void json_float(struct mini_buf *b, double f)
         tpl_fmt_float(b, f);
 }
 
-struct json_ctx { struct tpl *t; int line; const char *indent; size_t ilen; };
+struct json_ctx {
+    struct tpl *t;
+    int line;
+    const char *indent;
+    size_t ilen;
+};
 
 static void json_newline(struct json_ctx *c, struct mini_buf *b, int level)
 {
@@ -919,8 +897,7 @@ static int json_sort_keys(struct json_ctx *c, const struct tdict *d, size_t *idx
         size_t j = i;
         while (j > 0) {
             int r;
-            if (tpl_step(c->t, c->line) < 0 ||
-                tpl_tv_cmp(c->t, c->line, &d->k[idx[j - 1]], &d->k[i], &r) < 0)
+            if (tpl_step(c->t, c->line) < 0 || tpl_tv_cmp(c->t, c->line, &d->k[idx[j - 1]], &d->k[i], &r) < 0)
                 return -1;
             if (r <= 0)
                 break;
@@ -1010,16 +987,14 @@ static int json_rec(struct json_ctx *c, const struct tv *v, struct mini_buf *b, 
         mini_buf_putc(b, '}');
         return 0;
     }
-    default:
-        break;
+    default: break;
     }
     if (tpl_tv_isstrict_undef(v))
         return tpl_tv_undef_error(t, c->line, v);
     return tpl_fail(t, c->line, "Object of type %s is not JSON serializable", tpl_tv_type(v));
 }
 
-int tpl_tv_tojson(struct tpl *t, int line, const struct tv *v, const char *indent, size_t ilen,
-              struct mini_buf *b)
+int tpl_tv_tojson(struct tpl *t, int line, const struct tv *v, const char *indent, size_t ilen, struct mini_buf *b)
 {
     struct json_ctx c = { t, line, indent, ilen };
     if (json_rec(&c, v, b, 0) < 0)
@@ -1078,7 +1053,7 @@ int tpl_parse_float(const char *p, size_t n, double *out)
     strip_ws(&p, &n);
     if (n > SIZE_MAX - 4)
         return -2;
-    _cleanup_free_ char *buf = malloc(n + 4);     /* the digits, '-', '.', 'e', sign */
+    _cleanup_free_ char *buf = malloc(n + 4); /* the digits, '-', '.', 'e', sign */
     if (!buf)
         return -2;
     size_t bl = 0, i = 0, cap = n + 3;
@@ -1118,7 +1093,7 @@ int tpl_parse_float(const char *p, size_t n, double *out)
         i += d;
     }
     if (i != n)
-        return -1;                      /* trailing junk */
+        return -1; /* trailing junk */
     buf[bl] = 0;
     *out = strtod(buf, NULL);
     return 0;
@@ -1138,7 +1113,7 @@ int tpl_parse_int(const char *p, size_t n, int base, int64_t *out, bool *overflo
         if (pb && (base == 0 || base == pb)) {
             base = pb;
             i += 2;
-            if (i < n && p[i] == '_')   /* "0x_1f" */
+            if (i < n && p[i] == '_') /* "0x_1f" */
                 i++;
         }
     }

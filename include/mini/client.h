@@ -15,7 +15,7 @@ struct mini_client {
     /* When set and *cancel becomes non-zero during mini_client_exec, the
      * running command is cancelled (checked every 100 ms). */
     const volatile int *cancel;
-    pid_t private_daemon;       /* > 0 when this client started its own daemon */
+    pid_t private_daemon; /* > 0 when this client started its own daemon */
     struct mini_frame_reader rd;
     int64_t next_id;
     struct mini_rep_hello hello;

@@ -8,21 +8,21 @@
 #include <stdint.h>
 #include <cjson/cJSON.h>
 #include "mini/err.h"
-#include "mini/proto.h"   /* struct mini_env */
+#include "mini/proto.h" /* struct mini_env */
 
 /* Isolation features a profile may `require` and the daemon may offer. */
 enum mini_feature {
-    MINI_FEAT_USER_NS   = 1u << 0,
-    MINI_FEAT_PID_NS    = 1u << 1,
-    MINI_FEAT_NET_NS    = 1u << 2,
-    MINI_FEAT_MOUNT_NS  = 1u << 3,
-    MINI_FEAT_IPC_NS    = 1u << 4,
-    MINI_FEAT_UTS_NS    = 1u << 5,
+    MINI_FEAT_USER_NS = 1u << 0,
+    MINI_FEAT_PID_NS = 1u << 1,
+    MINI_FEAT_NET_NS = 1u << 2,
+    MINI_FEAT_MOUNT_NS = 1u << 3,
+    MINI_FEAT_IPC_NS = 1u << 4,
+    MINI_FEAT_UTS_NS = 1u << 5,
     MINI_FEAT_CGROUP_NS = 1u << 6,
-    MINI_FEAT_SECCOMP   = 1u << 7,
-    MINI_FEAT_LANDLOCK  = 1u << 8,
-    MINI_FEAT_CGROUPS   = 1u << 9,   /* per-command cgroup limits (v1 or v2) */
-    MINI_FEAT_OVERLAY   = 1u << 10,  /* overlayfs inside the sandbox */
+    MINI_FEAT_SECCOMP = 1u << 7,
+    MINI_FEAT_LANDLOCK = 1u << 8,
+    MINI_FEAT_CGROUPS = 1u << 9,  /* per-command cgroup limits (v1 or v2) */
+    MINI_FEAT_OVERLAY = 1u << 10, /* overlayfs inside the sandbox */
 };
 #define MINI_FEAT_COUNT 11
 /* "user_ns", "pid_ns", "net_ns", "mount_ns", "ipc_ns", "uts_ns", "cgroup_ns",
@@ -35,9 +35,9 @@ enum mini_network { MINI_NET_NONE = 0, MINI_NET_HOST };
 
 /* A host path bound into the sandbox at the same path. */
 struct mini_bind {
-    char *path;          /* absolute, normalised (no "..", no "//", no trailing "/") */
-    bool writable;       /* false: read-only */
-    bool optional;       /* skip silently when missing on the host */
+    char *path;    /* absolute, normalised (no "..", no "//", no trailing "/") */
+    bool writable; /* false: read-only */
+    bool optional; /* skip silently when missing on the host */
 };
 
 struct mini_tmpfs {
@@ -47,48 +47,48 @@ struct mini_tmpfs {
 };
 
 struct mini_limits {
-    double timeout_s;        /* wall clock per command */
-    uint64_t memory_bytes;   /* address space / cgroup memory; 0: unlimited */
-    uint64_t pids;           /* processes (RLIMIT_NPROC / pids cgroup); 0: unlimited */
-    uint64_t cpu_s;          /* RLIMIT_CPU; 0: unlimited */
-    uint64_t file_size_bytes;/* RLIMIT_FSIZE; 0: unlimited */
-    uint64_t open_files;     /* RLIMIT_NOFILE; must be > 0 */
-    uint64_t output_bytes;   /* output kept (head + tail); must be > 0 */
+    double timeout_s;         /* wall clock per command */
+    uint64_t memory_bytes;    /* address space / cgroup memory; 0: unlimited */
+    uint64_t pids;            /* processes (RLIMIT_NPROC / pids cgroup); 0: unlimited */
+    uint64_t cpu_s;           /* RLIMIT_CPU; 0: unlimited */
+    uint64_t file_size_bytes; /* RLIMIT_FSIZE; 0: unlimited */
+    uint64_t open_files;      /* RLIMIT_NOFILE; must be > 0 */
+    uint64_t output_bytes;    /* output kept (head + tail); must be > 0 */
 };
 
 enum mini_seccomp_default { MINI_SECCOMP_ALLOW = 0, MINI_SECCOMP_ERRNO, MINI_SECCOMP_KILL };
 
 struct mini_seccomp_policy {
     enum mini_seccomp_default default_action;
-    char **allow;            /* default_action errno/kill only: the syscalls allowed
+    char **allow; /* default_action errno/kill only: the syscalls allowed
                               * (the argument rules below and `deny` still apply) */
     size_t n_allow;
-    char **deny;             /* syscall names; denied with `errno_value` */
+    char **deny; /* syscall names; denied with `errno_value` */
     size_t n_deny;
-    int errno_value;         /* e.g. EPERM */
-    bool deny_tty_injection; /* TIOCSTI and TIOCLINUX via ioctl, 32-bit masked compare */
+    int errno_value;           /* e.g. EPERM */
+    bool deny_tty_injection;   /* TIOCSTI and TIOCLINUX via ioctl, 32-bit masked compare */
     bool deny_namespace_clone; /* clone() with CLONE_NEW* flags; clone3 -> ENOSYS */
-    int *socket_families;    /* allowed AF_* values; others get EAFNOSUPPORT */
+    int *socket_families;      /* allowed AF_* values; others get EAFNOSUPPORT */
     size_t n_socket_families;
 };
 
 struct mini_profile {
     char *name;
     char *description;
-    unsigned namespaces;     /* MINI_FEAT_*_NS bits to create */
+    unsigned namespaces; /* MINI_FEAT_*_NS bits to create */
     enum mini_network network;
-    char *hostname;              /* NULL exactly when namespaces lacks MINI_FEAT_UTS_NS */
+    char *hostname; /* NULL exactly when namespaces lacks MINI_FEAT_UTS_NS */
 
     /* filesystem */
-    struct mini_bind *binds;     /* host paths visible in the sandbox */
+    struct mini_bind *binds; /* host paths visible in the sandbox */
     size_t n_binds;
-    char **hide;                 /* covered: a directory by an empty read-only tmpfs,
+    char **hide; /* covered: a directory by an empty read-only tmpfs,
                                   * a file by /dev/null; missing paths are skipped */
     size_t n_hide;
-    struct mini_tmpfs *tmpfs;    /* fresh writable tmpfs mounts (e.g. /tmp) */
+    struct mini_tmpfs *tmpfs; /* fresh writable tmpfs mounts (e.g. /tmp) */
     size_t n_tmpfs;
     bool workspace_writable;
-    bool overlay_root;           /* binds get a per-session writable overlay */
+    bool overlay_root; /* binds get a per-session writable overlay */
 
     struct mini_limits limits;
     struct mini_seccomp_policy seccomp;
@@ -100,7 +100,7 @@ struct mini_profile {
     char **env_pass;
     size_t n_env_pass;
 
-    unsigned require;            /* MINI_FEAT_* bits */
+    unsigned require; /* MINI_FEAT_* bits */
 };
 
 /* Parse and validate a profile object.  Unknown keys and bad values fail

@@ -57,15 +57,15 @@
 
 #define MINI_PROTO_VERSION 1
 #define MINI_FRAME_MAX (16u * 1024u * 1024u)
-#define MINI_ID_MAX 9007199254740991LL   /* 2^53 - 1: exact in a JSON double */
+#define MINI_ID_MAX 9007199254740991LL /* 2^53 - 1: exact in a JSON double */
 
 /* ---------------------------------------------------------------- framing */
 
 struct mini_frame_reader {
-    struct mini_buf in;     /* bytes received and not yet consumed */
-    size_t consumed;        /* bytes at the front of `in` already handed out by
+    struct mini_buf in; /* bytes received and not yet consumed */
+    size_t consumed;    /* bytes at the front of `in` already handed out by
                                next(); dropped lazily, compacted on feed */
-    size_t max;             /* payload limit (MINI_FRAME_MAX by default) */
+    size_t max;         /* payload limit (MINI_FRAME_MAX by default) */
 };
 
 void mini_frame_reader_init(struct mini_frame_reader *r);
@@ -127,27 +127,27 @@ struct mini_env {
 
 struct mini_req_hello {
     int64_t version;
-    char *client;                 /* NULL if absent */
+    char *client; /* NULL if absent */
 };
 
 struct mini_req_open {
-    char *workspace;              /* absolute path, required */
-    char *profile;                /* built-in name; NULL: daemon default */
-    cJSON *profile_data;          /* a whole profile sent by the client; NULL if absent */
-    cJSON *overrides;             /* may only tighten the profile; NULL if absent */
-    struct mini_env env;          /* session-wide extra variables */
+    char *workspace;     /* absolute path, required */
+    char *profile;       /* built-in name; NULL: daemon default */
+    cJSON *profile_data; /* a whole profile sent by the client; NULL if absent */
+    cJSON *overrides;    /* may only tighten the profile; NULL if absent */
+    struct mini_env env; /* session-wide extra variables */
 };
 
 struct mini_req_exec {
     char *session;
-    char *command;                /* exactly one of command and argv */
-    char **argv;                  /* NULL-terminated; NULL if absent.  to_json
+    char *command; /* exactly one of command and argv */
+    char **argv;   /* NULL-terminated; NULL if absent.  to_json
                                      follows the NULL, argc is set by decoding */
     size_t argc;
-    char *cwd;                    /* NULL: the workspace */
+    char *cwd; /* NULL: the workspace */
     struct mini_env env;
-    double timeout;               /* seconds; 0: the profile's */
-    char *stdin_data;             /* NULL: /dev/null */
+    double timeout;   /* seconds; 0: the profile's */
+    char *stdin_data; /* NULL: /dev/null */
     size_t stdin_len;
     bool stream;
 };
@@ -192,19 +192,19 @@ void mini_req_free(struct mini_req *req);
 struct mini_rep_hello {
     int64_t version;
     char *server;
-    cJSON *features;              /* object */
+    cJSON *features; /* object */
 };
 
 struct mini_rep_opened {
     char *session;
     char *profile;
-    cJSON *isolation;             /* object */
-    char **notes;                 /* NULL-terminated */
+    cJSON *isolation; /* object */
+    char **notes;     /* NULL-terminated */
     size_t n_notes;
 };
 
 struct mini_rep_output {
-    char *data;                   /* valid UTF-8 */
+    char *data; /* valid UTF-8 */
     size_t len;
 };
 
@@ -221,23 +221,23 @@ enum mini_limit {
     MINI_LIMIT_SHUTDOWN,
     MINI_LIMIT_COUNT
 };
-const char *mini_limit_name(enum mini_limit l);   /* "none" -> JSON null */
-int mini_limit_from_name(const char *name);       /* -1 if unknown */
+const char *mini_limit_name(enum mini_limit l); /* "none" -> JSON null */
+int mini_limit_from_name(const char *name);     /* -1 if unknown */
 
 struct mini_rep_exit {
-    int returncode;               /* 0..255, 128+N for signal N, 124 timeout */
-    int signal;                   /* 0 if it exited */
+    int returncode; /* 0..255, 128+N for signal N, 124 timeout */
+    int signal;     /* 0 if it exited */
     bool timed_out;
     bool oom_killed;
-    char *output;                 /* merged stdout+stderr, valid UTF-8 */
+    char *output; /* merged stdout+stderr, valid UTF-8 */
     size_t output_len;
-    bool truncated;               /* output holds head + tail only */
-    int64_t output_bytes;         /* everything the command wrote */
+    bool truncated;       /* output holds head + tail only */
+    int64_t output_bytes; /* everything the command wrote */
     int64_t duration_ms;
     int64_t cpu_ms;
     int64_t max_rss_kb;
     enum mini_limit limit;
-    char **notes;                 /* NULL-terminated */
+    char **notes; /* NULL-terminated */
     size_t n_notes;
 };
 
@@ -255,7 +255,7 @@ struct mini_rep_error {
 };
 
 struct mini_rep {
-    enum mini_op op;              /* HELLO, OPENED, OUTPUT, EXIT, OK, STATS, ERROR */
+    enum mini_op op; /* HELLO, OPENED, OUTPUT, EXIT, OK, STATS, ERROR */
     int64_t id;
     union {
         struct mini_rep_hello hello;

@@ -38,13 +38,13 @@
 /* What the steps share.  The fds are the child's own, -1 when unused. */
 struct child {
     const struct mini_spawn_cfg *cfg;
-    const char *overlay_work;  /* this sandbox's overlayfs work dir, relative to cfg->overlay_dir */
-    int ctl, out, in;          /* the daemon's channels, as cloned (moved to MINI_FD_* by take_fds) */
-    int cgroup_err;            /* join_cgroup's errno, reported once ctl is in place */
-    int ws_mount;              /* the idmapped workspace that came with "go" */
-    int ws_fd;                 /* the workspace looked up again in this mount namespace */
-    int overlay_fd;            /* cfg->overlay_dir */
-    int root_fd;               /* the new root, from mini_rootfs_base() */
+    const char *overlay_work; /* this sandbox's overlayfs work dir, relative to cfg->overlay_dir */
+    int ctl, out, in;         /* the daemon's channels, as cloned (moved to MINI_FD_* by take_fds) */
+    int cgroup_err;           /* join_cgroup's errno, reported once ctl is in place */
+    int ws_mount;             /* the idmapped workspace that came with "go" */
+    int ws_fd;                /* the workspace looked up again in this mount namespace */
+    int overlay_fd;           /* cfg->overlay_dir */
+    int root_fd;              /* the new root, from mini_rootfs_base() */
     struct mini_err e;
 };
 
@@ -121,9 +121,14 @@ static void take_fds(struct child *c)
 
 static unsigned long unshare_flags(unsigned namespaces)
 {
-    static const struct { unsigned feat; unsigned long flag; } map[] = {
-        { MINI_FEAT_NET_NS, CLONE_NEWNET }, { MINI_FEAT_IPC_NS, CLONE_NEWIPC },
-        { MINI_FEAT_UTS_NS, CLONE_NEWUTS }, { MINI_FEAT_CGROUP_NS, CLONE_NEWCGROUP },
+    static const struct {
+        unsigned feat;
+        unsigned long flag;
+    } map[] = {
+        { MINI_FEAT_NET_NS, CLONE_NEWNET },
+        { MINI_FEAT_IPC_NS, CLONE_NEWIPC },
+        { MINI_FEAT_UTS_NS, CLONE_NEWUTS },
+        { MINI_FEAT_CGROUP_NS, CLONE_NEWCGROUP },
     };
     unsigned long f = 0;
     for (size_t i = 0; i < MINI_ARRAY_SIZE(map); i++)
@@ -322,8 +327,8 @@ static int drop_caps(void)
                     return -1;
             /* uid 0 must not regain capabilities through execve. */
             if (cap_set_secbits(SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
-                                SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
-                                SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED) < 0)
+                                SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |
+                                SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED) < 0)
                 return -1;
         }
     }
@@ -378,10 +383,15 @@ static __attribute__((noreturn)) void exec_init(struct child *c)
     /* A cgroup limit replaces the rlimit: RLIMIT_AS would fail allocations
      * long before the cgroup's OOM kill could be seen and reported. */
     snprintf(limits[3], sizeof limits[3], "nproc=%llu", cfg->cgroup_pids ? 0ULL : (unsigned long long)lim->pids);
-    snprintf(limits[4], sizeof limits[4], "as=%llu",
-             cfg->cgroup_memory ? 0ULL : (unsigned long long)lim->memory_bytes);
-    char *const argv0[] = { "mini-sandbox-init", limits[0], limits[1], limits[2], limits[3], limits[4],
-                            cfg->landlock ? "mode=group" : "mode=pidns", NULL };
+    snprintf(limits[4], sizeof limits[4], "as=%llu", cfg->cgroup_memory ? 0ULL : (unsigned long long)lim->memory_bytes);
+    char *const argv0[] = { "mini-sandbox-init",
+                            limits[0],
+                            limits[1],
+                            limits[2],
+                            limits[3],
+                            limits[4],
+                            cfg->landlock ? "mode=group" : "mode=pidns",
+                            NULL };
     char *const envp0[] = { NULL };
     syscall(SYS_execveat, MINI_FD_INIT, "", argv0, envp0, AT_EMPTY_PATH);
     fail_sys(c, errno, "executing mini-sandbox-init");
@@ -428,8 +438,15 @@ static __attribute__((noreturn)) void landlock_child(struct child *c)
 void mini_child_main(const struct mini_spawn_cfg *cfg, const char *overlay_work, int ctl, int out, int in)
 {
     struct child c = {
-        .cfg = cfg, .overlay_work = overlay_work, .ctl = ctl, .out = out, .in = in,
-        .ws_mount = -1, .ws_fd = -1, .overlay_fd = -1, .root_fd = -1,
+        .cfg = cfg,
+        .overlay_work = overlay_work,
+        .ctl = ctl,
+        .out = out,
+        .in = in,
+        .ws_mount = -1,
+        .ws_fd = -1,
+        .overlay_fd = -1,
+        .root_fd = -1,
     };
     mini_err_clear(&c.e);
     if (cfg->landlock)

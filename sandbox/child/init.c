@@ -55,10 +55,7 @@ static int read_full(int fd, void *p, size_t n)
 }
 
 /* close_range(2) by number: musl has no wrapper for it. */
-static int close_fds(unsigned lo, unsigned hi)
-{
-    return (int)syscall(SYS_close_range, lo, hi, 0);
-}
+static int close_fds(unsigned lo, unsigned hi) { return (int)syscall(SYS_close_range, lo, hi, 0); }
 
 static void report(int fd, uint32_t type, int err, int status, const char *text)
 {
@@ -227,8 +224,11 @@ static int set_limit(int res, unsigned long long v)
 /* Arguments: name=value for each rlimit of the profile. */
 static int apply_limits(int argc, char **argv)
 {
-    static const struct { const char *name; int res; } names[] = {
-        { "cpu", RLIMIT_CPU }, { "fsize", RLIMIT_FSIZE }, { "nofile", RLIMIT_NOFILE },
+    static const struct {
+        const char *name;
+        int res;
+    } names[] = {
+        { "cpu", RLIMIT_CPU },     { "fsize", RLIMIT_FSIZE }, { "nofile", RLIMIT_NOFILE },
         { "nproc", RLIMIT_NPROC }, { "as", RLIMIT_AS },
     };
     for (int i = 1; i < argc; i++) {
@@ -239,7 +239,8 @@ static int apply_limits(int argc, char **argv)
         char *eq = strchr(argv[i], '=');
         size_t k;
         for (k = 0; eq && k < sizeof names / sizeof names[0]; k++)
-            if (strlen(names[k].name) == (size_t)(eq - argv[i]) && !strncmp(argv[i], names[k].name, (size_t)(eq - argv[i])))
+            if (strlen(names[k].name) == (size_t)(eq - argv[i]) &&
+                !strncmp(argv[i], names[k].name, (size_t)(eq - argv[i])))
                 break;
         if (!eq || k == sizeof names / sizeof names[0]) {
             errno = EINVAL;
@@ -269,7 +270,7 @@ int main(int argc, char **argv)
 
     struct mini_launch_hdr h;
     if (read_full(MINI_FD_CTL, &h, sizeof h) < 0 || h.type != MINI_MSG_LAUNCH || h.len == 0 || h.len > MINI_LAUNCH_MAX)
-        return 0;   /* the daemon closed an unused sandbox */
+        return 0; /* the daemon closed an unused sandbox */
     char *payload = malloc((size_t)h.len + 1);
     if (!payload || read_full(MINI_FD_CTL, payload, h.len) < 0)
         return 125;
@@ -335,8 +336,8 @@ int main(int argc, char **argv)
     struct mini_ctl_msg done = {
         .type = MINI_CTL_STATUS,
         .status = status,
-        .cpu_us = (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec +
-                  (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec,
+        .cpu_us = (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec + (int64_t)ru.ru_stime.tv_sec * 1000000 +
+            ru.ru_stime.tv_usec,
         .max_rss_kb = ru.ru_maxrss,
     };
     write_all(MINI_FD_CTL, &done, sizeof done);

@@ -8,32 +8,32 @@
 
 /* Descriptors of the sandbox's first process, and of init after exec. */
 enum {
-    MINI_FD_CTL = 3,     /* control socket to the daemon */
-    MINI_FD_OUT = 4,     /* write end of the merged output pipe */
-    MINI_FD_IN = 5,      /* read end of the command's stdin pipe */
-    MINI_FD_WS = 6,      /* the daemon's workspace fd (setup only) */
-    MINI_FD_INIT = 7,    /* the init program, to execveat (setup only) */
+    MINI_FD_CTL = 3,  /* control socket to the daemon */
+    MINI_FD_OUT = 4,  /* write end of the merged output pipe */
+    MINI_FD_IN = 5,   /* read end of the command's stdin pipe */
+    MINI_FD_WS = 6,   /* the daemon's workspace fd (setup only) */
+    MINI_FD_INIT = 7, /* the init program, to execveat (setup only) */
     MINI_FD_COUNT = 8,
 };
 
 /* init -> daemon: fixed-size messages. */
 enum mini_ctl_type {
-    MINI_CTL_READY = 1,      /* root built, confined; waiting for a command */
-    MINI_CTL_ERROR,          /* setup failed: errno + text (a struct mini_err) */
-    MINI_CTL_EXEC_FAILED,    /* the command could not be executed (126/127 rules) */
-    MINI_CTL_STATUS,         /* the command ended: wait status and usage */
-    MINI_CTL_ACCEPTED,       /* the launch was read; the command is about to be forked.  A
+    MINI_CTL_READY = 1,   /* root built, confined; waiting for a command */
+    MINI_CTL_ERROR,       /* setup failed: errno + text (a struct mini_err) */
+    MINI_CTL_EXEC_FAILED, /* the command could not be executed (126/127 rules) */
+    MINI_CTL_STATUS,      /* the command ended: wait status and usage */
+    MINI_CTL_ACCEPTED,    /* the launch was read; the command is about to be forked.  A
                               * sandbox that dies before saying so never ran the command. */
 };
 
 struct mini_ctl_msg {
     uint32_t type;
-    int32_t err;             /* errno */
-    int32_t status;          /* wait status (MINI_CTL_STATUS) */
+    int32_t err;    /* errno */
+    int32_t status; /* wait status (MINI_CTL_STATUS) */
     uint32_t pad;
-    int64_t cpu_us;          /* MINI_CTL_STATUS: user+system time of everything reaped */
-    int64_t max_rss_kb;      /* MINI_CTL_STATUS: largest resident set among them */
-    char text[232];          /* NUL-terminated */
+    int64_t cpu_us;     /* MINI_CTL_STATUS: user+system time of everything reaped */
+    int64_t max_rss_kb; /* MINI_CTL_STATUS: largest resident set among them */
+    char text[232];     /* NUL-terminated */
 };
 
 /* daemon -> sandbox */

@@ -91,11 +91,14 @@ static int send_go(int ctl, int fd)
 
 /* The daemon's ends and the child's ends of the three channels. */
 struct channels {
-    int out[2];   /* merged stdout+stderr: [0] daemon, [1] child */
-    int in[2];    /* the command's stdin: [0] child, [1] daemon */
-    int ctl[2];   /* control socket: [0] daemon, [1] child */
+    int out[2]; /* merged stdout+stderr: [0] daemon, [1] child */
+    int in[2];  /* the command's stdin: [0] child, [1] daemon */
+    int ctl[2]; /* control socket: [0] daemon, [1] child */
 };
-#define CHANNELS_INIT { { -1, -1 }, { -1, -1 }, { -1, -1 } }
+#define CHANNELS_INIT                      \
+    {                                      \
+        { -1, -1 }, { -1, -1 }, { -1, -1 } \
+    }
 
 static void channels_close(struct channels *ch)
 {
@@ -181,7 +184,7 @@ static int clone_child(const struct mini_spawn_cfg *cfg, struct mini_sandbox *sb
     sb->out = TAKE_FD(ch->out[0]);
     sb->in = TAKE_FD(ch->in[1]);
     sb->ctl = TAKE_FD(ch->ctl[0]);
-    channels_close(ch);   /* the child's ends are the child's now */
+    channels_close(ch); /* the child's ends are the child's now */
     sb->group_kill = cfg->landlock != NULL;
     return 0;
 }
@@ -223,10 +226,7 @@ int mini_sandbox_prepare(const struct mini_spawn_cfg *cfg, struct mini_sandbox *
     return 0;
 }
 
-static int put_str(struct mini_buf *b, const char *s)
-{
-    return mini_buf_append(b, s, strlen(s) + 1);
-}
+static int put_str(struct mini_buf *b, const char *s) { return mini_buf_append(b, s, strlen(s) + 1); }
 
 int mini_sandbox_launch(struct mini_sandbox *sb, const struct mini_launch *l, struct mini_err *e)
 {
@@ -238,7 +238,7 @@ int mini_sandbox_launch(struct mini_sandbox *sb, const struct mini_launch *l, st
     while (l->envp[envc])
         envc++;
     int r = mini_buf_append(&b, &h, sizeof h) | put_str(&b, l->cwd) | mini_buf_printf(&b, "%zu", argc) |
-            mini_buf_putc(&b, '\0');
+        mini_buf_putc(&b, '\0');
     for (size_t i = 0; i < argc; i++)
         r |= put_str(&b, l->argv[i]);
     r |= mini_buf_printf(&b, "%zu", envc) | mini_buf_putc(&b, '\0');

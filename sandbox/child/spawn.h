@@ -38,24 +38,24 @@
 /* Everything prepare needs; owned by the caller (a session), read only. */
 struct mini_spawn_cfg {
     const struct mini_profile *profile;
-    const struct mini_bpf *seccomp;     /* compiled from profile->seccomp */
-    const char *workspace;              /* canonical host path, mounted at the same path */
-    int workspace_fd;                   /* O_PATH fd of the workspace, opened at session open */
-    const char *root_dir;               /* an empty directory (daemon state) used as mount point */
-    const char *overlay_dir;            /* per-session upper/work dirs when profile->overlay_root; else NULL */
-    uid_t host_uid;                     /* host ids that uid/gid 0 inside map to */
+    const struct mini_bpf *seccomp; /* compiled from profile->seccomp */
+    const char *workspace;          /* canonical host path, mounted at the same path */
+    int workspace_fd;               /* O_PATH fd of the workspace, opened at session open */
+    const char *root_dir;           /* an empty directory (daemon state) used as mount point */
+    const char *overlay_dir;        /* per-session upper/work dirs when profile->overlay_root; else NULL */
+    uid_t host_uid;                 /* host ids that uid/gid 0 inside map to */
     gid_t host_gid;
-    bool idmap_workspace;               /* root daemon: the workspace through an idmapped mount */
-    int idmap_userns;                   /* its mapping: the owner's ids -> host_uid/host_gid */
-    int init_fd;                        /* mini-sandbox-init, from mini_sandbox_open_init() */
-    unsigned namespaces;                /* MINI_FEAT_*_NS to create (from the assessment) */
-    bool cgroup_memory;                 /* memory is limited by a cgroup: no RLIMIT_AS */
-    bool cgroup_pids;                   /* pids are limited by a cgroup: no RLIMIT_NPROC */
+    bool idmap_workspace; /* root daemon: the workspace through an idmapped mount */
+    int idmap_userns;     /* its mapping: the owner's ids -> host_uid/host_gid */
+    int init_fd;          /* mini-sandbox-init, from mini_sandbox_open_init() */
+    unsigned namespaces;  /* MINI_FEAT_*_NS to create (from the assessment) */
+    bool cgroup_memory;   /* memory is limited by a cgroup: no RLIMIT_AS */
+    bool cgroup_pids;     /* pids are limited by a cgroup: no RLIMIT_NPROC */
     /* The command's cgroup, joined by the sandbox from its first step:
      * v2 through clone3's CLONE_INTO_CGROUP (the group's directory fd),
      * v1 by the child writing itself into each hierarchy's cgroup.procs. */
-    int cgroup_fd;                      /* v2 group directory, else -1 */
-    const int *cgroup_procs;            /* v1 cgroup.procs fds, opened for writing */
+    int cgroup_fd;           /* v2 group directory, else -1 */
+    const int *cgroup_procs; /* v1 cgroup.procs fds, opened for writing */
     size_t n_cgroup_procs;
     /* The degraded path (no user namespaces): no namespaces at all; the
      * sandbox is confined by this Landlock plan, its seccomp supplement,
@@ -69,30 +69,33 @@ struct mini_spawn_cfg {
 int mini_sandbox_open_init(struct mini_err *e);
 
 enum mini_sandbox_state {
-    MINI_SB_PREPARING = 0,   /* cloned, building its root */
-    MINI_SB_RUNNING,         /* command launched */
-    MINI_SB_DONE,            /* init reported the status or died */
+    MINI_SB_PREPARING = 0, /* cloned, building its root */
+    MINI_SB_RUNNING,       /* command launched */
+    MINI_SB_DONE,          /* init reported the status or died */
 };
 
 struct mini_sandbox {
-    pid_t pid;               /* host pid of the sandbox's init */
-    int pidfd;               /* readable when init has exited */
-    int ctl;                 /* daemon end of the control socket */
-    int out;                 /* read end of the merged stdout+stderr pipe (non-blocking) */
-    int in;                  /* write end of the command's stdin pipe, -1 once closed */
+    pid_t pid; /* host pid of the sandbox's init */
+    int pidfd; /* readable when init has exited */
+    int ctl;   /* daemon end of the control socket */
+    int out;   /* read end of the merged stdout+stderr pipe (non-blocking) */
+    int in;    /* write end of the command's stdin pipe, -1 once closed */
     enum mini_sandbox_state state;
-    bool group_kill;         /* degraded path: init leads a process group that holds the command */
-    bool in_cgroup;          /* joins cfg's cgroup itself (else the daemon must attach it) */
-    char *overlay_work;      /* this sandbox's overlayfs work directories (removed by destroy), or NULL */
+    bool group_kill;    /* degraded path: init leads a process group that holds the command */
+    bool in_cgroup;     /* joins cfg's cgroup itself (else the daemon must attach it) */
+    char *overlay_work; /* this sandbox's overlayfs work directories (removed by destroy), or NULL */
 };
-#define MINI_SANDBOX_INIT { .pid = -1, .pidfd = -1, .ctl = -1, .out = -1, .in = -1 }
+#define MINI_SANDBOX_INIT                                      \
+    {                                                          \
+        .pid = -1, .pidfd = -1, .ctl = -1, .out = -1, .in = -1 \
+    }
 
 /* What launch sends: all strings are copied into one message. */
 struct mini_launch {
-    char *const *argv;       /* NULL-terminated, argv[0] is the program */
-    char *const *envp;       /* NULL-terminated */
+    char *const *argv; /* NULL-terminated, argv[0] is the program */
+    char *const *envp; /* NULL-terminated */
     const char *cwd;
-    bool has_stdin;          /* else the command's stdin is /dev/null */
+    bool has_stdin; /* else the command's stdin is /dev/null */
 };
 
 /* Start a sandbox.  On success sb is filled and in state PREPARING; the

@@ -31,13 +31,13 @@ static const char *const kind_keys[K_COUNT] = { "bare", "clone_ns", "sandbox", "
  * the seven namespaces every sandbox gets, then exec, nothing else (no ids
  * mapped, no root built, no seccomp, no limits).  What the sandbox costs
  * above this row is ours; what this row costs above bare is the kernel's. */
-#define ALL_NS (CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | \
-                CLONE_NEWCGROUP)
+#define ALL_NS \
+    (CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
 
 struct series {
     double *ms;
     size_t n;
-    double throughput;   /* runs per second at the given concurrency */
+    double throughput; /* runs per second at the given concurrency */
 };
 
 static int cmp_double(const void *a, const void *b)
@@ -67,8 +67,8 @@ static double pct(const struct series *s, double p)
 
 /* The command both baselines run: argv, NULL-terminated. */
 struct cmd {
-    char **argv;           /* the command itself */
-    char **bwrap_argv;     /* bwrap ... -- command */
+    char **argv;       /* the command itself */
+    char **bwrap_argv; /* bwrap ... -- command */
 };
 
 /* fork+exec argv, or clone with `ns` (new namespaces) and exec. */
@@ -227,17 +227,22 @@ static char *find_in_path(const char *prog)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "Usage: mini-sandbox bench [--profile P] [-n N] [--concurrency C] [--command CMD]\n"
-               "                          [--socket PATH] [--json]\n");
+    fprintf(f,
+            "Usage: mini-sandbox bench [--profile P] [-n N] [--concurrency C] [--command CMD]\n"
+            "                          [--socket PATH] [--json]\n");
 }
 
 int mini_cli_bench(int argc, char **argv)
 {
     static const struct option opts[] = {
-        { "profile", required_argument, NULL, 'p' }, { "n", required_argument, NULL, 'n' },
-        { "concurrency", required_argument, NULL, 'C' }, { "command", required_argument, NULL, 'c' },
-        { "socket", required_argument, NULL, 's' }, { "json", no_argument, NULL, 'j' },
-        { "help", no_argument, NULL, 'h' }, { 0 },
+        { "profile", required_argument, NULL, 'p' },
+        { "n", required_argument, NULL, 'n' },
+        { "concurrency", required_argument, NULL, 'C' },
+        { "command", required_argument, NULL, 'c' },
+        { "socket", required_argument, NULL, 's' },
+        { "json", no_argument, NULL, 'j' },
+        { "help", no_argument, NULL, 'h' },
+        { 0 },
     };
     const char *profile = "strict", *command = "true", *socket = NULL;
     long n = 200, conc = 8;
@@ -271,8 +276,10 @@ int mini_cli_bench(int argc, char **argv)
     char *bw_argv[32];
     if (bwrap) {
         size_t i = 0;
-        const char *fixed[] = { bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--ro-bind", "/", "/",
-                                "--dev", "/dev", "--proc", "/proc" };
+        const char *fixed[] = {
+            bwrap,    "--unshare-all", "--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--dev", "/dev",
+            "--proc", "/proc"
+        };
         for (size_t j = 0; j < MINI_ARRAY_SIZE(fixed); j++)
             bw_argv[i++] = (char *)fixed[j];
         for (char **a = cmd.argv; *a; a++)
@@ -356,8 +363,7 @@ int mini_cli_bench(int argc, char **argv)
             if (s[i].n == 0)
                 continue;
             printf("%s\"%s\": {\"p50_ms\": %.3f, \"p90_ms\": %.3f, \"p99_ms\": %.3f, \"throughput_per_s\": %.1f}",
-                   first ? "" : ", ", kind_keys[i], pct(&s[i], 50),
-                   pct(&s[i], 90), pct(&s[i], 99), s[i].throughput);
+                   first ? "" : ", ", kind_keys[i], pct(&s[i], 50), pct(&s[i], 90), pct(&s[i], 99), s[i].throughput);
             first = false;
         }
         char bw[32], fl[32], sf[32];
@@ -377,8 +383,8 @@ int mini_cli_bench(int argc, char **argv)
         for (int i = 0; i < K_COUNT; i++) {
             if (s[i].n == 0)
                 continue;
-            printf("%-16s %9.3f %9.3f %9.3f %14.1f\n", kind_names[i], pct(&s[i], 50), pct(&s[i], 90),
-                   pct(&s[i], 99), s[i].throughput);
+            printf("%-16s %9.3f %9.3f %9.3f %14.1f\n", kind_names[i], pct(&s[i], 50), pct(&s[i], 90), pct(&s[i], 99),
+                   s[i].throughput);
         }
         printf("\nsandbox / bare p50:        %.2f\n", sb_bare);
         if (!isnan(bw_sb))
@@ -387,8 +393,8 @@ int mini_cli_bench(int argc, char **argv)
             printf("bwrap / sandbox p50:       (bwrap not installed)\n");
         printf("sandbox / bare throughput: %.2f\n", tp);
         if (clone_ns)
-            printf("  of which the namespaces alone (clone / bare): %.2f, the rest (sandbox / clone): %.2f\n",
-                   floor_tp, sb_floor);
+            printf("  of which the namespaces alone (clone / bare): %.2f, the rest (sandbox / clone): %.2f\n", floor_tp,
+                   sb_floor);
     }
     rc = 0;
     goto out;

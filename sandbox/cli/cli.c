@@ -79,7 +79,7 @@ static void write_out(void *arg, const char *data, size_t len)
 {
     (void)arg;
     if (out_errno)
-        return;   /* the rest is lost as well; the command still runs to its end */
+        return; /* the rest is lost as well; the command still runs to its end */
     errno = 0;
     if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0)
         out_errno = errno ? errno : EIO;
@@ -168,7 +168,8 @@ static int cmd_run(int argc, char **argv)
             timeout = strtod(optarg, &end);
             if (*end || end == optarg || !(timeout > 0)) {
                 mini_env_free(&env);
-                return run_usage(mini_cli_usage_error("run", "--timeout: not a positive number of seconds: %s", optarg));
+                return run_usage(
+                    mini_cli_usage_error("run", "--timeout: not a positive number of seconds: %s", optarg));
             }
             break;
         }
@@ -185,7 +186,10 @@ static int cmd_run(int argc, char **argv)
                 return run_usage(mini_cli_usage_error("run", "--env: expected NAME=VALUE, got %s", optarg));
             }
             break;
-        case 'h': mini_env_free(&env); usage(stdout); return 0;
+        case 'h':
+            mini_env_free(&env);
+            usage(stdout);
+            return 0;
         default: mini_env_free(&env); return run_usage(mini_cli_getopt_error("run", c, optopt, argv, optind));
         }
     }
@@ -234,8 +238,7 @@ static int cmd_run(int argc, char **argv)
         rc = fail(&e);
         goto out;
     }
-    struct mini_req_exec x = { .session = opened.u.opened.session, .cwd = (char *)cwd, .env = env,
-                               .timeout = timeout };
+    struct mini_req_exec x = { .session = opened.u.opened.session, .cwd = (char *)cwd, .env = env, .timeout = timeout };
     size_t nargs = (size_t)(argc - optind);
     if (nargs == 1) {
         x.command = argv[optind];
@@ -282,7 +285,9 @@ out_noconn:
 static int socket_opts(int argc, char **argv, const char **socket, int *rc)
 {
     static const struct option opts[] = {
-        { "socket", required_argument, NULL, 's' }, { "help", no_argument, NULL, 'h' }, { 0 },
+        { "socket", required_argument, NULL, 's' },
+        { "help", no_argument, NULL, 'h' },
+        { 0 },
     };
     int c;
     *socket = NULL;
@@ -291,7 +296,10 @@ static int socket_opts(int argc, char **argv, const char **socket, int *rc)
     while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
         switch (c) {
         case 's': *socket = optarg; break;
-        case 'h': usage(stdout); *rc = 0; return -1;
+        case 'h':
+            usage(stdout);
+            *rc = 0;
+            return -1;
         default: *rc = mini_cli_getopt_error(argv[0], c, optopt, argv, optind); return -1;
         }
     }
@@ -354,7 +362,7 @@ static int cmd_stats(int argc, char **argv)
 
 static int cmd_profiles(int argc, char **argv)
 {
-    const char *socket;   /* accepted for symmetry with ping and stats; unused */
+    const char *socket; /* accepted for symmetry with ping and stats; unused */
     int rc;
     if (socket_opts(argc, argv, &socket, &rc) < 0)
         return rc;
@@ -404,8 +412,10 @@ static int dispatch(int argc, char **argv)
     if (strcmp(cmd, "check") == 0)
         return mini_cli_check(argc - 1, argv + 1);
     if (cmd[0] == '-')
-        return mini_cli_usage_error(NULL, "unknown option %s (a command comes first: run, ping, stats, profiles, "
-                                          "check, bench)", cmd);
+        return mini_cli_usage_error(NULL,
+                                    "unknown option %s (a command comes first: run, ping, stats, profiles, "
+                                    "check, bench)",
+                                    cmd);
     return mini_cli_usage_error(NULL, "unknown command \"%s\" (run, ping, stats, profiles, check or bench)", cmd);
 }
 

@@ -35,10 +35,7 @@ static void row(const char *feature, const char *avail, const char *detail)
     printf("  %-26s %-10s %s\n", feature, avail, detail ? detail : "");
 }
 
-static const char *yes(bool b)
-{
-    return b ? "yes" : "no";
-}
+static const char *yes(bool b) { return b ? "yes" : "no"; }
 
 static void print_machine(const struct mini_caps *c)
 {
@@ -123,7 +120,9 @@ static void print_machine(const struct mini_caps *c)
 
 static void print_assessment(const char *name, const struct mini_assessment *a)
 {
-    const char *st = a->status == MINI_ASSESS_FULL ? "FULL" : a->status == MINI_ASSESS_DEGRADED ? "DEGRADED" : "REFUSED";
+    const char *st = a->status == MINI_ASSESS_FULL ? "FULL"
+        : a->status == MINI_ASSESS_DEGRADED        ? "DEGRADED"
+                                                   : "REFUSED";
     if (a->status == MINI_ASSESS_REFUSED) {
         printf("  %-12s %-9s %s\n", name, st, a->reason);
         printf("  %-12s %-9s remedy: %s\n", "", "", a->remedy);

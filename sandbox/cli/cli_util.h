@@ -10,8 +10,7 @@
 
 /* "mini-sandbox: [SUB: ]WHAT" and "Try 'mini-sandbox [SUB ]--help'." on
  * stderr; returns MINI_CLI_USAGE.  SUB may be NULL. */
-static inline int mini_cli_usage_error(const char *sub, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+static inline int mini_cli_usage_error(const char *sub, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static inline int mini_cli_usage_error(const char *sub, const char *fmt, ...)
 {
     char what[512];
@@ -19,8 +18,8 @@ static inline int mini_cli_usage_error(const char *sub, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "mini-sandbox: %s%s%s\nTry 'mini-sandbox %s%s--help'.\n", sub ? sub : "", sub ? ": " : "",
-            what, sub ? sub : "", sub ? " " : "");
+    fprintf(stderr, "mini-sandbox: %s%s%s\nTry 'mini-sandbox %s%s--help'.\n", sub ? sub : "", sub ? ": " : "", what,
+            sub ? sub : "", sub ? " " : "");
     return MINI_CLI_USAGE;
 }
 

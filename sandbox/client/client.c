@@ -35,8 +35,7 @@ char *mini_runtime_dir(struct mini_err *e)
     /* Someone else's directory (a squatter in /tmp) is never used. */
     struct stat st;
     if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
-        mini_err_set(e, MINI_E_IO, "%s: must be a directory owned by uid %u with mode 0700", dir,
-                     (unsigned)geteuid());
+        mini_err_set(e, MINI_E_IO, "%s: must be a directory owned by uid %u with mode 0700", dir, (unsigned)geteuid());
         free(dir);
         return NULL;
     }
@@ -189,7 +188,7 @@ int mini_client_connect(struct mini_client *c, const char *socket_path, bool all
         mini_client_close(c);
         return -1;
     }
-    c->hello = rep.u.hello;   /* keeps the reply's allocations */
+    c->hello = rep.u.hello; /* keeps the reply's allocations */
     return 0;
 }
 
@@ -246,8 +245,8 @@ int mini_client_call(struct mini_client *c, struct mini_req *req, struct mini_re
         return -1;
     if (rep->id != req->id) {
         mini_rep_free(rep);
-        return mini_err_set(e, MINI_E_BAD_REQUEST, "reply for id %lld while waiting for %lld",
-                            (long long)rep->id, (long long)req->id);
+        return mini_err_set(e, MINI_E_BAD_REQUEST, "reply for id %lld while waiting for %lld", (long long)rep->id,
+                            (long long)req->id);
     }
     return rep->op == MINI_OP_ERROR ? error_reply(rep, e) : 0;
 }
@@ -305,11 +304,8 @@ int mini_client_exec(struct mini_client *c, struct mini_req_exec *x, mini_output
                 fn(arg, rep.u.output.data, rep.u.output.len);
             mini_rep_free(&rep);
             break;
-        case MINI_OP_EXIT:
-            *exit = rep;
-            return 0;
-        case MINI_OP_ERROR:
-            return error_reply(&rep, e);
+        case MINI_OP_EXIT: *exit = rep; return 0;
+        case MINI_OP_ERROR: return error_reply(&rep, e);
         default:
             mini_rep_free(&rep);
             return mini_err_set(e, MINI_E_BAD_REQUEST, "unexpected \"%s\" reply to exec", mini_op_name(rep.op));

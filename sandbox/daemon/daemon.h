@@ -79,39 +79,42 @@ struct bpf_cache;
  * the pool holds one; a command takes it over. */
 struct sandbox_slot {
     struct mini_sandbox sb;
-    struct mini_cgroup cg;          /* the command's cgroup, when cgroups are used */
-    char *tmpdir;                   /* degraded path: the command's private TMPDIR */
+    struct mini_cgroup cg; /* the command's cgroup, when cgroups are used */
+    char *tmpdir;          /* degraded path: the command's private TMPDIR */
 };
-#define SANDBOX_SLOT_INIT { .sb = MINI_SANDBOX_INIT, .cg = MINI_CGROUP_INIT, .tmpdir = NULL }
+#define SANDBOX_SLOT_INIT                                               \
+    {                                                                   \
+        .sb = MINI_SANDBOX_INIT, .cg = MINI_CGROUP_INIT, .tmpdir = NULL \
+    }
 
 struct session {
-    struct session *next;           /* in its client's list */
+    struct session *next; /* in its client's list */
     char id[24];
-    int refs;                       /* the client's, plus one per exec */
+    int refs; /* the client's, plus one per exec */
     bool closed;
-    struct pooled *pool;            /* prepared sandboxes, not yet used */
+    struct pooled *pool; /* prepared sandboxes, not yet used */
     int pool_n;
-    int running;                    /* commands in flight */
-    bool pool_failed;               /* preparing failed: spawn on demand, which reports why */
+    int running;      /* commands in flight */
+    bool pool_failed; /* preparing failed: spawn on demand, which reports why */
     struct mini_profile *profile;
-    const struct mini_bpf *bpf;     /* from the server's cache */
+    const struct mini_bpf *bpf; /* from the server's cache */
     char *workspace;
     int ws_fd;
-    uid_t host_uid;                 /* the host ids the sandbox's processes run as */
+    uid_t host_uid; /* the host ids the sandbox's processes run as */
     gid_t host_gid;
-    uid_t owner_uid;                /* the host ids its files in the workspace get */
+    uid_t owner_uid; /* the host ids its files in the workspace get */
     gid_t owner_gid;
-    int uid_slot;                   /* root daemon: its slot in the server's uid range, else -1 */
-    int idmap_userns;               /* a user namespace mapping owner -> host ids, or -1 */
+    int uid_slot;     /* root daemon: its slot in the server's uid range, else -1 */
+    int idmap_userns; /* a user namespace mapping owner -> host ids, or -1 */
     bool idmap;
-    struct mini_uid_range *uids;    /* where uid_slot goes back to */
+    struct mini_uid_range *uids; /* where uid_slot goes back to */
     struct mini_env env;
-    struct mini_assessment assess;  /* what this machine gives the profile */
-    char *overlay_dir;              /* upper/work of the session's writable root, or NULL */
+    struct mini_assessment assess; /* what this machine gives the profile */
+    char *overlay_dir;             /* upper/work of the session's writable root, or NULL */
 };
 
 struct pooled {
-    struct pooled *next;            /* in its session's pool, or the graveyard */
+    struct pooled *next; /* in its session's pool, or the graveyard */
     bool dead;
     bool ready;
     struct session *ss;
@@ -120,27 +123,27 @@ struct pooled {
 };
 
 struct client {
-    struct client *next;            /* in the daemon's list, or the graveyard */
+    struct client *next; /* in the daemon's list, or the graveyard */
     bool dead;
     int fd;
     struct ev ev;
     struct mini_frame_reader rd;
-    struct mini_buf wq;             /* encoded frames; wq_off bytes of it already sent */
+    struct mini_buf wq; /* encoded frames; wq_off bytes of it already sent */
     size_t wq_off;
     bool want_out;
-    bool closing;                   /* stop reading; close once wq is flushed */
-    bool read_paused;               /* too many unsent replies: requests wait */
-    int64_t partial_since;          /* mono ns: part of a frame held since; 0: none */
+    bool closing;          /* stop reading; close once wq is flushed */
+    bool read_paused;      /* too many unsent replies: requests wait */
+    int64_t partial_since; /* mono ns: part of a frame held since; 0: none */
     struct session *sessions;
     int n_sessions;
-    int running;                    /* its commands in flight */
+    int running; /* its commands in flight */
     pid_t pid;
 };
 
 struct exec {
-    struct exec *next;              /* in the daemon's list, or the graveyard */
-    bool dead;                      /* finished; freed after this epoll batch */
-    struct client *client;          /* NULL once the client is gone */
+    struct exec *next;     /* in the daemon's list, or the graveyard */
+    bool dead;             /* finished; freed after this epoll batch */
+    struct client *client; /* NULL once the client is gone */
     struct session *session;
     int64_t id;
     struct sandbox_slot slot;
@@ -149,18 +152,18 @@ struct exec {
     bool stream;
     bool out_paused;
     bool out_eof, reaped, have_status;
-    bool accepted;                  /* init has read the launch (MINI_CTL_ACCEPTED) */
-    bool retried;                   /* the first sandbox died before accepting: this is the second */
-    bool finished;                  /* exit sent; kept only until init is reaped */
-    int status;                     /* wait status of the command */
-    int init_status;                /* wait status of init, once reaped */
-    int64_t cpu_us, max_rss_kb;     /* from init's report, else from reaping init */
+    bool accepted;              /* init has read the launch (MINI_CTL_ACCEPTED) */
+    bool retried;               /* the first sandbox died before accepting: this is the second */
+    bool finished;              /* exit sent; kept only until init is reaped */
+    int status;                 /* wait status of the command */
+    int init_status;            /* wait status of init, once reaped */
+    int64_t cpu_us, max_rss_kb; /* from init's report, else from reaping init */
     struct rusage ru;
     enum mini_limit limit;
-    struct mini_err err;            /* pre-exec failure, when code != OK */
-    char *note;                     /* exec failure text */
+    struct mini_err err; /* pre-exec failure, when code != OK */
+    char *note;          /* exec failure text */
     struct mini_outbuf out;
-    char carry[4];                  /* incomplete UTF-8 at the end of the last chunk */
+    char carry[4]; /* incomplete UTF-8 at the end of the last chunk */
     size_t carry_len;
     char **argv, **envp;
     char *cwd;
@@ -179,29 +182,29 @@ struct server {
     uint64_t next_session;
     int64_t execs_total, start_ns;
     size_t n_clients;
-    size_t max_clients;             /* the connections cap */
-    int64_t frame_timeout_ns;       /* for a partial frame (0: none) */
-    int spare_fd;                   /* given up at EMFILE to accept and refuse */
-    int64_t fd_warn_ns;             /* when "out of fds" was last logged */
-    uint64_t fd_refused;            /* connections refused for want of fds since */
-    size_t n_partial;               /* clients holding part of a frame */
+    size_t max_clients;       /* the connections cap */
+    int64_t frame_timeout_ns; /* for a partial frame (0: none) */
+    int spare_fd;             /* given up at EMFILE to accept and refuse */
+    int64_t fd_warn_ns;       /* when "out of fds" was last logged */
+    uint64_t fd_refused;      /* connections refused for want of fds since */
+    size_t n_partial;         /* clients holding part of a frame */
     int n_sessions, running;
-    bool accept_paused;             /* out of fds: the listener waits for a client to go */
+    bool accept_paused; /* out of fds: the listener waits for a client to go */
     struct ev ev_listen;
     bool stopping;
     char *root_dir;
-    int sessions_lock;              /* owner lock <state>/sessions/<pid>.lock, or -1 */
-    char *tmp_parent;               /* /tmp/mini-sandboxd.XXXXXX: the Landlock path's TMPDIRs, or NULL */
-    int tmp_lock;                   /* owner lock on tmp_parent, or -1 */
-    int init_fd;                    /* mini-sandbox-init */
-    struct mini_caps caps;          /* what this machine can isolate */
+    int sessions_lock;     /* owner lock <state>/sessions/<pid>.lock, or -1 */
+    char *tmp_parent;      /* /tmp/mini-sandboxd.XXXXXX: the Landlock path's TMPDIRs, or NULL */
+    int tmp_lock;          /* owner lock on tmp_parent, or -1 */
+    int init_fd;           /* mini-sandbox-init */
+    struct mini_caps caps; /* what this machine can isolate */
     struct mini_cgroups cgroups;
     uint64_t next_cgroup;
-    struct bpf_cache *bpf_cache;    /* one seccomp program per distinct policy */
+    struct bpf_cache *bpf_cache; /* one seccomp program per distinct policy */
     ino_t userns;
     FILE *audit;
-    struct mini_ws_guard guard;     /* what a workspace must not be or hold */
-    struct mini_uid_range uids;     /* root daemon: host ids for sessions */
+    struct mini_ws_guard guard; /* what a workspace must not be or hold */
+    struct mini_uid_range uids; /* root daemon: host ids for sessions */
 };
 
 /* ------------------------------------------------------------ server.c */

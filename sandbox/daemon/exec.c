@@ -167,7 +167,7 @@ static void exec_finish(struct server *s, struct exec *x)
         ex->max_rss_kb = x->max_rss_kb;
     } else {
         ex->cpu_ms = (int64_t)x->ru.ru_utime.tv_sec * 1000 + x->ru.ru_utime.tv_usec / 1000 +
-                     (int64_t)x->ru.ru_stime.tv_sec * 1000 + x->ru.ru_stime.tv_usec / 1000;
+            (int64_t)x->ru.ru_stime.tv_sec * 1000 + x->ru.ru_stime.tv_usec / 1000;
         ex->max_rss_kb = x->ru.ru_maxrss;
     }
     if (x->slot.cg.cg) {
@@ -239,7 +239,7 @@ static bool exec_retry(struct server *s, struct exec *x)
     x->out_eof = x->reaped = x->out_paused = false;
     x->stdin_off = 0;
     if (slot_prepare(s, x->session, &x->slot, &x->err) < 0) {
-        x->out_eof = x->reaped = true;   /* nothing left to wait for */
+        x->out_eof = x->reaped = true; /* nothing left to wait for */
         return false;
     }
     if (ep_add(s, x->slot.sb.ctl, EPOLLIN, &x->ev_ctl) < 0 || ep_add(s, x->slot.sb.out, EPOLLIN, &x->ev_out) < 0 ||
@@ -313,7 +313,7 @@ void exec_write_stdin(struct server *s, struct exec *x)
                 ep_mod(s, x->slot.sb.in, EPOLLOUT, &x->ev_stdin);
             return;
         }
-        break;   /* EPIPE: the command closed its stdin */
+        break; /* EPIPE: the command closed its stdin */
     }
     ep_del(s, x->slot.sb.in);
     mini_close(x->slot.sb.in);
@@ -354,9 +354,7 @@ void exec_drain_ctl(struct server *s, struct exec *x)
             return;
         }
         switch (m.type) {
-        case MINI_CTL_READY:
-            exec_launch(s, x);
-            break;
+        case MINI_CTL_READY: exec_launch(s, x); break;
         case MINI_CTL_ERROR:
             if (x->err.code == MINI_OK) {
                 mini_err_set(&x->err, MINI_E_SPAWN_FAILED, "sandbox setup failed: %s", m.text);
@@ -364,9 +362,7 @@ void exec_drain_ctl(struct server *s, struct exec *x)
             }
             exec_kill(x, MINI_LIMIT_NONE);
             break;
-        case MINI_CTL_ACCEPTED:
-            x->accepted = true;
-            break;
+        case MINI_CTL_ACCEPTED: x->accepted = true; break;
         case MINI_CTL_EXEC_FAILED:
             free(x->note);
             x->note = strdup(m.text);
@@ -383,8 +379,7 @@ void exec_drain_ctl(struct server *s, struct exec *x)
             x->have_status = true;
             exec_maybe_finish(s, x);
             return;
-        default:
-            break;
+        default: break;
         }
     }
 }
@@ -559,15 +554,18 @@ void do_exec(struct server *s, struct client *c, const struct mini_req *req)
         return;
     }
     if (c->running >= MAX_RUNNING_PER_CLIENT || s->running >= MAX_RUNNING) {
-        mini_err_set(&e, MINI_E_BUSY, "%s", c->running >= MAX_RUNNING_PER_CLIENT
-                     ? "this connection has " MINI_STR(MAX_RUNNING_PER_CLIENT) " commands running, the most it may"
-                     : "the daemon runs " MINI_STR(MAX_RUNNING) " commands, the most it may; try again later");
+        mini_err_set(&e, MINI_E_BUSY, "%s",
+                     c->running >= MAX_RUNNING_PER_CLIENT
+                         ? "this connection has " MINI_STR(MAX_RUNNING_PER_CLIENT) " commands running, the most it may"
+                         : "the daemon runs " MINI_STR(MAX_RUNNING) " commands, the most it may; try again later");
         send_error(s, c, req->id, &e);
         return;
     }
     if (ss->overlay_dir && ss->running > 0) {
-        mini_err_set(&e, MINI_E_BUSY, "session %s has a writable overlay (profile %s), which one command at a "
-                     "time may mount; wait for the running one, or open another session", ss->id, ss->profile->name);
+        mini_err_set(&e, MINI_E_BUSY,
+                     "session %s has a writable overlay (profile %s), which one command at a "
+                     "time may mount; wait for the running one, or open another session",
+                     ss->id, ss->profile->name);
         send_error(s, c, req->id, &e);
         return;
     }
@@ -640,7 +638,8 @@ void do_exec(struct server *s, struct client *c, const struct mini_req *req)
     }
     if (x->timer < 0 || timerfd_settime(x->timer, 0, &its, NULL) < 0 ||
         ep_add(s, x->timer, EPOLLIN, &x->ev_timer) < 0 || (!p && ep_add(s, x->slot.sb.ctl, EPOLLIN, &x->ev_ctl) < 0) ||
-        ep_add(s, x->slot.sb.out, EPOLLIN, &x->ev_out) < 0 || (!p && ep_add(s, x->slot.sb.pidfd, EPOLLIN, &x->ev_pid) < 0)) {
+        ep_add(s, x->slot.sb.out, EPOLLIN, &x->ev_out) < 0 ||
+        (!p && ep_add(s, x->slot.sb.pidfd, EPOLLIN, &x->ev_pid) < 0)) {
         mini_err_sys(&e, MINI_E_SPAWN_FAILED, errno, "watching the sandbox");
         ep_del(s, x->timer);
         ep_del(s, x->slot.sb.ctl);
@@ -735,11 +734,11 @@ void kill_all(struct server *s)
         if (x->finished)
             continue;
         exec_wait_gone(x);
-        exec_finish(s, x);   /* may bury x */
+        exec_finish(s, x); /* may bury x */
     }
     while (s->execs) {
         struct exec *x = s->execs;
         s->execs = x->next;
-        exec_free(x);   /* kills and reaps synchronously */
+        exec_free(x); /* kills and reaps synchronously */
     }
 }

@@ -56,10 +56,7 @@ void mini_outbuf_add(struct mini_outbuf *o, const char *p, size_t n)
     o->tail_len = o->tail_len + n > o->tail_cap ? o->tail_cap : o->tail_len + n;
 }
 
-bool mini_outbuf_truncated(const struct mini_outbuf *o)
-{
-    return o->total > o->head_len + o->tail_len;
-}
+bool mini_outbuf_truncated(const struct mini_outbuf *o) { return o->total > o->head_len + o->tail_len; }
 
 int mini_outbuf_render(const struct mini_outbuf *o, struct mini_buf *out)
 {

@@ -12,11 +12,11 @@
 struct mini_outbuf {
     size_t limit;
     size_t head_cap, tail_cap;
-    char *head;          /* head_cap bytes */
+    char *head; /* head_cap bytes */
     size_t head_len;
-    char *tail;          /* ring of tail_cap bytes */
-    size_t tail_pos;     /* next write position in the ring */
-    size_t tail_len;     /* bytes held in the ring (<= tail_cap) */
+    char *tail;      /* ring of tail_cap bytes */
+    size_t tail_pos; /* next write position in the ring */
+    size_t tail_len; /* bytes held in the ring (<= tail_cap) */
     uint64_t total;
 };
 

@@ -135,12 +135,18 @@ static int daemonize(const char *state_dir, int *ready_fd, struct mini_err *e)
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        { "socket", required_argument, NULL, 's' },   { "profiles", required_argument, NULL, 'p' },
-        { "state-dir", required_argument, NULL, 'd' }, { "foreground", no_argument, NULL, 'f' },
-        { "log-level", required_argument, NULL, 'l' }, { "audit-log", required_argument, NULL, 'a' },
-        { "inherit-fd", required_argument, NULL, 'i' }, { "help", no_argument, NULL, 'h' },
-        { "version", no_argument, NULL, 'V' },         { "max-clients", required_argument, NULL, 'm' },
-        { "frame-timeout", required_argument, NULL, 't' }, { 0 },
+        { "socket", required_argument, NULL, 's' },
+        { "profiles", required_argument, NULL, 'p' },
+        { "state-dir", required_argument, NULL, 'd' },
+        { "foreground", no_argument, NULL, 'f' },
+        { "log-level", required_argument, NULL, 'l' },
+        { "audit-log", required_argument, NULL, 'a' },
+        { "inherit-fd", required_argument, NULL, 'i' },
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
+        { "max-clients", required_argument, NULL, 'm' },
+        { "frame-timeout", required_argument, NULL, 't' },
+        { 0 },
     };
     mini_log_init("mini-sandboxd", MINI_LOG_WARN);
     struct mini_server_cfg cfg = { .inherit_fd = -1 };
@@ -151,9 +157,15 @@ int main(int argc, char **argv)
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
-        case 's': free(socket_path); socket_path = strdup(optarg); break;
+        case 's':
+            free(socket_path);
+            socket_path = strdup(optarg);
+            break;
         case 'p': cfg.profile_dir = optarg; break;
-        case 'd': free(state_dir); state_dir = strdup(optarg); break;
+        case 'd':
+            free(state_dir);
+            state_dir = strdup(optarg);
+            break;
         case 'f': foreground = true; break;
         case 'a': cfg.audit_log = optarg; break;
         case 'l': {

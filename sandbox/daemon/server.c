@@ -44,10 +44,7 @@ void ep_del(struct server *s, int fd)
 
 static void client_flush(struct server *s, struct client *c);
 
-size_t wq_pending(const struct client *c)
-{
-    return c->wq.len - c->wq_off;
-}
+size_t wq_pending(const struct client *c) { return c->wq.len - c->wq_off; }
 
 static void send_json(struct server *s, struct client *c, cJSON *obj)
 {
@@ -221,7 +218,7 @@ static void client_flush(struct server *s, struct client *c)
         /* Never read, and past anything one client may hold: dropped. */
         log_warn("client pid %d: %zu bytes of replies unread; closing the connection", (int)c->pid, wq_pending(c));
         c->closing = true;
-        c->wq_off = c->wq.len;   /* what it will never read */
+        c->wq_off = c->wq.len; /* what it will never read */
         ep_mod(s, c->fd, EPOLLOUT | EPOLLRDHUP, &c->ev);
         c->want_out = true;
         return;
@@ -359,7 +356,7 @@ static void client_readable(struct server *s, struct client *c)
         if (c->read_paused || c->closing)
             return;
         continue;
-    bad:
+bad:
         client_abort(s, c, &e);
         return;
     }
@@ -587,14 +584,15 @@ static void bury(struct server *s)
 static bool ev_dead(const struct ev *ev)
 {
     switch (ev->kind) {
-    case EV_CLIENT:
-        return ((const struct client *)ev->obj)->dead;
-    case EV_CTL: case EV_OUT: case EV_PID: case EV_TIMER: case EV_STDIN:
-        return ((const struct exec *)ev->obj)->dead;
-    case EV_POOL_CTL: case EV_POOL_PID:
-        return ((const struct pooled *)ev->obj)->dead;
-    default:
-        return false;
+    case EV_CLIENT: return ((const struct client *)ev->obj)->dead;
+    case EV_CTL:
+    case EV_OUT:
+    case EV_PID:
+    case EV_TIMER:
+    case EV_STDIN: return ((const struct exec *)ev->obj)->dead;
+    case EV_POOL_CTL:
+    case EV_POOL_PID: return ((const struct pooled *)ev->obj)->dead;
+    default: return false;
     }
 }
 
@@ -603,9 +601,7 @@ static void handle(struct server *s, struct ev *ev, uint32_t events)
     if (ev_dead(ev))
         return;
     switch (ev->kind) {
-    case EV_LISTEN:
-        accept_clients(s);
-        break;
+    case EV_LISTEN: accept_clients(s); break;
     case EV_SIGNAL: {
         struct signalfd_siginfo si;
         while (read(s->sfd, &si, sizeof si) == sizeof si) {
@@ -629,25 +625,13 @@ static void handle(struct server *s, struct ev *ev, uint32_t events)
             client_close(s, c);
         break;
     }
-    case EV_CTL:
-        exec_drain_ctl(s, ev->obj);
-        break;
-    case EV_OUT:
-        exec_read_out(s, ev->obj);
-        break;
-    case EV_PID:
-        exec_reap(s, ev->obj);
-        break;
-    case EV_TIMER:
-        exec_timer(s, ev->obj);
-        break;
-    case EV_STDIN:
-        exec_write_stdin(s, ev->obj);
-        break;
+    case EV_CTL: exec_drain_ctl(s, ev->obj); break;
+    case EV_OUT: exec_read_out(s, ev->obj); break;
+    case EV_PID: exec_reap(s, ev->obj); break;
+    case EV_TIMER: exec_timer(s, ev->obj); break;
+    case EV_STDIN: exec_write_stdin(s, ev->obj); break;
     case EV_POOL_CTL:
-    case EV_POOL_PID:
-        pool_event(s, ev->obj, ev->kind == EV_POOL_PID);
-        break;
+    case EV_POOL_PID: pool_event(s, ev->obj, ev->kind == EV_POOL_PID); break;
     }
 }
 
@@ -691,8 +675,15 @@ static void server_free(struct server *s)
 
 int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
 {
-    struct server s = { .cfg = cfg, .ep = -1, .lfd = -1, .sfd = -1, .init_fd = -1, .spare_fd = -1,
-                        .start_ns = mini_mono_ns(), .sessions_lock = -1, .tmp_lock = -1,
+    struct server s = { .cfg = cfg,
+                        .ep = -1,
+                        .lfd = -1,
+                        .sfd = -1,
+                        .init_fd = -1,
+                        .spare_fd = -1,
+                        .start_ns = mini_mono_ns(),
+                        .sessions_lock = -1,
+                        .tmp_lock = -1,
                         .ev_listen = { EV_LISTEN, NULL } };
     struct ev ev_sig = { EV_SIGNAL, NULL };
     int rc = -1;

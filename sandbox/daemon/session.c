@@ -99,7 +99,6 @@ void bpf_cache_free(struct server *s)
     }
 }
 
-
 /* The assessment (what the commands really get), plus this session's ids
  * and workspace. */
 static cJSON *isolation_json(const struct server *s, const struct session *ss)
@@ -281,8 +280,10 @@ int state_dir_ensure(struct server *s, struct mini_err *e)
     if (mkdir(dir, 0700) < 0 && errno != EEXIST)
         return mini_err_sys(e, MINI_E_IO, errno, "the state directory %s is gone and cannot be made again", dir);
     if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
-        return mini_err_set(e, MINI_E_IO, "the state directory %s was replaced: it must be a directory owned by "
-                            "uid %u with mode 0700", dir, (unsigned)geteuid());
+        return mini_err_set(e, MINI_E_IO,
+                            "the state directory %s was replaced: it must be a directory owned by "
+                            "uid %u with mode 0700",
+                            dir, (unsigned)geteuid());
     if (mkdir(s->root_dir, 0700) < 0 && errno != EEXIST)
         return mini_err_sys(e, MINI_E_IO, errno, "creating %s", s->root_dir);
     log_warn("the state directory %s was removed under the daemon: made it again", dir);
@@ -449,7 +450,7 @@ static int slot_attach(struct sandbox_slot *slot, struct mini_err *e)
 int slot_prepare(struct server *s, struct session *ss, struct sandbox_slot *slot, struct mini_err *e)
 {
     _cleanup_(cgroup_procs_close) struct cgroup_procs procs = { .n = 0 };
-    _cleanup_(mini_landlock_plan_free) struct mini_landlock_plan plan = { 0 };   /* the child has its copy */
+    _cleanup_(mini_landlock_plan_free) struct mini_landlock_plan plan = { 0 }; /* the child has its copy */
     struct mini_spawn_cfg cfg;
     *slot = (struct sandbox_slot)SANDBOX_SLOT_INIT;
     if (state_dir_ensure(s, e) < 0)
@@ -517,7 +518,8 @@ void pool_fill(struct server *s, struct session *ss)
         p->ss = ss;
         p->ev_ctl = (struct ev){ EV_POOL_CTL, p };
         p->ev_pid = (struct ev){ EV_POOL_PID, p };
-        if (ep_add(s, p->slot.sb.ctl, EPOLLIN, &p->ev_ctl) < 0 || ep_add(s, p->slot.sb.pidfd, EPOLLIN, &p->ev_pid) < 0) {
+        if (ep_add(s, p->slot.sb.ctl, EPOLLIN, &p->ev_ctl) < 0 ||
+            ep_add(s, p->slot.sb.pidfd, EPOLLIN, &p->ev_pid) < 0) {
             ep_del(s, p->slot.sb.ctl);
             slot_release(&p->slot);
             free(p);
@@ -536,7 +538,8 @@ void pool_fill(struct server *s, struct session *ss)
  * is readable. */
 static bool pool_dead(const struct pooled *p)
 {
-    struct pollfd f[2] = { { .fd = p->slot.sb.ctl, .events = POLLRDHUP }, { .fd = p->slot.sb.pidfd, .events = POLLIN } };
+    struct pollfd f[2] = { { .fd = p->slot.sb.ctl, .events = POLLRDHUP },
+                           { .fd = p->slot.sb.pidfd, .events = POLLIN } };
     if (poll(f, 2, 0) <= 0)
         return false;
     return (f[0].revents & (POLLRDHUP | POLLHUP | POLLERR)) || (f[1].revents & POLLIN);
@@ -678,9 +681,11 @@ void do_open(struct server *s, struct client *c, const struct mini_req *req)
     struct mini_err e;
     mini_err_clear(&e);
     if (c->n_sessions >= MAX_SESSIONS_PER_CLIENT || s->n_sessions >= MAX_SESSIONS) {
-        mini_err_set(&e, MINI_E_BUSY, "%s", c->n_sessions >= MAX_SESSIONS_PER_CLIENT
-                     ? "this connection has " MINI_STR(MAX_SESSIONS_PER_CLIENT) " sessions open, the most it may; close one"
-                     : "the daemon has " MINI_STR(MAX_SESSIONS) " sessions open, the most it serves; try again later");
+        mini_err_set(
+            &e, MINI_E_BUSY, "%s",
+            c->n_sessions >= MAX_SESSIONS_PER_CLIENT
+                ? "this connection has " MINI_STR(MAX_SESSIONS_PER_CLIENT) " sessions open, the most it may; close one"
+                : "the daemon has " MINI_STR(MAX_SESSIONS) " sessions open, the most it serves; try again later");
         send_error(s, c, req->id, &e);
         return;
     }
@@ -713,8 +718,7 @@ void do_open(struct server *s, struct client *c, const struct mini_req *req)
         mini_ws_check(&s->guard, ss->profile, ss->workspace, ss->ws_fd, &e) < 0 || session_ids(s, ss, &e) < 0)
         goto fail;
     snprintf(ss->id, sizeof ss->id, "s%llu", (unsigned long long)++s->next_session);
-    if (ss->profile->overlay_root && (ss->assess.features & MINI_FEAT_OVERLAY) &&
-        session_overlay(s, ss, &e) < 0)
+    if (ss->profile->overlay_root && (ss->assess.features & MINI_FEAT_OVERLAY) && session_overlay(s, ss, &e) < 0)
         goto fail;
     for (size_t i = 0; i < o->env.n; i++)
         if (mini_env_add(&ss->env, o->env.keys[i], o->env.values[i]) < 0) {
@@ -783,4 +787,3 @@ void do_close(struct server *s, struct client *c, const struct mini_req *req)
     session_close(s, c, ss, MINI_LIMIT_CANCELLED);
     send_ok(s, c, req->id);
 }
-

@@ -39,16 +39,22 @@
 
 /* Namespaces, in the order of their MINI_FEAT_*_NS bits (index i is bit i). */
 enum mini_ns_index {
-    MINI_NS_USER = 0, MINI_NS_PID, MINI_NS_NET, MINI_NS_MOUNT, MINI_NS_IPC, MINI_NS_UTS, MINI_NS_CGROUP,
+    MINI_NS_USER = 0,
+    MINI_NS_PID,
+    MINI_NS_NET,
+    MINI_NS_MOUNT,
+    MINI_NS_IPC,
+    MINI_NS_UTS,
+    MINI_NS_CGROUP,
     MINI_NS_COUNT
 };
 /* "user", "pid", ... */
 const char *mini_ns_name(enum mini_ns_index i);
 
 struct mini_caps_ns {
-    bool ok;          /* clone3(CLONE_NEWUSER | flag) worked and the child could use it */
-    int err;          /* errno when it did not (0 if ok) */
-    bool ok_alone;    /* probed only when user namespaces fail and we are root:
+    bool ok;       /* clone3(CLONE_NEWUSER | flag) worked and the child could use it */
+    int err;       /* errno when it did not (0 if ok) */
+    bool ok_alone; /* probed only when user namespaces fail and we are root:
                          the flag works without a user namespace (report only;
                          the sandbox always creates a user namespace) */
 };
@@ -56,84 +62,91 @@ struct mini_caps_ns {
 /* seccomp return actions (SECCOMP_GET_ACTION_AVAIL), as bits. */
 enum mini_seccomp_act {
     MINI_SECACT_KILL_PROCESS = 1u << 0,
-    MINI_SECACT_KILL_THREAD  = 1u << 1,
-    MINI_SECACT_TRAP         = 1u << 2,
-    MINI_SECACT_ERRNO        = 1u << 3,
-    MINI_SECACT_USER_NOTIF   = 1u << 4,
-    MINI_SECACT_TRACE        = 1u << 5,
-    MINI_SECACT_LOG          = 1u << 6,
-    MINI_SECACT_ALLOW        = 1u << 7,
+    MINI_SECACT_KILL_THREAD = 1u << 1,
+    MINI_SECACT_TRAP = 1u << 2,
+    MINI_SECACT_ERRNO = 1u << 3,
+    MINI_SECACT_USER_NOTIF = 1u << 4,
+    MINI_SECACT_TRACE = 1u << 5,
+    MINI_SECACT_LOG = 1u << 6,
+    MINI_SECACT_ALLOW = 1u << 7,
 };
 #define MINI_SECACT_COUNT 8
 /* "kill_process", "kill_thread", "trap", "errno", "user_notif", "trace", "log", "allow" */
 const char *mini_seccomp_act_name(unsigned bit_index);
 
 /* cgroup controllers the sandbox uses. */
-enum mini_cg_ctrl { MINI_CGC_MEMORY = 0, MINI_CGC_PIDS, MINI_CGC_CPU, MINI_CGC_CPUACCT, MINI_CGC_FREEZER, MINI_CGC_COUNT };
-const char *mini_cg_ctrl_name(enum mini_cg_ctrl c);   /* "memory", "pids", "cpu", "cpuacct", "freezer" */
+enum mini_cg_ctrl {
+    MINI_CGC_MEMORY = 0,
+    MINI_CGC_PIDS,
+    MINI_CGC_CPU,
+    MINI_CGC_CPUACCT,
+    MINI_CGC_FREEZER,
+    MINI_CGC_COUNT
+};
+const char *mini_cg_ctrl_name(enum mini_cg_ctrl c); /* "memory", "pids", "cpu", "cpuacct", "freezer" */
 
 /* One cgroup v1 controller. */
 struct mini_caps_cg1 {
     bool mounted;
-    int hierarchy;                    /* hierarchy id (/proc/self/cgroup); co-mounted controllers share it */
-    char dir[MINI_CAPS_PATH_MAX];     /* absolute path of the daemon's own cgroup in it */
-    bool writable;                    /* a test child cgroup could be created and removed there */
-    int err;                          /* errno of that test when not writable */
+    int hierarchy;                /* hierarchy id (/proc/self/cgroup); co-mounted controllers share it */
+    char dir[MINI_CAPS_PATH_MAX]; /* absolute path of the daemon's own cgroup in it */
+    bool writable;                /* a test child cgroup could be created and removed there */
+    int err;                      /* errno of that test when not writable */
 };
 
 enum mini_cg_mode { MINI_CG_NONE = 0, MINI_CG_V1, MINI_CG_V2 };
-const char *mini_cg_mode_name(enum mini_cg_mode m);   /* "none", "v1", "v2" */
+const char *mini_cg_mode_name(enum mini_cg_mode m); /* "none", "v1", "v2" */
 
 struct mini_caps {
     /* who and where */
     uid_t euid;
-    bool root;                        /* euid 0 (in the daemon's user namespace) */
-    char kernel[72];                  /* uname release */
+    bool root;       /* euid 0 (in the daemon's user namespace) */
+    char kernel[72]; /* uname release */
     bool in_container;
-    char container[32];               /* "docker", "podman", "lxc", "kubernetes", ... or "" */
-    char container_hints[MINI_CAPS_TEXT_MAX];   /* "/.dockerenv; /proc/1/cgroup mentions docker" */
+    char container[32];                       /* "docker", "podman", "lxc", "kubernetes", ... or "" */
+    char container_hints[MINI_CAPS_TEXT_MAX]; /* "/.dockerenv; /proc/1/cgroup mentions docker" */
 
     /* namespaces */
     struct mini_caps_ns ns[MINI_NS_COUNT];
-    bool ns_all;                      /* all seven in one clone3, as spawn.c does */
+    bool ns_all; /* all seven in one clone3, as spawn.c does */
     int ns_all_err;
-    long max_user_namespaces;         /* /proc/sys/user/max_user_namespaces, -1 if unreadable */
-    int unprivileged_userns_clone;    /* kernel.unprivileged_userns_clone, -1 if absent */
-    int apparmor_restrict_userns;     /* kernel.apparmor_restrict_unprivileged_userns, -1 if absent */
-    char userns_why[MINI_CAPS_TEXT_MAX];     /* when user namespaces fail: why, one line */
-    char userns_remedy[MINI_CAPS_TEXT_MAX];  /* and what to change */
+    long max_user_namespaces;               /* /proc/sys/user/max_user_namespaces, -1 if unreadable */
+    int unprivileged_userns_clone;          /* kernel.unprivileged_userns_clone, -1 if absent */
+    int apparmor_restrict_userns;           /* kernel.apparmor_restrict_unprivileged_userns, -1 if absent */
+    char userns_why[MINI_CAPS_TEXT_MAX];    /* when user namespaces fail: why, one line */
+    char userns_remedy[MINI_CAPS_TEXT_MAX]; /* and what to change */
 
     /* seccomp */
-    bool seccomp;                     /* a filter could be installed (forked child) */
+    bool seccomp; /* a filter could be installed (forked child) */
     int seccomp_err;
-    unsigned seccomp_actions;         /* MINI_SECACT_* the kernel supports */
-    int seccomp_mode_self;            /* 0 none, 1 strict, 2 filter: the daemon itself is filtered */
-    bool no_new_privs_self;           /* the daemon already runs with no_new_privs */
+    unsigned seccomp_actions; /* MINI_SECACT_* the kernel supports */
+    int seccomp_mode_self;    /* 0 none, 1 strict, 2 filter: the daemon itself is filtered */
+    bool no_new_privs_self;   /* the daemon already runs with no_new_privs */
 
     /* Landlock */
-    int landlock_abi;                 /* 0: unavailable */
-    int landlock_err;                 /* ENOSYS: not built in; EOPNOTSUPP: disabled at boot */
+    int landlock_abi; /* 0: unavailable */
+    int landlock_err; /* ENOSYS: not built in; EOPNOTSUPP: disabled at boot */
 
     /* cgroups */
     struct mini_caps_cg1 v1[MINI_CGC_COUNT];
     bool v2_mounted;
     char v2_mount[MINI_CAPS_PATH_MAX];
-    char v2_dir[MINI_CAPS_PATH_MAX];  /* the daemon's own v2 cgroup (absolute path) */
-    unsigned v2_controllers;          /* (1u << MINI_CGC_*) listed in its cgroup.controllers
+    char v2_dir[MINI_CAPS_PATH_MAX]; /* the daemon's own v2 cgroup (absolute path) */
+    unsigned v2_controllers;         /* (1u << MINI_CGC_*) listed in its cgroup.controllers
                                        * (cpu stands for cpu+cpuacct; freezer is cgroup.freeze) */
-    unsigned v2_subtree;              /* ... and already in its cgroup.subtree_control */
-    char v2_controllers_text[128];    /* cgroup.controllers as read, e.g. "hugetlb" */
-    bool v2_writable;                 /* a test child could be created and removed */
+    unsigned v2_subtree;             /* ... and already in its cgroup.subtree_control */
+    char v2_controllers_text[128];   /* cgroup.controllers as read, e.g. "hugetlb" */
+    bool v2_writable;                /* a test child could be created and removed */
     int v2_err;
-    bool v2_kill;                     /* cgroup.kill exists (Linux 5.14) */
-    bool v2_delegated;                /* writable, and memory and pids are available to it */
-    enum mini_cg_mode cg_mode;        /* what mini_cgroups_init() will choose */
-    char cg_why[MINI_CAPS_TEXT_MAX];  /* one line: what was chosen, or why none */
+    bool v2_kill;                    /* cgroup.kill exists (Linux 5.14) */
+    bool v2_delegated;               /* writable, and memory and pids are available to it */
+    enum mini_cg_mode cg_mode;       /* what mini_cgroups_init() will choose */
+    char cg_why[MINI_CAPS_TEXT_MAX]; /* one line: what was chosen, or why none */
 
     /* overlayfs */
-    bool overlay_userns;              /* overlay on tmpfs mounted inside a user namespace */
+    bool overlay_userns; /* overlay on tmpfs mounted inside a user namespace */
     int overlay_err;
-    char overlay_stage[32];           /* which step failed */
+    char overlay_stage[32]; /* which step failed */
 };
 
 /* Probe everything.  Fails (MINI_E_IO / MINI_E_INTERNAL) only when the
@@ -154,36 +167,36 @@ cJSON *mini_caps_to_json(const struct mini_caps *c);
 /* ------------------------------------------------------------ assessment */
 
 enum mini_assess_status { MINI_ASSESS_FULL = 0, MINI_ASSESS_DEGRADED, MINI_ASSESS_REFUSED };
-const char *mini_assess_status_name(enum mini_assess_status s);   /* "full", "degraded", "refused" */
+const char *mini_assess_status_name(enum mini_assess_status s); /* "full", "degraded", "refused" */
 
 /* How the daemon must run the profile's commands. */
 enum mini_exec_path {
-    MINI_PATH_NAMESPACES = 0,  /* spawn.c: clone3 into `namespaces`, pivot_root, ... */
-    MINI_PATH_LANDLOCK,        /* no namespaces: Landlock + seccomp + no_new_privs + rlimits
+    MINI_PATH_NAMESPACES = 0, /* spawn.c: clone3 into `namespaces`, pivot_root, ... */
+    MINI_PATH_LANDLOCK,       /* no namespaces: Landlock + seccomp + no_new_privs + rlimits
                                 * + process-group kill (sandbox/isolation/landlock.h) */
 };
-const char *mini_exec_path_name(enum mini_exec_path p);   /* "namespaces", "landlock" */
+const char *mini_exec_path_name(enum mini_exec_path p); /* "namespaces", "landlock" */
 
 #define MINI_ASSESS_MAX_ITEMS 20
 
 struct mini_degradation {
-    char feature[24];          /* a MINI_FEAT name ("user_ns", "cgroups"), or "tmpfs", "hide", "signals" */
-    char replacement[240];     /* what stands in for it, or "none: ..." */
+    char feature[24];      /* a MINI_FEAT name ("user_ns", "cgroups"), or "tmpfs", "hide", "signals" */
+    char replacement[240]; /* what stands in for it, or "none: ..." */
 };
 
 struct mini_assessment {
     enum mini_assess_status status;
     enum mini_exec_path path;
-    unsigned namespaces;       /* MINI_FEAT_*_NS bits to create (PATH_NAMESPACES); 0 on PATH_LANDLOCK */
-    unsigned features;         /* MINI_FEAT_* the commands actually get */
-    unsigned missing;          /* MINI_FEAT_* the profile wants and does not get */
-    bool cgroups;              /* limits through cgroups (else rlimits only) */
-    int landlock_abi;          /* PATH_LANDLOCK: the ABI it will use */
+    unsigned namespaces; /* MINI_FEAT_*_NS bits to create (PATH_NAMESPACES); 0 on PATH_LANDLOCK */
+    unsigned features;   /* MINI_FEAT_* the commands actually get */
+    unsigned missing;    /* MINI_FEAT_* the profile wants and does not get */
+    bool cgroups;        /* limits through cgroups (else rlimits only) */
+    int landlock_abi;    /* PATH_LANDLOCK: the ABI it will use */
     size_t n_items;
     struct mini_degradation items[MINI_ASSESS_MAX_ITEMS];
-    char reason[MINI_CAPS_TEXT_MAX];   /* REFUSED: one line */
-    char remedy[MINI_CAPS_TEXT_MAX];   /* REFUSED: what to change on the machine */
-    char summary[MINI_CAPS_TEXT_MAX];  /* one line for the notes of `opened` and of every
+    char reason[MINI_CAPS_TEXT_MAX];  /* REFUSED: one line */
+    char remedy[MINI_CAPS_TEXT_MAX];  /* REFUSED: what to change on the machine */
+    char summary[MINI_CAPS_TEXT_MAX]; /* one line for the notes of `opened` and of every
                                         * `exit` ("full isolation: ..." / "degraded: ...") */
 };
 

@@ -9,8 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#define ALL_NS (MINI_FEAT_USER_NS | MINI_FEAT_PID_NS | MINI_FEAT_NET_NS | MINI_FEAT_MOUNT_NS | \
-                MINI_FEAT_IPC_NS | MINI_FEAT_UTS_NS | MINI_FEAT_CGROUP_NS)
+#define ALL_NS                                                                                         \
+    (MINI_FEAT_USER_NS | MINI_FEAT_PID_NS | MINI_FEAT_NET_NS | MINI_FEAT_MOUNT_NS | MINI_FEAT_IPC_NS | \
+     MINI_FEAT_UTS_NS | MINI_FEAT_CGROUP_NS)
 
 const char *mini_assess_status_name(enum mini_assess_status s)
 {
@@ -21,17 +22,11 @@ const char *mini_assess_status_name(enum mini_assess_status s)
     }
 }
 
-const char *mini_exec_path_name(enum mini_exec_path p)
-{
-    return p == MINI_PATH_LANDLOCK ? "landlock" : "namespaces";
-}
+const char *mini_exec_path_name(enum mini_exec_path p) { return p == MINI_PATH_LANDLOCK ? "landlock" : "namespaces"; }
 
 /* -------------------------------------------------------- assessment */
 
-static unsigned bit_index(unsigned bit)
-{
-    return (unsigned)__builtin_ctz(bit);
-}
+static unsigned bit_index(unsigned bit) { return (unsigned)__builtin_ctz(bit); }
 
 static void add_item(struct mini_assessment *a, const char *feature, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -47,7 +42,6 @@ static void add_item(struct mini_assessment *a, const char *feature, const char 
     va_end(ap);
 }
 
-
 /* The remedy for a missing feature (for `require` refusals). */
 static void feature_remedy(const struct mini_caps *c, unsigned bit, char *out, size_t size)
 {
@@ -59,12 +53,14 @@ static void feature_remedy(const struct mini_caps *c, unsigned bit, char *out, s
         if (c->landlock_err == EOPNOTSUPP)
             copy_str(out, size, "Landlock is built in but disabled: add landlock to the lsm= kernel parameter");
         else
-            copy_str(out, size, "use a kernel with CONFIG_SECURITY_LANDLOCK=y (Linux 5.13 or later) and landlock in lsm=");
+            copy_str(out, size,
+                     "use a kernel with CONFIG_SECURITY_LANDLOCK=y (Linux 5.13 or later) and landlock in lsm=");
         return;
     case MINI_FEAT_CGROUPS:
-        setf(out, size, "%s", c->root ? "mount the cgroup v1 memory and pids controllers, or cgroup v2 with them enabled"
-                                           : "run the daemon in a delegated cgroup v2 subtree "
-                                             "(systemd-run --user --scope -p Delegate=yes mini-sandboxd), or as root");
+        setf(out, size, "%s",
+             c->root ? "mount the cgroup v1 memory and pids controllers, or cgroup v2 with them enabled"
+                     : "run the daemon in a delegated cgroup v2 subtree "
+                       "(systemd-run --user --scope -p Delegate=yes mini-sandboxd), or as root");
         return;
     case MINI_FEAT_OVERLAY:
         if (!c->ns[MINI_NS_USER].ok)
@@ -98,15 +94,12 @@ static void feature_detail(const struct mini_caps *c, unsigned bit, char *out, s
     case MINI_FEAT_LANDLOCK:
         setf(out, size, "Landlock is unavailable (%s)", strerror(c->landlock_err ? c->landlock_err : ENOSYS));
         return;
-    case MINI_FEAT_CGROUPS:
-        setf(out, size, "%s", c->cg_why);
-        return;
+    case MINI_FEAT_CGROUPS: setf(out, size, "%s", c->cg_why); return;
     case MINI_FEAT_OVERLAY:
         setf(out, size, "overlayfs in a user namespace failed at %s (%s)", c->overlay_stage,
-                 strerror(c->overlay_err ? c->overlay_err : EINVAL));
+             strerror(c->overlay_err ? c->overlay_err : EINVAL));
         return;
-    default:
-        setf(out, size, "%s is unavailable", mini_feature_name(i));
+    default: setf(out, size, "%s is unavailable", mini_feature_name(i));
     }
 }
 
@@ -134,20 +127,28 @@ static void landlock_items(const struct mini_caps *c, const struct mini_profile 
     int abi = c->landlock_abi;
     bool cg = c->cg_mode != MINI_CG_NONE;
     if (want_ns & MINI_FEAT_USER_NS)
-        add_item(a, "user_ns", "no capabilities, no_new_privs, an unprivileged host uid (%s); "
-                 "Landlock ABI %d confines the filesystem", c->root ? "a root daemon runs commands as the "
-                 "workspace owner or nobody" : "the daemon's own", abi);
+        add_item(a, "user_ns",
+                 "no capabilities, no_new_privs, an unprivileged host uid (%s); "
+                 "Landlock ABI %d confines the filesystem",
+                 c->root ? "a root daemon runs commands as the "
+                           "workspace owner or nobody"
+                         : "the daemon's own",
+                 abi);
     if (want_ns & MINI_FEAT_MOUNT_NS)
-        add_item(a, "mount_ns", "Landlock: read and execute only beneath the profile's binds, /proc and the "
+        add_item(a, "mount_ns",
+                 "Landlock: read and execute only beneath the profile's binds, /proc and the "
                  "/dev nodes; write only to the workspace%s and a fresh per-command TMPDIR",
                  p->workspace_writable ? "" : " (read-only here)");
     if (want_ns & MINI_FEAT_PID_NS)
-        add_item(a, "pid_ns", "process-group kill%s (seccomp refuses setsid and setpgid); host processes are "
-                 "visible in /proc but Landlock forbids tracing%s them", cg ? " and cgroup kill" : "",
-                 abi >= 6 ? " or signalling" : "");
+        add_item(a, "pid_ns",
+                 "process-group kill%s (seccomp refuses setsid and setpgid); host processes are "
+                 "visible in /proc but Landlock forbids tracing%s them",
+                 cg ? " and cgroup kill" : "", abi >= 6 ? " or signalling" : "");
     if ((want_ns & MINI_FEAT_NET_NS) && p->network == MINI_NET_NONE)
-        add_item(a, "net_ns", "seccomp refuses socket() for every family (socketpair still works)%s; "
-                 "no loopback network", abi >= 4 ? "; Landlock denies TCP bind and connect" : "");
+        add_item(a, "net_ns",
+                 "seccomp refuses socket() for every family (socketpair still works)%s; "
+                 "no loopback network",
+                 abi >= 4 ? "; Landlock denies TCP bind and connect" : "");
     if (want_ns & MINI_FEAT_IPC_NS)
         add_item(a, "ipc_ns", "none: System V IPC and POSIX message queues are shared with the host user%s",
                  abi >= 6 ? "; Landlock scopes abstract Unix sockets" : "");
@@ -159,8 +160,10 @@ static void landlock_items(const struct mini_caps *c, const struct mini_profile 
         char paths[160] = "";
         for (size_t i = 0; i < p->n_tmpfs; i++)
             appendf(paths, sizeof paths, "%s%s", i ? ", " : "", p->tmpfs[i].path);
-        add_item(a, "tmpfs", "a fresh per-command TMPDIR instead of fresh tmpfs on %s (which stay read-only "
-                 "or unreadable); its size is bounded only by RLIMIT_FSIZE per file", paths);
+        add_item(a, "tmpfs",
+                 "a fresh per-command TMPDIR instead of fresh tmpfs on %s (which stay read-only "
+                 "or unreadable); its size is bounded only by RLIMIT_FSIZE per file",
+                 paths);
     }
     char dirs[200] = "";
     for (size_t b = 0; b < p->n_binds; b++)
@@ -173,11 +176,15 @@ static void landlock_items(const struct mini_caps *c, const struct mini_profile 
             }
         }
     if (dirs[0])
-        add_item(a, "hide", "Landlock rules carved around the hidden paths: they stay unreadable, but the "
-                 "directories leading to them under %s cannot be listed", dirs);
+        add_item(a, "hide",
+                 "Landlock rules carved around the hidden paths: they stay unreadable, but the "
+                 "directories leading to them under %s cannot be listed",
+                 dirs);
     if (abi < 6)
-        add_item(a, "signals", "none: Landlock ABI %d cannot scope signals, so the command can signal the "
-                 "daemon user's other processes", abi);
+        add_item(a, "signals",
+                 "none: Landlock ABI %d cannot scope signals, so the command can signal the "
+                 "daemon user's other processes",
+                 abi);
     if (p->network == MINI_NET_HOST)
         add_item(a, "unix_sockets", "none: the command can connect to the host's pathname Unix sockets%s",
                  abi >= 6 ? "" : " and abstract Unix sockets");
@@ -190,7 +197,7 @@ enum mini_assess_status mini_caps_assess(const struct mini_caps *c, const struct
     unsigned avail = mini_caps_features(c);
     unsigned want_ns = (p->namespaces | MINI_FEAT_USER_NS | MINI_FEAT_MOUNT_NS | MINI_FEAT_PID_NS) & ALL_NS;
     unsigned want = want_ns | MINI_FEAT_SECCOMP | (p->overlay_root ? MINI_FEAT_OVERLAY : 0) |
-                    ((p->limits.memory_bytes || p->limits.pids) ? MINI_FEAT_CGROUPS : 0);
+        ((p->limits.memory_bytes || p->limits.pids) ? MINI_FEAT_CGROUPS : 0);
     char detail[MINI_CAPS_TEXT_MAX], remedy[MINI_CAPS_TEXT_MAX], reason[MINI_CAPS_TEXT_MAX];
 
     unsigned req_missing = p->require & ~avail;
@@ -212,7 +219,7 @@ enum mini_assess_status mini_caps_assess(const struct mini_caps *c, const struct
     }
 
     unsigned core = MINI_FEAT_USER_NS | MINI_FEAT_MOUNT_NS | MINI_FEAT_PID_NS |
-                    ((want_ns & MINI_FEAT_NET_NS) && p->network == MINI_NET_NONE ? MINI_FEAT_NET_NS : 0);
+        ((want_ns & MINI_FEAT_NET_NS) && p->network == MINI_NET_NONE ? MINI_FEAT_NET_NS : 0);
     if ((avail & core) == core) {
         a->path = MINI_PATH_NAMESPACES;
         a->namespaces = want_ns & avail;
@@ -230,9 +237,9 @@ enum mini_assess_status mini_caps_assess(const struct mini_caps *c, const struct
         if (c->landlock_abi < 1) {
             feature_detail(c, MINI_FEAT_USER_NS, detail, sizeof detail);
             setf(reason, sizeof reason, "no user namespaces (%s) and no Landlock to confine commands without them",
-                     detail);
+                 detail);
             setf(remedy, sizeof remedy, "%s; or enable Landlock (Linux 5.13+, landlock in lsm=)",
-                     c->userns_remedy[0] ? c->userns_remedy : "enable user namespaces");
+                 c->userns_remedy[0] ? c->userns_remedy : "enable user namespaces");
             refuse(a, reason, remedy);
             return a->status;
         }
@@ -242,7 +249,8 @@ enum mini_assess_status mini_caps_assess(const struct mini_caps *c, const struct
         landlock_items(c, p, a, want_ns);
     }
     if ((want & MINI_FEAT_OVERLAY) && !(a->features & MINI_FEAT_OVERLAY))
-        add_item(a, "overlay", "none: the system directories stay read-only, so installs outside the "
+        add_item(a, "overlay",
+                 "none: the system directories stay read-only, so installs outside the "
                  "workspace fail");
     if (avail & MINI_FEAT_CGROUPS) {
         a->cgroups = true;
@@ -252,7 +260,8 @@ enum mini_assess_status mini_caps_assess(const struct mini_caps *c, const struct
         if (c->cg_mode == MINI_CG_V1 && p->limits.pids && !c->v1[MINI_CGC_PIDS].writable)
             add_item(a, "cgroups", "pids: RLIMIT_NPROC (counted per user, not per command)");
     } else if (want & MINI_FEAT_CGROUPS) {
-        add_item(a, "cgroups", "rlimits: RLIMIT_AS for memory (address space, not resident memory; no OOM "
+        add_item(a, "cgroups",
+                 "rlimits: RLIMIT_AS for memory (address space, not resident memory; no OOM "
                  "report), RLIMIT_NPROC for processes (counted per user), RLIMIT_CPU per process");
     }
     a->missing = want & ~a->features;
@@ -262,22 +271,23 @@ enum mini_assess_status mini_caps_assess(const struct mini_caps *c, const struct
     for (unsigned i = 0; i < MINI_NS_COUNT; i++)
         if (a->namespaces & (1u << i))
             appendf(ns, sizeof ns, "%s%s", ns[0] ? "," : "", mini_ns_name(i));
-    const char *limits = a->cgroups ? (c->cg_mode == MINI_CG_V2 ? "cgroup v2 limits" : "cgroup v1 limits")
-                                    : "rlimits";
+    const char *limits = a->cgroups ? (c->cg_mode == MINI_CG_V2 ? "cgroup v2 limits" : "cgroup v1 limits") : "rlimits";
     if (a->status == MINI_ASSESS_FULL) {
-        setf(a->summary, sizeof a->summary, "full isolation: %s namespaces, seccomp, no_new_privs, no capabilities, %s%s",
-                 ns, limits, (a->features & MINI_FEAT_OVERLAY) ? ", session overlay" : "");
+        setf(a->summary, sizeof a->summary,
+             "full isolation: %s namespaces, seccomp, no_new_privs, no capabilities, %s%s", ns, limits,
+             (a->features & MINI_FEAT_OVERLAY) ? ", session overlay" : "");
     } else if (a->path == MINI_PATH_NAMESPACES) {
         char miss[200] = "";
         for (size_t i = 0; i < a->n_items; i++)
             if (!word_in(miss, a->items[i].feature, ","))
                 appendf(miss, sizeof miss, "%s%s", miss[0] ? "," : "", a->items[i].feature);
-        setf(a->summary, sizeof a->summary, "degraded: %s namespaces, seccomp, no_new_privs, %s; missing %s",
-                 ns, limits, miss);
+        setf(a->summary, sizeof a->summary, "degraded: %s namespaces, seccomp, no_new_privs, %s; missing %s", ns,
+             limits, miss);
     } else {
         setf(a->summary, sizeof a->summary,
-                 "degraded: no user namespaces; confined by Landlock ABI %d, seccomp, no_new_privs, no capabilities, "
-                 "%s, process-group kill%s", a->landlock_abi, limits, a->cgroups ? " and cgroup kill" : "");
+             "degraded: no user namespaces; confined by Landlock ABI %d, seccomp, no_new_privs, no capabilities, "
+             "%s, process-group kill%s",
+             a->landlock_abi, limits, a->cgroups ? " and cgroup kill" : "");
     }
     return a->status;
 }

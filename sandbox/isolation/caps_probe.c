@@ -51,17 +51,14 @@ static const unsigned long ns_flags[MINI_NS_COUNT] = {
     CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUTS, CLONE_NEWCGROUP,
 };
 
-const char *mini_ns_name(enum mini_ns_index i)
-{
-    return (unsigned)i < MINI_NS_COUNT ? ns_names[i] : "?";
-}
+const char *mini_ns_name(enum mini_ns_index i) { return (unsigned)i < MINI_NS_COUNT ? ns_names[i] : "?"; }
 
 static const char *const secact_names[MINI_SECACT_COUNT] = {
     "kill_process", "kill_thread", "trap", "errno", "user_notif", "trace", "log", "allow",
 };
 static const uint32_t secact_values[MINI_SECACT_COUNT] = {
     SECCOMP_RET_KILL_PROCESS, SECCOMP_RET_KILL_THREAD, SECCOMP_RET_TRAP, SECCOMP_RET_ERRNO,
-    SECCOMP_RET_USER_NOTIF, SECCOMP_RET_TRACE, SECCOMP_RET_LOG, SECCOMP_RET_ALLOW,
+    SECCOMP_RET_USER_NOTIF,   SECCOMP_RET_TRACE,       SECCOMP_RET_LOG,  SECCOMP_RET_ALLOW,
 };
 
 const char *mini_seccomp_act_name(unsigned bit_index)
@@ -71,10 +68,7 @@ const char *mini_seccomp_act_name(unsigned bit_index)
 
 static const char *const cgc_names[MINI_CGC_COUNT] = { "memory", "pids", "cpu", "cpuacct", "freezer" };
 
-const char *mini_cg_ctrl_name(enum mini_cg_ctrl c)
-{
-    return (unsigned)c < MINI_CGC_COUNT ? cgc_names[c] : "?";
-}
+const char *mini_cg_ctrl_name(enum mini_cg_ctrl c) { return (unsigned)c < MINI_CGC_COUNT ? cgc_names[c] : "?"; }
 
 const char *mini_cg_mode_name(enum mini_cg_mode m)
 {
@@ -112,12 +106,22 @@ static int write_str(const char *path, const char *s)
  * flags (plain fork semantics otherwise) and reports where it stopped
  * and why through a pipe.  The child only makes system calls. */
 enum probe_stage {
-    ST_OK = 0, ST_CLONE, ST_UIDMAP, ST_SETGROUPS, ST_GIDMAP, ST_MOUNT, ST_TMPFS, ST_MKDIR, ST_OVERLAY,
-    ST_NNP, ST_FILTER, ST_CHILD,
+    ST_OK = 0,
+    ST_CLONE,
+    ST_UIDMAP,
+    ST_SETGROUPS,
+    ST_GIDMAP,
+    ST_MOUNT,
+    ST_TMPFS,
+    ST_MKDIR,
+    ST_OVERLAY,
+    ST_NNP,
+    ST_FILTER,
+    ST_CHILD,
 };
 static const char *const stage_names[] = {
-    "ok", "clone3", "uid_map", "setgroups", "gid_map", "mount", "tmpfs", "mkdir", "overlay",
-    "no_new_privs", "seccomp filter", "child",
+    "ok",    "clone3", "uid_map", "setgroups",    "gid_map",        "mount",
+    "tmpfs", "mkdir",  "overlay", "no_new_privs", "seccomp filter", "child",
 };
 
 struct probe_res {
@@ -128,10 +132,10 @@ struct probe_res {
 struct probe_arg {
     uid_t uid;
     gid_t gid;
-    bool map;            /* write the id maps (in a new user namespace) */
-    bool mount_private;  /* then make the mounts private (needs CAP_SYS_ADMIN in it) */
-    bool overlay;        /* then mount an overlay on tmpfs */
-    bool seccomp;        /* install an allow-all seccomp filter */
+    bool map;           /* write the id maps (in a new user namespace) */
+    bool mount_private; /* then make the mounts private (needs CAP_SYS_ADMIN in it) */
+    bool overlay;       /* then mount an overlay on tmpfs */
+    bool seccomp;       /* install an allow-all seccomp filter */
 };
 
 /* "0 ID 1\n": map the namespace's root to one host id. */
@@ -276,25 +280,29 @@ static void detect_userns_why(struct mini_caps *c)
         appendf(why, wn, ": kernel.unprivileged_userns_clone is 0");
         copy_str(rem, rn, "sysctl -w kernel.unprivileged_userns_clone=1 (persist it in /etc/sysctl.d/)");
     } else if (c->apparmor_restrict_userns == 1 && !c->root) {
-        appendf(why, wn, ": AppArmor restricts unprivileged user namespaces "
+        appendf(why, wn,
+                ": AppArmor restricts unprivileged user namespaces "
                 "(kernel.apparmor_restrict_unprivileged_userns=1)");
-        copy_str(rem, rn, "install an AppArmor profile granting `userns,` to mini-sandboxd (docs/isolation.md), "
+        copy_str(rem, rn,
+                 "install an AppArmor profile granting `userns,` to mini-sandboxd (docs/isolation.md), "
                  "or sysctl -w kernel.apparmor_restrict_unprivileged_userns=0");
     } else if (u->err == EUSERS) {
         appendf(why, wn, ": the nesting limit of user namespaces is reached");
         copy_str(rem, rn, "run the daemon in a less deeply nested user namespace");
     } else if (c->seccomp_mode_self == 2) {
-        appendf(why, wn, ": a seccomp filter on the daemon refuses it%s%s%s",
-                c->in_container ? " (container: " : "", c->in_container ? c->container : "",
-                c->in_container ? ")" : "");
-        copy_str(rem, rn, "run the container with a seccomp profile that allows clone/unshare with CLONE_NEWUSER "
+        appendf(why, wn, ": a seccomp filter on the daemon refuses it%s%s%s", c->in_container ? " (container: " : "",
+                c->in_container ? c->container : "", c->in_container ? ")" : "");
+        copy_str(rem, rn,
+                 "run the container with a seccomp profile that allows clone/unshare with CLONE_NEWUSER "
                  "(docker/podman run --security-opt seccomp=unconfined), or use a profile that may degrade");
     } else if (c->in_container) {
         appendf(why, wn, ": the container (%s) does not allow nested user namespaces", c->container);
-        copy_str(rem, rn, "allow user namespaces in the container (e.g. podman --userns=auto, "
+        copy_str(rem, rn,
+                 "allow user namespaces in the container (e.g. podman --userns=auto, "
                  "docker --security-opt seccomp=unconfined --security-opt apparmor=unconfined)");
     } else {
-        copy_str(rem, rn, "enable unprivileged user namespaces (sysctl user.max_user_namespaces, "
+        copy_str(rem, rn,
+                 "enable unprivileged user namespaces (sysctl user.max_user_namespaces, "
                  "kernel.unprivileged_userns_clone, kernel.apparmor_restrict_unprivileged_userns)");
     }
 }
@@ -450,9 +458,11 @@ static void detect_container(struct mini_caps *c)
     if (getenv("KUBERNETES_SERVICE_HOST"))
         container_hint(c, "kubernetes", "$KUBERNETES_SERVICE_HOST is set");
     if (read_small("/proc/1/cgroup", buf, sizeof buf) > 0) {
-        static const struct { const char *needle, *kind; } pats[] = {
-            { "/docker", "docker" }, { "kubepods", "kubernetes" }, { "/lxc", "lxc" },
-            { "libpod", "podman" }, { "containerd", "containerd" }, { "/machine.slice/", "systemd-nspawn" },
+        static const struct {
+            const char *needle, *kind;
+        } pats[] = {
+            { "/docker", "docker" }, { "kubepods", "kubernetes" },   { "/lxc", "lxc" },
+            { "libpod", "podman" },  { "containerd", "containerd" }, { "/machine.slice/", "systemd-nspawn" },
         };
         for (size_t i = 0; i < MINI_ARRAY_SIZE(pats); i++)
             if (strstr(buf, pats[i].needle)) {
@@ -600,4 +610,3 @@ cJSON *mini_caps_to_json(const struct mini_caps *c)
     }
     return o;
 }
-

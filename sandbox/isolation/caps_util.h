@@ -42,10 +42,7 @@ static inline void setf(char *buf, size_t size, const char *fmt, ...)
 }
 
 /* Copy with truncation; always NUL-terminates. */
-static inline void copy_str(char *dst, size_t size, const char *src)
-{
-    snprintf(dst, size, "%s", src);
-}
+static inline void copy_str(char *dst, size_t size, const char *src) { snprintf(dst, size, "%s", src); }
 
 /* Read a small file into buf (NUL-terminated, trailing newline removed).
  * Returns the length, or -1 with errno. */
@@ -107,20 +104,11 @@ static inline cJSON *jadd(struct jb *j, cJSON *parent, const char *key, cJSON *i
     return item;
 }
 
-static inline cJSON *jerr(int err)
-{
-    return err ? cJSON_CreateString(strerror(err)) : cJSON_CreateNull();
-}
+static inline cJSON *jerr(int err) { return err ? cJSON_CreateString(strerror(err)) : cJSON_CreateNull(); }
 
-static inline cJSON *jstr_or_null(const char *s)
-{
-    return s && *s ? cJSON_CreateString(s) : cJSON_CreateNull();
-}
+static inline cJSON *jstr_or_null(const char *s) { return s && *s ? cJSON_CreateString(s) : cJSON_CreateNull(); }
 
-static inline cJSON *jnum_or_null(long v)
-{
-    return v >= 0 ? cJSON_CreateNumber((double)v) : cJSON_CreateNull();
-}
+static inline cJSON *jnum_or_null(long v) { return v >= 0 ? cJSON_CreateNumber((double)v) : cJSON_CreateNull(); }
 
 static inline cJSON *features_json(struct jb *j, unsigned bits)
 {

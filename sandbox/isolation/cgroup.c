@@ -362,23 +362,24 @@ static int init_v2(struct mini_cgroups *cg, const struct mini_caps *caps, bool n
         else
             busy = errno;
     }
-    h->ctrls = got;   /* what teardown must disable again */
+    h->ctrls = got; /* what teardown must disable again */
     unsigned mp = (1u << MINI_CGC_MEMORY) | (1u << MINI_CGC_PIDS);
     if (need_mem_pids && (got & mp) != mp) {
         mini_err_sys(e, MINI_E_ISOLATION_UNAVAILABLE, busy ? busy : ENOTSUP,
                      "cgroup v2: cannot enable memory and pids below %s%s", cg->v2_base,
                      busy == EBUSY ? " (other processes share the daemon's cgroup: start it in its own, "
-                                     "e.g. systemd-run --user --scope -p Delegate=yes mini-sandboxd)" : "");
+                                     "e.g. systemd-run --user --scope -p Delegate=yes mini-sandboxd)"
+                                   : "");
         return -1;
     }
-    h->ctrls = got | (1u << MINI_CGC_CPUACCT);   /* cpu.stat usage_usec exists in every group */
+    h->ctrls = got | (1u << MINI_CGC_CPUACCT); /* cpu.stat usage_usec exists in every group */
     if (caps->v2_controllers & (1u << MINI_CGC_FREEZER))
         h->ctrls |= 1u << MINI_CGC_FREEZER;
     cg->ctrls = h->ctrls;
     cg->has_kill = caps->v2_kill;
     setf(cg->note, sizeof cg->note, "cgroup v2 under %s (memory %s, pids %s, cpu %s, kill %s)", h->parent,
-             (got & (1u << MINI_CGC_MEMORY)) ? "yes" : "no", (got & (1u << MINI_CGC_PIDS)) ? "yes" : "no",
-             (got & (1u << MINI_CGC_CPU)) ? "yes" : "no", cg->has_kill ? "cgroup.kill" : "freeze+SIGKILL");
+         (got & (1u << MINI_CGC_MEMORY)) ? "yes" : "no", (got & (1u << MINI_CGC_PIDS)) ? "yes" : "no",
+         (got & (1u << MINI_CGC_CPU)) ? "yes" : "no", cg->has_kill ? "cgroup.kill" : "freeze+SIGKILL");
     return 0;
 }
 
@@ -405,14 +406,14 @@ static int init_v1(struct mini_cgroups *cg, const struct mini_caps *caps, unsign
         h->ctrls |= 1u << i;
         cg->ctrls |= 1u << i;
         if (i == MINI_CGC_MEMORY)
-            cg_write(h->parent, "memory.use_hierarchy", "1");   /* always 1 on modern kernels */
+            cg_write(h->parent, "memory.use_hierarchy", "1"); /* always 1 on modern kernels */
     }
     if (!(cg->ctrls & ((1u << MINI_CGC_MEMORY) | (1u << MINI_CGC_PIDS))))
         return mini_err_set(e, MINI_E_ISOLATION_UNAVAILABLE, "cgroup v1: neither memory nor pids is writable");
     setf(cg->note, sizeof cg->note, "cgroup v1: memory %s, pids %s, cpu %s, cpuacct %s, freezer %s",
-             (cg->ctrls & (1u << MINI_CGC_MEMORY)) ? "yes" : "no", (cg->ctrls & (1u << MINI_CGC_PIDS)) ? "yes" : "no",
-             (cg->ctrls & (1u << MINI_CGC_CPU)) ? "yes" : "no", (cg->ctrls & (1u << MINI_CGC_CPUACCT)) ? "yes" : "no",
-             (cg->ctrls & (1u << MINI_CGC_FREEZER)) ? "yes" : "no");
+         (cg->ctrls & (1u << MINI_CGC_MEMORY)) ? "yes" : "no", (cg->ctrls & (1u << MINI_CGC_PIDS)) ? "yes" : "no",
+         (cg->ctrls & (1u << MINI_CGC_CPU)) ? "yes" : "no", (cg->ctrls & (1u << MINI_CGC_CPUACCT)) ? "yes" : "no",
+         (cg->ctrls & (1u << MINI_CGC_FREEZER)) ? "yes" : "no");
     return 0;
 }
 
@@ -660,8 +661,7 @@ int mini_cgroup_open_procs(const struct mini_cgroup *c, int fds[MINI_CG_HIER_MAX
         return 0;
     for (size_t k = 0; k < c->n_dirs; k++) {
         char p[MINI_CG_PATH_MAX + 16];
-        if (path_join(p, sizeof p, c->dirs[k], "cgroup.procs") < 0 ||
-            (fds[k] = open(p, O_WRONLY | O_CLOEXEC)) < 0) {
+        if (path_join(p, sizeof p, c->dirs[k], "cgroup.procs") < 0 || (fds[k] = open(p, O_WRONLY | O_CLOEXEC)) < 0) {
             mini_err_sys(e, MINI_E_IO, errno, "opening %s/cgroup.procs", c->dirs[k]);
             for (size_t j = 0; j < k; j++)
                 close(fds[j]);
@@ -681,8 +681,13 @@ static const char *dir_with(const struct mini_cgroup *c, enum mini_cg_ctrl ctrl)
 
 int mini_cgroup_result(const struct mini_cgroup *c, struct mini_cgroup_result *r)
 {
-    *r = (struct mini_cgroup_result){ .oom_kills = -1, .memory_events = -1, .pids_events = -1, .pids_peak = -1,
-                                      .peak_memory_kb = -1, .cpu_ms = -1, .limit = MINI_LIMIT_NONE };
+    *r = (struct mini_cgroup_result){ .oom_kills = -1,
+                                      .memory_events = -1,
+                                      .pids_events = -1,
+                                      .pids_peak = -1,
+                                      .peak_memory_kb = -1,
+                                      .cpu_ms = -1,
+                                      .limit = MINI_LIMIT_NONE };
     if (!c->cg)
         return 0;
     bool v2 = c->cg->mode == MINI_CG_V2;
@@ -700,9 +705,9 @@ int mini_cgroup_result(const struct mini_cgroup *c, struct mini_cgroup_result *r
         r->peak_memory_kb = peak >= 0 ? peak / 1024 : -1;
         if (r->oom_kills >= 0)
             r->oom_killed = r->oom_kills > 0;
-        else   /* kernels before 4.13 have no oom_kill count */
-            r->oom_killed = cg_read_key(mem, "memory.oom_control", "under_oom") > 0 ||
-                            (c->memory_limit && r->memory_events > 0);
+        else /* kernels before 4.13 have no oom_kill count */
+            r->oom_killed =
+                cg_read_key(mem, "memory.oom_control", "under_oom") > 0 || (c->memory_limit && r->memory_events > 0);
     }
     const char *pids = dir_with(c, MINI_CGC_PIDS);
     if (pids) {
@@ -870,7 +875,7 @@ static void parse_mountinfo(struct cg_mount v1[MINI_CGC_COUNT], struct cg_mount 
             continue;
         char *save2 = NULL;
         char *fstype = strtok_r(sep + 3, " ", &save2);
-        strtok_r(NULL, " ", &save2);   /* source */
+        strtok_r(NULL, " ", &save2); /* source */
         char *super = strtok_r(NULL, " ", &save2);
         if (!fstype || !super)
             continue;
@@ -1020,27 +1025,26 @@ void mini_cgroups_probe(struct mini_caps *c)
     } else if (v1_mem || v1_pids) {
         c->cg_mode = MINI_CG_V1;
         setf(c->cg_why, sizeof c->cg_why, "cgroup v1: memory %s, pids %s, cpuacct %s, freezer %s",
-                 v1_mem ? "writable" : "unavailable", v1_pids ? "writable" : "unavailable",
-                 c->v1[MINI_CGC_CPUACCT].writable ? "writable" : "unavailable",
-                 c->v1[MINI_CGC_FREEZER].writable ? "writable" : "unavailable");
+             v1_mem ? "writable" : "unavailable", v1_pids ? "writable" : "unavailable",
+             c->v1[MINI_CGC_CPUACCT].writable ? "writable" : "unavailable",
+             c->v1[MINI_CGC_FREEZER].writable ? "writable" : "unavailable");
     } else {
         c->cg_mode = MINI_CG_NONE;
         if (!c->v2_mounted && !c->v1[MINI_CGC_MEMORY].mounted && !c->v1[MINI_CGC_PIDS].mounted) {
             copy_str(c->cg_why, sizeof c->cg_why, "no cgroup hierarchy is mounted");
         } else if (c->v2_mounted && !c->v2_writable) {
             setf(c->cg_why, sizeof c->cg_why,
-                     "cgroup v2: the daemon's cgroup %s is not writable (%s): not delegated; run the daemon "
-                     "with delegation, e.g. systemd-run --user --scope -p Delegate=yes mini-sandboxd",
-                     c->v2_dir, strerror(c->v2_err));
+                 "cgroup v2: the daemon's cgroup %s is not writable (%s): not delegated; run the daemon "
+                 "with delegation, e.g. systemd-run --user --scope -p Delegate=yes mini-sandboxd",
+                 c->v2_dir, strerror(c->v2_err));
         } else if (c->v2_mounted) {
-            setf(c->cg_why, sizeof c->cg_why,
-                     "cgroup v2: %s lacks the memory and pids controllers (it has \"%s\")%s", c->v2_dir,
-                     c->v2_controllers_text,
-                     c->v1[MINI_CGC_MEMORY].mounted ? "; they are bound to cgroup v1, which needs root" : "");
+            setf(c->cg_why, sizeof c->cg_why, "cgroup v2: %s lacks the memory and pids controllers (it has \"%s\")%s",
+                 c->v2_dir, c->v2_controllers_text,
+                 c->v1[MINI_CGC_MEMORY].mounted ? "; they are bound to cgroup v1, which needs root" : "");
         } else {
-            copy_str(c->cg_why, sizeof c->cg_why, "cgroup v1: the memory and pids hierarchies are not writable "
+            copy_str(c->cg_why, sizeof c->cg_why,
+                     "cgroup v1: the memory and pids hierarchies are not writable "
                      "(a v1 host needs a root daemon)");
         }
     }
 }
-

@@ -41,57 +41,60 @@
 #define MINI_CG_HIER_MAX MINI_CGC_COUNT
 
 struct mini_cg_hier {
-    char parent[MINI_CG_PATH_MAX];   /* .../mini-sandboxd-<pid> */
-    unsigned ctrls;                  /* (1u << MINI_CGC_*) handled in this hierarchy */
-    int lock_fd;                     /* parent held with flock(LOCK_EX) while the daemon lives; valid when locked */
+    char parent[MINI_CG_PATH_MAX]; /* .../mini-sandboxd-<pid> */
+    unsigned ctrls;                /* (1u << MINI_CGC_*) handled in this hierarchy */
+    int lock_fd;                   /* parent held with flock(LOCK_EX) while the daemon lives; valid when locked */
     bool locked;
 };
 
 struct mini_cgroups {
     enum mini_cg_mode mode;
-    unsigned ctrls;                  /* (1u << MINI_CGC_*) in use, all hierarchies */
-    size_t n_hier;                   /* v1: distinct hierarchies; v2: 1; none: 0 */
+    unsigned ctrls; /* (1u << MINI_CGC_*) in use, all hierarchies */
+    size_t n_hier;  /* v1: distinct hierarchies; v2: 1; none: 0 */
     struct mini_cg_hier hier[MINI_CG_HIER_MAX];
-    bool has_kill;                   /* v2 cgroup.kill */
+    bool has_kill; /* v2 cgroup.kill */
     /* v2 */
-    char v2_base[MINI_CG_PATH_MAX];  /* the daemon's cgroup before init */
-    char v2_leaf[MINI_CG_PATH_MAX];  /* where the daemon lives now */
-    unsigned v2_enabled;             /* controllers init enabled in v2_base's subtree_control */
+    char v2_base[MINI_CG_PATH_MAX]; /* the daemon's cgroup before init */
+    char v2_leaf[MINI_CG_PATH_MAX]; /* where the daemon lives now */
+    unsigned v2_enabled;            /* controllers init enabled in v2_base's subtree_control */
     /* CPU bandwidth per command, applied by later creates (cpu.max or
      * cpu.cfs_quota_us): quota 0 means none.  Set after init. */
     uint64_t cpu_quota_us;
-    uint64_t cpu_period_us;          /* 0: 100000 */
-    char note[MINI_CAPS_TEXT_MAX];   /* what was chosen and why, one line */
+    uint64_t cpu_period_us;        /* 0: 100000 */
+    char note[MINI_CAPS_TEXT_MAX]; /* what was chosen and why, one line */
     /* directories whose removal has not succeeded yet; retried */
     char **pending;
     size_t n_pending;
-    unsigned live;                   /* command groups created and not destroyed */
+    unsigned live; /* command groups created and not destroyed */
 };
 
 struct mini_cgroup {
-    struct mini_cgroups *cg;         /* NULL: inactive (never created, or destroyed) */
+    struct mini_cgroups *cg; /* NULL: inactive (never created, or destroyed) */
     char name[64];
     size_t n_dirs;
     char dirs[MINI_CG_HIER_MAX][MINI_CG_PATH_MAX];
     unsigned dir_ctrls[MINI_CG_HIER_MAX];
-    unsigned ctrls;                  /* limits actually set: (1u << MINI_CGC_MEMORY) etc. */
-    int fd;                          /* v2: the group's directory, for clone3 CLONE_INTO_CGROUP; else -1 */
-    uint64_t memory_limit;           /* bytes set, 0 none */
+    unsigned ctrls;        /* limits actually set: (1u << MINI_CGC_MEMORY) etc. */
+    int fd;                /* v2: the group's directory, for clone3 CLONE_INTO_CGROUP; else -1 */
+    uint64_t memory_limit; /* bytes set, 0 none */
     uint64_t pids_limit;
 };
 
-#define MINI_CGROUP_INIT { .cg = NULL, .fd = -1 }
+#define MINI_CGROUP_INIT     \
+    {                        \
+        .cg = NULL, .fd = -1 \
+    }
 
 struct mini_cgroup_result {
-    bool oom_killed;                 /* the kernel's OOM killer killed a process of the command */
-    int64_t oom_kills;               /* how many (v1 memory.oom_control / v2 memory.events oom_kill); -1 unknown */
-    int64_t memory_events;           /* times the limit was hit (v1 memory.failcnt / v2 memory.events max); -1 unknown */
-    bool pids_limited;               /* a fork failed at pids.max */
-    int64_t pids_events;             /* pids.events max; -1 unknown */
-    int64_t pids_peak;               /* pids.peak where the kernel has it; -1 unknown */
-    int64_t peak_memory_kb;          /* memory.max_usage_in_bytes / memory.peak, KiB; -1 unknown */
-    int64_t cpu_ms;                  /* cpuacct.usage / cpu.stat usage_usec, ms; -1 unknown */
-    enum mini_limit limit;           /* MEMORY if oom_killed, else PIDS if pids_limited, else NONE */
+    bool oom_killed;        /* the kernel's OOM killer killed a process of the command */
+    int64_t oom_kills;      /* how many (v1 memory.oom_control / v2 memory.events oom_kill); -1 unknown */
+    int64_t memory_events;  /* times the limit was hit (v1 memory.failcnt / v2 memory.events max); -1 unknown */
+    bool pids_limited;      /* a fork failed at pids.max */
+    int64_t pids_events;    /* pids.events max; -1 unknown */
+    int64_t pids_peak;      /* pids.peak where the kernel has it; -1 unknown */
+    int64_t peak_memory_kb; /* memory.max_usage_in_bytes / memory.peak, KiB; -1 unknown */
+    int64_t cpu_ms;         /* cpuacct.usage / cpu.stat usage_usec, ms; -1 unknown */
+    enum mini_limit limit;  /* MEMORY if oom_killed, else PIDS if pids_limited, else NONE */
 };
 
 /* Discovery, for mini_caps_detect(): find the v1 and v2 hierarchies from

@@ -32,8 +32,8 @@
 
 struct ll_ruleset_attr {
     uint64_t handled_access_fs;
-    uint64_t handled_access_net;   /* ABI 4 */
-    uint64_t scoped;               /* ABI 6 */
+    uint64_t handled_access_net; /* ABI 4 */
+    uint64_t scoped;             /* ABI 6 */
 };
 
 struct ll_path_beneath_attr {
@@ -42,8 +42,8 @@ struct ll_path_beneath_attr {
 } __attribute__((packed));
 
 #define FS_ABI1 ((1ULL << 13) - 1)
-#define FILE_RIGHTS (MINI_LL_FS_EXECUTE | MINI_LL_FS_WRITE_FILE | MINI_LL_FS_READ_FILE | \
-                     MINI_LL_FS_TRUNCATE | MINI_LL_FS_IOCTL_DEV)
+#define FILE_RIGHTS \
+    (MINI_LL_FS_EXECUTE | MINI_LL_FS_WRITE_FILE | MINI_LL_FS_READ_FILE | MINI_LL_FS_TRUNCATE | MINI_LL_FS_IOCTL_DEV)
 #define RO_RIGHTS (MINI_LL_FS_EXECUTE | MINI_LL_FS_READ_FILE | MINI_LL_FS_READ_DIR)
 #define DEV_RIGHTS (MINI_LL_FS_READ_FILE | MINI_LL_FS_WRITE_FILE | MINI_LL_FS_TRUNCATE | MINI_LL_FS_IOCTL_DEV)
 #define PROC_RIGHTS (MINI_LL_FS_READ_FILE | MINI_LL_FS_READ_DIR)
@@ -90,8 +90,10 @@ int mini_landlock_plan_add(struct mini_landlock_plan *pl, const char *path, uint
             return 0;
         }
     if (pl->n_rules >= MINI_LANDLOCK_MAX_RULES)
-        return mini_err_set(e, MINI_E_SPAWN_FAILED, "Landlock: more than %d rules (too many entries beside "
-                            "hidden paths)", MINI_LANDLOCK_MAX_RULES);
+        return mini_err_set(e, MINI_E_SPAWN_FAILED,
+                            "Landlock: more than %d rules (too many entries beside "
+                            "hidden paths)",
+                            MINI_LANDLOCK_MAX_RULES);
     if (pl->n_rules == pl->cap_rules) {
         size_t cap = pl->cap_rules ? pl->cap_rules * 2 : 64;
         struct mini_landlock_rule *r = realloc(pl->rules, cap * sizeof *r);
@@ -106,7 +108,6 @@ int mini_landlock_plan_add(struct mini_landlock_plan *pl, const char *path, uint
     pl->rules[pl->n_rules++] = (struct mini_landlock_rule){ copy, access };
     return 0;
 }
-
 
 struct excl {
     char **v;
@@ -179,7 +180,7 @@ static int carve(struct mini_landlock_plan *pl, const char *dir, uint64_t access
     DIR *d = opendir(dir);
     if (!d) {
         if (errno == EACCES || errno == ENOENT || errno == ENOTDIR)
-            return 0;   /* nothing below it is granted */
+            return 0; /* nothing below it is granted */
         return mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "Landlock: listing %s", dir);
     }
     int rc = 0;
@@ -193,7 +194,7 @@ static int carve(struct mini_landlock_plan *pl, const char *dir, uint64_t access
             continue;
         struct stat st;
         if (lstat(path, &st) < 0 || S_ISLNK(st.st_mode))
-            continue;   /* a symlink is followed to its target, which has its own rule or none */
+            continue; /* a symlink is followed to its target, which has its own rule or none */
         if (S_ISDIR(st.st_mode) && excl_below(x, path))
             rc = carve(pl, path, access, x, depth + 1, listed, listed_size, e);
         else
@@ -275,26 +276,31 @@ int mini_landlock_plan(struct mini_landlock_plan *pl, const struct mini_profile 
         if (r < 0)
             goto out;
     }
-    if (mini_landlock_plan_add(pl, "/proc", PROC_RIGHTS, e) < 0 || mini_landlock_plan_add(pl, "/dev", MINI_LL_FS_READ_DIR, e) < 0)
+    if (mini_landlock_plan_add(pl, "/proc", PROC_RIGHTS, e) < 0 ||
+        mini_landlock_plan_add(pl, "/dev", MINI_LL_FS_READ_DIR, e) < 0)
         goto out;
-    static const char *const devs[] = { "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
-                                        "/dev/tty" };
+    static const char *const devs[] = {
+        "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"
+    };
     for (size_t i = 0; i < MINI_ARRAY_SIZE(devs); i++)
         if (access(devs[i], F_OK) == 0 && mini_landlock_plan_add(pl, devs[i], DEV_RIGHTS, e) < 0)
             goto out;
     if (resolve("workspace", workspace, &ws, e) < 0 ||
         mini_landlock_plan_add(pl, ws, p->workspace_writable ? pl->handled_fs : RO_RIGHTS, e) < 0)
         goto out;
-    if (tmpdir && (resolve("temporary directory", tmpdir, &tmp, e) < 0 || mini_landlock_plan_add(pl, tmp, pl->handled_fs, e) < 0))
+    if (tmpdir &&
+        (resolve("temporary directory", tmpdir, &tmp, e) < 0 || mini_landlock_plan_add(pl, tmp, pl->handled_fs, e) < 0))
         goto out;
 
-    note(pl, "Landlock ABI %d: reads only beneath the profile's binds, /proc and /dev nodes; writes only to "
-         "the workspace%s%s", abi, p->workspace_writable ? "" : " (read-only)", tmpdir ? " and $TMPDIR" : "");
+    note(pl,
+         "Landlock ABI %d: reads only beneath the profile's binds, /proc and /dev nodes; writes only to "
+         "the workspace%s%s",
+         abi, p->workspace_writable ? "" : " (read-only)", tmpdir ? " and $TMPDIR" : "");
     if (listed[0])
         note(pl, "hidden paths are carved out of the allowed trees; these directories cannot be listed: %s", listed);
     if (p->n_tmpfs)
-        note(pl, "no fresh tmpfs on %s%s: the host's directory is not writable there; use $TMPDIR",
-             p->tmpfs[0].path, p->n_tmpfs > 1 ? " and the profile's other tmpfs paths" : "");
+        note(pl, "no fresh tmpfs on %s%s: the host's directory is not writable there; use $TMPDIR", p->tmpfs[0].path,
+             p->n_tmpfs > 1 ? " and the profile's other tmpfs paths" : "");
     if (net_none)
         note(pl, "network none: socket() refused for every family (socketpair works)%s",
              abi >= 4 ? "; Landlock denies TCP bind and connect" : "");
@@ -335,20 +341,20 @@ static int load_supplement(const struct mini_landlock_plan *pl)
     uint32_t sid = pl->deny_setsid ? (uint32_t)SYS_setsid : 0xffffffffu;
     uint32_t pgid = pl->deny_setsid ? (uint32_t)SYS_setpgid : 0xffffffffu;
 #ifdef __x86_64__
-    uint32_t x32 = 0x40000000u;   /* __X32_SYSCALL_BIT */
+    uint32_t x32 = 0x40000000u; /* __X32_SYSCALL_BIT */
 #else
-    uint32_t x32 = 0xffffffffu;   /* never reached: syscall numbers are small */
+    uint32_t x32 = 0xffffffffu; /* never reached: syscall numbers are small */
 #endif
     struct sock_filter f[] = {
         /* 0 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-        /* 1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 0, 8),          /* -> 10 kill */
+        /* 1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 0, 8), /* -> 10 kill */
         /* 2 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        /* 3 */ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, x32, 6, 0),           /* -> 10 kill */
-        /* 4 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, sid, 6, 0),           /* -> 11 EPERM */
-        /* 5 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, pgid, 5, 0),          /* -> 11 EPERM */
-        /* 6 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)SYS_socket, 0, 2),   /* else -> 9 allow */
+        /* 3 */ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, x32, 6, 0),                  /* -> 10 kill */
+        /* 4 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, sid, 6, 0),                  /* -> 11 EPERM */
+        /* 5 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, pgid, 5, 0),                 /* -> 11 EPERM */
+        /* 6 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)SYS_socket, 0, 2), /* else -> 9 allow */
         /* 7 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG0_LO),
-        /* 8 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 3, 4),       /* -> 12 unix, 13 other */
+        /* 8 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 3, 4), /* -> 12 unix, 13 other */
         /* 9 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
         /* 10 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
         /* 11 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
@@ -392,8 +398,9 @@ int mini_landlock_enforce(const struct mini_landlock_plan *pl, struct mini_err *
         .handled_access_net = pl->handled_net,
         .scoped = pl->scoped,
     };
-    size_t size = pl->abi >= 6 ? sizeof attr : pl->abi >= 4 ? offsetof(struct ll_ruleset_attr, scoped)
-                                                             : offsetof(struct ll_ruleset_attr, handled_access_net);
+    size_t size = pl->abi >= 6 ? sizeof attr
+        : pl->abi >= 4         ? offsetof(struct ll_ruleset_attr, scoped)
+                               : offsetof(struct ll_ruleset_attr, handled_access_net);
     int rfd = (int)syscall(SYS_landlock_create_ruleset, &attr, size, 0);
     if (rfd < 0)
         return mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "Landlock: creating the ruleset (ABI %d)", pl->abi);
@@ -410,7 +417,7 @@ int mini_landlock_enforce(const struct mini_landlock_plan *pl, struct mini_err *
         struct stat st;
         struct ll_path_beneath_attr pb = { .allowed_access = r->access & pl->handled_fs, .parent_fd = fd };
         if (fstat(fd, &st) < 0)
-            st.st_mode = 0;   /* unknown: granted nothing */
+            st.st_mode = 0; /* unknown: granted nothing */
         if (!S_ISDIR(st.st_mode))
             pb.allowed_access &= FILE_RIGHTS;
         long ret = 0;

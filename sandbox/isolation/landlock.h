@@ -67,45 +67,45 @@
 
 /* Landlock access rights (<linux/landlock.h>, defined here so that old
  * kernel headers still build). */
-#define MINI_LL_FS_EXECUTE      (1ULL << 0)
-#define MINI_LL_FS_WRITE_FILE   (1ULL << 1)
-#define MINI_LL_FS_READ_FILE    (1ULL << 2)
-#define MINI_LL_FS_READ_DIR     (1ULL << 3)
-#define MINI_LL_FS_REMOVE_DIR   (1ULL << 4)
-#define MINI_LL_FS_REMOVE_FILE  (1ULL << 5)
-#define MINI_LL_FS_MAKE_CHAR    (1ULL << 6)
-#define MINI_LL_FS_MAKE_DIR     (1ULL << 7)
-#define MINI_LL_FS_MAKE_REG     (1ULL << 8)
-#define MINI_LL_FS_MAKE_SOCK    (1ULL << 9)
-#define MINI_LL_FS_MAKE_FIFO    (1ULL << 10)
-#define MINI_LL_FS_MAKE_BLOCK   (1ULL << 11)
-#define MINI_LL_FS_MAKE_SYM     (1ULL << 12)
-#define MINI_LL_FS_REFER        (1ULL << 13)   /* ABI 2 */
-#define MINI_LL_FS_TRUNCATE     (1ULL << 14)   /* ABI 3 */
-#define MINI_LL_FS_IOCTL_DEV    (1ULL << 15)   /* ABI 5 */
-#define MINI_LL_NET_BIND_TCP    (1ULL << 0)    /* ABI 4 */
+#define MINI_LL_FS_EXECUTE (1ULL << 0)
+#define MINI_LL_FS_WRITE_FILE (1ULL << 1)
+#define MINI_LL_FS_READ_FILE (1ULL << 2)
+#define MINI_LL_FS_READ_DIR (1ULL << 3)
+#define MINI_LL_FS_REMOVE_DIR (1ULL << 4)
+#define MINI_LL_FS_REMOVE_FILE (1ULL << 5)
+#define MINI_LL_FS_MAKE_CHAR (1ULL << 6)
+#define MINI_LL_FS_MAKE_DIR (1ULL << 7)
+#define MINI_LL_FS_MAKE_REG (1ULL << 8)
+#define MINI_LL_FS_MAKE_SOCK (1ULL << 9)
+#define MINI_LL_FS_MAKE_FIFO (1ULL << 10)
+#define MINI_LL_FS_MAKE_BLOCK (1ULL << 11)
+#define MINI_LL_FS_MAKE_SYM (1ULL << 12)
+#define MINI_LL_FS_REFER (1ULL << 13)     /* ABI 2 */
+#define MINI_LL_FS_TRUNCATE (1ULL << 14)  /* ABI 3 */
+#define MINI_LL_FS_IOCTL_DEV (1ULL << 15) /* ABI 5 */
+#define MINI_LL_NET_BIND_TCP (1ULL << 0)  /* ABI 4 */
 #define MINI_LL_NET_CONNECT_TCP (1ULL << 1)
-#define MINI_LL_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)   /* ABI 6 */
-#define MINI_LL_SCOPE_SIGNAL               (1ULL << 1)
+#define MINI_LL_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0) /* ABI 6 */
+#define MINI_LL_SCOPE_SIGNAL (1ULL << 1)
 
 struct mini_landlock_rule {
-    char *path;          /* absolute, symlinks resolved */
-    uint64_t access;     /* masked to file rights for a non-directory at enforce time */
+    char *path;      /* absolute, symlinks resolved */
+    uint64_t access; /* masked to file rights for a non-directory at enforce time */
 };
 
 struct mini_landlock_plan {
-    int abi;                         /* the ABI used: min(kernel, MINI_LANDLOCK_ABI_MAX) */
+    int abi; /* the ABI used: min(kernel, MINI_LANDLOCK_ABI_MAX) */
     uint64_t handled_fs;
     uint64_t handled_net;
     uint64_t scoped;
     struct mini_landlock_rule *rules;
     size_t n_rules;
     size_t cap_rules;
-    bool deny_unix_sockets;          /* supplement: socket(AF_UNIX) -> EACCES (default true) */
-    bool deny_inet_sockets;          /* supplement: other families -> EAFNOSUPPORT (network none) */
-    bool deny_setsid;                /* supplement: setsid/setpgid -> EPERM (default true) */
+    bool deny_unix_sockets; /* supplement: socket(AF_UNIX) -> EACCES (default true) */
+    bool deny_inet_sockets; /* supplement: other families -> EAFNOSUPPORT (network none) */
+    bool deny_setsid;       /* supplement: setsid/setpgid -> EPERM (default true) */
     size_t n_notes;
-    char notes[MINI_LANDLOCK_MAX_NOTES][240];   /* for the exit event's notes */
+    char notes[MINI_LANDLOCK_MAX_NOTES][240]; /* for the exit event's notes */
 };
 
 /* The kernel's Landlock ABI version, 0 when unavailable (errno set). */

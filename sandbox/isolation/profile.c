@@ -23,11 +23,11 @@
 
 #define MIB (1024u * 1024u)
 #define PROFILE_FILE_MAX (1024u * 1024u)
-#define KP_MAX 256                       /* key paths in messages */
-#define TIMEOUT_MAX_S 604800.0           /* a week */
-#define MB_MAX (1ull << 40)              /* scaled by MiB, stays far below 2^64 */
-#define PIDS_MAX 4194304ull              /* PID_MAX_LIMIT */
-#define OPEN_FILES_MAX 1048576ull        /* the kernel's default nr_open */
+#define KP_MAX 256                /* key paths in messages */
+#define TIMEOUT_MAX_S 604800.0    /* a week */
+#define MB_MAX (1ull << 40)       /* scaled by MiB, stays far below 2^64 */
+#define PIDS_MAX 4194304ull       /* PID_MAX_LIMIT */
+#define OPEN_FILES_MAX 1048576ull /* the kernel's default nr_open */
 /* The kept output travels in one `exit` frame; escaped as \u00XX it can
  * grow sixfold, so keep it well below MINI_FRAME_MAX. */
 #define OUTPUT_BYTES_MAX (MINI_FRAME_MAX / 8)
@@ -36,8 +36,8 @@
 /* ----------------------------------------------------------------- tables */
 
 static const char *const feature_names[MINI_FEAT_COUNT] = {
-    "user_ns", "pid_ns", "net_ns", "mount_ns", "ipc_ns", "uts_ns", "cgroup_ns",
-    "seccomp", "landlock", "cgroups", "overlay",
+    "user_ns",   "pid_ns",  "net_ns",   "mount_ns", "ipc_ns",  "uts_ns",
+    "cgroup_ns", "seccomp", "landlock", "cgroups",  "overlay",
 };
 
 const char *mini_feature_name(unsigned bit_index)
@@ -53,32 +53,52 @@ unsigned mini_feature_from_name(const char *name)
     return 0;
 }
 
-static const struct { const char *key; unsigned feat; } ns_keys[] = {
-    { "user", MINI_FEAT_USER_NS },   { "pid", MINI_FEAT_PID_NS },
-    { "mount", MINI_FEAT_MOUNT_NS }, { "net", MINI_FEAT_NET_NS },
-    { "ipc", MINI_FEAT_IPC_NS },     { "uts", MINI_FEAT_UTS_NS },
+static const struct {
+    const char *key;
+    unsigned feat;
+} ns_keys[] = {
+    { "user", MINI_FEAT_USER_NS },     { "pid", MINI_FEAT_PID_NS }, { "mount", MINI_FEAT_MOUNT_NS },
+    { "net", MINI_FEAT_NET_NS },       { "ipc", MINI_FEAT_IPC_NS }, { "uts", MINI_FEAT_UTS_NS },
     { "cgroup", MINI_FEAT_CGROUP_NS },
 };
-#define ALL_NS (MINI_FEAT_USER_NS | MINI_FEAT_PID_NS | MINI_FEAT_MOUNT_NS | MINI_FEAT_NET_NS | \
-                MINI_FEAT_IPC_NS | MINI_FEAT_UTS_NS | MINI_FEAT_CGROUP_NS)
+#define ALL_NS                                                                                         \
+    (MINI_FEAT_USER_NS | MINI_FEAT_PID_NS | MINI_FEAT_MOUNT_NS | MINI_FEAT_NET_NS | MINI_FEAT_IPC_NS | \
+     MINI_FEAT_UTS_NS | MINI_FEAT_CGROUP_NS)
 
 /* Socket families by name.  "vsock" (reaches the hypervisor) and "alg"
  * (the kernel crypto API, a steady source of kernel bugs) are known so that
  * the refusal can say why; the seccomp compiler denies them regardless. */
-static const struct { const char *name; int af; bool refused; } families[] = {
-    { "unix", AF_UNIX, false },       { "inet", AF_INET, false },
-    { "inet6", AF_INET6, false },     { "netlink", AF_NETLINK, false },
-    { "packet", AF_PACKET, false },   { "key", AF_KEY, false },
-    { "can", AF_CAN, false },         { "tipc", AF_TIPC, false },
-    { "bluetooth", AF_BLUETOOTH, false }, { "rds", AF_RDS, false },
-    { "llc", AF_LLC, false },         { "x25", AF_X25, false },
-    { "ax25", AF_AX25, false },       { "appletalk", AF_APPLETALK, false },
-    { "ppp", AF_PPPOX, false },       { "phonet", AF_PHONET, false },
-    { "ieee802154", AF_IEEE802154, false }, { "caif", AF_CAIF, false },
-    { "nfc", AF_NFC, false },         { "kcm", AF_KCM, false },
-    { "qipcrtr", AF_QIPCRTR, false }, { "smc", AF_SMC, false },
-    { "xdp", AF_XDP, false },         { "mctp", AF_MCTP, false },
-    { "vsock", AF_VSOCK, true },      { "alg", AF_ALG, true },
+static const struct {
+    const char *name;
+    int af;
+    bool refused;
+} families[] = {
+    { "unix", AF_UNIX, false },
+    { "inet", AF_INET, false },
+    { "inet6", AF_INET6, false },
+    { "netlink", AF_NETLINK, false },
+    { "packet", AF_PACKET, false },
+    { "key", AF_KEY, false },
+    { "can", AF_CAN, false },
+    { "tipc", AF_TIPC, false },
+    { "bluetooth", AF_BLUETOOTH, false },
+    { "rds", AF_RDS, false },
+    { "llc", AF_LLC, false },
+    { "x25", AF_X25, false },
+    { "ax25", AF_AX25, false },
+    { "appletalk", AF_APPLETALK, false },
+    { "ppp", AF_PPPOX, false },
+    { "phonet", AF_PHONET, false },
+    { "ieee802154", AF_IEEE802154, false },
+    { "caif", AF_CAIF, false },
+    { "nfc", AF_NFC, false },
+    { "kcm", AF_KCM, false },
+    { "qipcrtr", AF_QIPCRTR, false },
+    { "smc", AF_SMC, false },
+    { "xdp", AF_XDP, false },
+    { "mctp", AF_MCTP, false },
+    { "vsock", AF_VSOCK, true },
+    { "alg", AF_ALG, true },
 };
 
 static const char *family_name(int af)
@@ -89,12 +109,19 @@ static const char *family_name(int af)
     return NULL;
 }
 
-static const struct { const char *name; int value; } errnos[] = {
-    { "EPERM", EPERM }, { "ENOSYS", ENOSYS }, { "EACCES", EACCES },
+static const struct {
+    const char *name;
+    int value;
+} errnos[] = {
+    { "EPERM", EPERM },
+    { "ENOSYS", ENOSYS },
+    { "EACCES", EACCES },
 };
 
 static const char *const default_actions[] = {
-    [MINI_SECCOMP_ALLOW] = "allow", [MINI_SECCOMP_ERRNO] = "errno", [MINI_SECCOMP_KILL] = "kill",
+    [MINI_SECCOMP_ALLOW] = "allow",
+    [MINI_SECCOMP_ERRNO] = "errno",
+    [MINI_SECCOMP_KILL] = "kill",
 };
 
 /* --------------------------------------------------- built-in defaults */
@@ -106,16 +133,62 @@ static const char *const default_hide[] = {
     "/etc/ssh", "/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/sudoers.d", "/etc/ssl/private",
 };
 static const char *const default_deny[] = {
-    "mount", "umount2", "pivot_root", "chroot", "unshare", "setns",
-    "move_mount", "open_tree", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
-    "bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register",
-    "ptrace", "process_vm_readv", "process_vm_writev", "process_madvise", "kcmp", "pidfd_getfd",
-    "keyctl", "add_key", "request_key",
-    "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
-    "reboot", "swapon", "swapoff", "acct", "quotactl", "quotactl_fd", "syslog", "vhangup",
-    "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "iopl", "ioperm",
-    "open_by_handle_at", "name_to_handle_at", "lookup_dcookie", "fanotify_init",
-    "move_pages", "migrate_pages", "uselib", "ustat", "sysfs",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "unshare",
+    "setns",
+    "move_mount",
+    "open_tree",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "mount_setattr",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "process_madvise",
+    "kcmp",
+    "pidfd_getfd",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "reboot",
+    "swapon",
+    "swapoff",
+    "acct",
+    "quotactl",
+    "quotactl_fd",
+    "syslog",
+    "vhangup",
+    "settimeofday",
+    "clock_settime",
+    "clock_adjtime",
+    "adjtimex",
+    "iopl",
+    "ioperm",
+    "open_by_handle_at",
+    "name_to_handle_at",
+    "lookup_dcookie",
+    "fanotify_init",
+    "move_pages",
+    "migrate_pages",
+    "uselib",
+    "ustat",
+    "sysfs",
 };
 static const int default_families[] = { AF_UNIX, AF_INET, AF_INET6 };
 static const char *const default_env[][2] = {
@@ -143,13 +216,12 @@ static const struct mini_limits default_limits = {
 /* ------------------------------------------------------------ helpers */
 
 struct ctx {
-    const char *origin;          /* message prefix (file name), or NULL */
-    enum mini_errc code;         /* profile_invalid, or bad_request for overrides */
+    const char *origin;  /* message prefix (file name), or NULL */
+    enum mini_errc code; /* profile_invalid, or bad_request for overrides */
     struct mini_err *e;
 };
 
-static int fail(const struct ctx *c, const char *path, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+static int fail(const struct ctx *c, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(const struct ctx *c, const char *path, const char *fmt, ...)
 {
     char msg[MINI_ERR_MSG_MAX];
@@ -162,10 +234,7 @@ static int fail(const struct ctx *c, const char *path, const char *fmt, ...)
     return mini_err_set(c->e, c->code, "%s: %s", path, msg);
 }
 
-static int nomem(const struct ctx *c)
-{
-    return mini_err_set(c->e, MINI_E_NOMEM, "out of memory");
-}
+static int nomem(const struct ctx *c) { return mini_err_set(c->e, MINI_E_NOMEM, "out of memory"); }
 
 /* A key path cut to KP_MAX bytes ends in "...". */
 static const char *kp_end(char *buf, int n)
@@ -198,8 +267,8 @@ static bool in_list(const char *s, const char *const *list, size_t n)
 
 /* "PATH: unknown key", with the closest of the keys allowed there as a
  * suggestion when one is near (a typo). */
-static int unknown_key(const struct ctx *c, const char *path, const char *key,
-                       const char *const *allowed, size_t n_allowed)
+static int unknown_key(const struct ctx *c, const char *path, const char *key, const char *const *allowed,
+                       size_t n_allowed)
 {
     const char *near = mini_closest(key, allowed, n_allowed);
     if (near)
@@ -208,8 +277,8 @@ static int unknown_key(const struct ctx *c, const char *path, const char *key,
 }
 
 /* An object whose keys all appear in `allowed`. */
-static int check_object(const struct ctx *c, const cJSON *v, const char *path,
-                        const char *const *allowed, size_t n_allowed)
+static int check_object(const struct ctx *c, const cJSON *v, const char *path, const char *const *allowed,
+                        size_t n_allowed)
 {
     char buf[KP_MAX];
     if (!cJSON_IsObject(v))
@@ -249,8 +318,8 @@ static const char *get_str(const struct ctx *c, const cJSON *obj, const char *pa
 }
 
 /* An integer in [min, max].  Not present: *out untouched. */
-static int get_uint(const struct ctx *c, const cJSON *obj, const char *path, const char *key,
-                    uint64_t min, uint64_t max, uint64_t *out)
+static int get_uint(const struct ctx *c, const cJSON *obj, const char *path, const char *key, uint64_t min,
+                    uint64_t max, uint64_t *out)
 {
     char buf[KP_MAX];
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
@@ -472,8 +541,7 @@ static bool strv_has(char **v, size_t n, const char *s)
 
 /* A list of syscall names at `path`, appended to (v, n).  Duplicates fail,
  * or are skipped when `skip_dups` (overrides adding to a list). */
-static int parse_syscalls(const struct ctx *c, const cJSON *arr, const char *path,
-                          char ***v, size_t *n, bool skip_dups)
+static int parse_syscalls(const struct ctx *c, const cJSON *arr, const char *path, char ***v, size_t *n, bool skip_dups)
 {
     char buf[KP_MAX];
     if (!cJSON_IsArray(arr))
@@ -563,8 +631,7 @@ static int parse_binds(const struct ctx *c, const cJSON *arr, struct mini_profil
             n = get_path(c, it, buf, true);
         } else if (cJSON_IsObject(it)) {
             if (check_object(c, it, buf, keys, MINI_ARRAY_SIZE(keys)) < 0 ||
-                get_bool(c, it, buf, "writable", &writable) < 0 ||
-                get_bool(c, it, buf, "optional", &optional) < 0)
+                get_bool(c, it, buf, "writable", &writable) < 0 || get_bool(c, it, buf, "optional", &optional) < 0)
                 return -1;
             const cJSON *pv = cJSON_GetObjectItemCaseSensitive(it, "path");
             if (!pv)
@@ -837,8 +904,10 @@ static int parse_require(const struct ctx *c, const cJSON *arr, struct mini_prof
             return fail(c, buf, "must be a feature name");
         unsigned bit = mini_feature_from_name(it->valuestring);
         if (!bit)
-            return fail(c, buf, "unknown feature \"%s\" (known: user_ns, pid_ns, net_ns, mount_ns, ipc_ns, "
-                        "uts_ns, cgroup_ns, seccomp, landlock, cgroups, overlay)", it->valuestring);
+            return fail(c, buf,
+                        "unknown feature \"%s\" (known: user_ns, pid_ns, net_ns, mount_ns, ipc_ns, "
+                        "uts_ns, cgroup_ns, seccomp, landlock, cgroups, overlay)",
+                        it->valuestring);
         if (p->require & bit)
             return fail(c, buf, "\"%s\" is listed twice", it->valuestring);
         if ((bit & ALL_NS) && !(p->namespaces & bit))
@@ -877,10 +946,7 @@ void mini_profile_free(struct mini_profile *p)
     free(p);
 }
 
-static void profile_freep(struct mini_profile **p)
-{
-    mini_profile_free(*p);
-}
+static void profile_freep(struct mini_profile **p) { mini_profile_free(*p); }
 #define _cleanup_profile_ _cleanup_(profile_freep)
 
 /* The built-in defaults: profiles/strict.json without its name, description
@@ -937,8 +1003,8 @@ static char *default_name(const char *origin)
 static int parse_profile(const struct ctx *c, const cJSON *obj, struct mini_profile *p)
 {
     static const char *const keys[] = {
-        "name", "description", "namespaces", "network", "hostname", "filesystem",
-        "limits", "seccomp", "environment", "require",
+        "name",       "description", "namespaces", "network",     "hostname",
+        "filesystem", "limits",      "seccomp",    "environment", "require",
     };
     const cJSON *x;
     bool bad, net_given = false;
@@ -974,8 +1040,9 @@ static int parse_profile(const struct ctx *c, const cJSON *obj, struct mini_prof
         if (!net_given)
             p->namespaces = want_ns ? p->namespaces | MINI_FEAT_NET_NS : p->namespaces & ~MINI_FEAT_NET_NS;
         else if (want_ns != !!(p->namespaces & MINI_FEAT_NET_NS))
-            return fail(c, "network", want_ns ? "\"none\" requires namespaces.net to be true"
-                                              : "\"host\" requires namespaces.net to be false");
+            return fail(c, "network",
+                        want_ns ? "\"none\" requires namespaces.net to be true"
+                                : "\"host\" requires namespaces.net to be false");
     } else {
         p->network = (p->namespaces & MINI_FEAT_NET_NS) ? MINI_NET_NONE : MINI_NET_HOST;
     }
@@ -1039,8 +1106,8 @@ struct mini_profile *mini_profile_load_builtin(const char *dir, const char *name
 {
     size_t len = strlen(name);
     if (len == 0 || len > 64 || strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_-") != len) {
-        mini_err_set(e, MINI_E_PROFILE_INVALID, "invalid profile name \"%.64s\" (expected [a-z0-9_-], 1 to 64 characters)",
-                     name);
+        mini_err_set(e, MINI_E_PROFILE_INVALID,
+                     "invalid profile name \"%.64s\" (expected [a-z0-9_-], 1 to 64 characters)", name);
         return NULL;
     }
     char *built;
@@ -1092,7 +1159,7 @@ static bool add_filesystem(cJSON *o, const struct mini_profile *p)
         }
         cJSON *bo = cJSON_CreateObject();
         ok = push(binds, bo) && cJSON_AddStringToObject(bo, "path", b->path) &&
-             cJSON_AddBoolToObject(bo, "writable", b->writable) && cJSON_AddBoolToObject(bo, "optional", b->optional);
+            cJSON_AddBoolToObject(bo, "writable", b->writable) && cJSON_AddBoolToObject(bo, "optional", b->optional);
     }
     cJSON *tmpfs = ok ? cJSON_AddArrayToObject(fs, "tmpfs") : NULL;
     ok = tmpfs != NULL;
@@ -1101,11 +1168,11 @@ static bool add_filesystem(cJSON *o, const struct mini_profile *p)
         snprintf(mode, sizeof mode, "%o", p->tmpfs[i].mode & 07777);
         cJSON *to = cJSON_CreateObject();
         ok = push(tmpfs, to) && cJSON_AddStringToObject(to, "path", p->tmpfs[i].path) &&
-             cJSON_AddNumberToObject(to, "size_mb", (double)(p->tmpfs[i].size_bytes / MIB)) &&
-             cJSON_AddStringToObject(to, "mode", mode);
+            cJSON_AddNumberToObject(to, "size_mb", (double)(p->tmpfs[i].size_bytes / MIB)) &&
+            cJSON_AddStringToObject(to, "mode", mode);
     }
     return ok && cJSON_AddBoolToObject(fs, "workspace_writable", p->workspace_writable) &&
-           cJSON_AddBoolToObject(fs, "overlay_root", p->overlay_root);
+        cJSON_AddBoolToObject(fs, "overlay_root", p->overlay_root);
 }
 
 static bool add_limits(cJSON *o, const struct mini_limits *l)
@@ -1127,12 +1194,12 @@ static bool add_seccomp(cJSON *o, const struct mini_seccomp_policy *s)
         if (errnos[i].value == s->errno_value)
             en = errnos[i].name;
     bool ok = cJSON_AddStringToObject(so, "default_action", default_actions[s->default_action]) &&
-              (s->default_action == MINI_SECCOMP_ALLOW || add_strv(so, "allow", s->allow, s->n_allow)) &&
-              add_strv(so, "deny", s->deny, s->n_deny) &&
-              (en ? cJSON_AddStringToObject(so, "errno", en) != NULL
-                  : cJSON_AddNumberToObject(so, "errno", s->errno_value) != NULL) &&
-              cJSON_AddBoolToObject(so, "deny_tty_injection", s->deny_tty_injection) &&
-              cJSON_AddBoolToObject(so, "deny_namespace_clone", s->deny_namespace_clone);
+        (s->default_action == MINI_SECCOMP_ALLOW || add_strv(so, "allow", s->allow, s->n_allow)) &&
+        add_strv(so, "deny", s->deny, s->n_deny) &&
+        (en ? cJSON_AddStringToObject(so, "errno", en) != NULL
+            : cJSON_AddNumberToObject(so, "errno", s->errno_value) != NULL) &&
+        cJSON_AddBoolToObject(so, "deny_tty_injection", s->deny_tty_injection) &&
+        cJSON_AddBoolToObject(so, "deny_namespace_clone", s->deny_namespace_clone);
     cJSON *fams = ok ? cJSON_AddArrayToObject(so, "socket_families") : NULL;
     ok = fams != NULL;
     for (size_t i = 0; ok && i < s->n_socket_families; i++) {
@@ -1146,14 +1213,14 @@ cJSON *mini_profile_to_json(const struct mini_profile *p)
 {
     cJSON *o = cJSON_CreateObject();
     bool ok = cJSON_AddStringToObject(o, "name", p->name) &&
-              cJSON_AddStringToObject(o, "description", p->description ? p->description : "");
+        cJSON_AddStringToObject(o, "description", p->description ? p->description : "");
     cJSON *ns = ok ? cJSON_AddObjectToObject(o, "namespaces") : NULL;
     ok = ns != NULL;
     for (size_t i = 0; ok && i < MINI_ARRAY_SIZE(ns_keys); i++)
         ok = cJSON_AddBoolToObject(ns, ns_keys[i].key, (p->namespaces & ns_keys[i].feat) != 0);
     ok = ok && cJSON_AddStringToObject(o, "network", p->network == MINI_NET_HOST ? "host" : "none") &&
-         (!p->hostname || cJSON_AddStringToObject(o, "hostname", p->hostname)) &&
-         add_filesystem(o, p) && add_limits(o, &p->limits) && add_seccomp(o, &p->seccomp);
+        (!p->hostname || cJSON_AddStringToObject(o, "hostname", p->hostname)) && add_filesystem(o, p) &&
+        add_limits(o, &p->limits) && add_seccomp(o, &p->seccomp);
     cJSON *env = ok ? cJSON_AddObjectToObject(o, "environment") : NULL;
     cJSON *set = cJSON_AddObjectToObject(env, "set");
     ok = set != NULL;
@@ -1224,8 +1291,7 @@ struct mini_profile *mini_profile_dup(const struct mini_profile *p)
 
 /* ----------------------------------------------------------- overrides */
 
-static int loosens(const struct ctx *c, const char *path, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+static int loosens(const struct ctx *c, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int loosens(const struct ctx *c, const char *path, const char *fmt, ...)
 {
     char msg[MINI_ERR_MSG_MAX];
@@ -1397,10 +1463,7 @@ const char *mini_profile_default_dir(void)
     return MINI_INSTALL_PROFILE_DIR;
 }
 
-static int cmp_names(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
+static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 int mini_profile_list(const char *dir, char **names, size_t max, size_t *n)
 {

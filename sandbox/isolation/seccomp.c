@@ -51,8 +51,8 @@
 
 /* Namespace flags that clone(2) accepts; its low byte is the exit signal,
  * so CLONE_NEWTIME (0x80) only means a time namespace to unshare(2). */
-#define CLONE_NS_FLAGS (CLONE_NEWNS | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | \
-                        CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
+#define CLONE_NS_FLAGS \
+    (CLONE_NEWNS | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
 #define UNSHARE_NS_FLAGS (CLONE_NS_FLAGS | CLONE_NEWTIME)
 
 /* clone(2)'s flags argument: the second one on s390, the first elsewhere. */
@@ -64,11 +64,11 @@
 
 struct comp {
     scmp_filter_ctx ctx;
-    uint32_t def;                 /* the default action */
-    uint32_t deny;                /* ERRNO(errno_value) */
-    int *denied, *allowed;        /* resolved `deny` and `allow` */
+    uint32_t def;          /* the default action */
+    uint32_t deny;         /* ERRNO(errno_value) */
+    int *denied, *allowed; /* resolved `deny` and `allow` */
     size_t n_denied, n_allowed;
-    int handled[32];              /* syscalls given argument rules (at most 19:
+    int handled[32]; /* syscalls given argument rules (at most 19:
                                    * io_uring_*, ioctl, clone, clone3, unshare,
                                    * socket, socketpair, the setid group) */
     size_t n_handled;
@@ -94,7 +94,7 @@ static bool allowed(const struct comp *c, int nr)
 static int rule(struct comp *c, uint32_t action, int nr, unsigned n, const struct scmp_arg_cmp *args)
 {
     if (action == c->def)
-        return 0;   /* the default already does it (and libseccomp refuses such rules) */
+        return 0; /* the default already does it (and libseccomp refuses such rules) */
     int r = seccomp_rule_add_array(c->ctx, action, nr, n, args);
     if (r < 0) {
         char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
@@ -138,8 +138,8 @@ static void handled(struct comp *c, int nr)
  * `except` (sorted or not), each a single masked comparison: walk the binary
  * trie of the excluded values from the top bit down and allow every subtree
  * that holds none of them. */
-static int allow_all_but(struct comp *c, int nr, unsigned arg, const uint32_t *except, size_t n,
-                         uint32_t mask, uint32_t value, int bit)
+static int allow_all_but(struct comp *c, int nr, unsigned arg, const uint32_t *except, size_t n, uint32_t mask,
+                         uint32_t value, int bit)
 {
     bool any = false;
     for (size_t i = 0; i < n; i++)
@@ -149,7 +149,7 @@ static int allow_all_but(struct comp *c, int nr, unsigned arg, const uint32_t *e
         return rule(c, SCMP_ACT_ALLOW, nr, 1, &cmp);
     }
     if (bit < 0)
-        return 0;   /* exactly one of the excluded values */
+        return 0; /* exactly one of the excluded values */
     uint32_t b = 1u << bit;
     if (allow_all_but(c, nr, arg, except, n, mask | b, value, bit - 1) < 0)
         return -1;
@@ -220,7 +220,10 @@ static int ns_rules(struct comp *c)
  * which libc falls back to openat / fchmodat. */
 static int setid_rules(struct comp *c)
 {
-    static const struct { const char *name; unsigned arg; } calls[] = {
+    static const struct {
+        const char *name;
+        unsigned arg;
+    } calls[] = {
         { "chmod", 1 }, { "fchmod", 1 }, { "fchmodat", 2 }, { "creat", 1 },
         { "open", 2 },  { "openat", 3 }, { "mknod", 1 },    { "mknodat", 2 },
     };
@@ -228,7 +231,7 @@ static int setid_rules(struct comp *c)
     for (size_t i = 0; i < MINI_ARRAY_SIZE(calls); i++) {
         int nr = seccomp_syscall_resolve_name(calls[i].name);
         if (nr < 0 || !allowed(c, nr))
-            continue;   /* not on this architecture (open, creat, chmod, mknod on arm64) */
+            continue; /* not on this architecture (open, creat, chmod, mknod on arm64) */
         for (size_t b = 0; b < MINI_ARRAY_SIZE(bits); b++) {
             struct scmp_arg_cmp cmp = SCMP_CMP(calls[i].arg, SCMP_CMP_MASKED_EQ, S_ISUID | S_ISGID, bits[b]);
             if (rule(c, SCMP_ACT_ERRNO(EPERM), nr, 1, &cmp) < 0)
@@ -242,7 +245,7 @@ static int setid_rules(struct comp *c)
     int nrs[2] = { seccomp_syscall_resolve_name("openat2"), seccomp_syscall_resolve_name("fchmodat2") };
 #if defined(__x86_64__) || defined(__aarch64__)
     if (nrs[1] < 0)
-        nrs[1] = 452;   /* fchmodat2, Linux 6.6 */
+        nrs[1] = 452; /* fchmodat2, Linux 6.6 */
 #endif
     for (size_t i = 0; i < 2; i++) {
         if (nrs[i] < 0 || !allowed(c, nrs[i]))

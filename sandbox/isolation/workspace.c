@@ -20,7 +20,6 @@
 
 /* ------------------------------------------------------------ resolving */
 
-
 /* "/a//b/./c/" -> "/a/b/c"; NULL (errno EINVAL) on "..". */
 static char *normalise(const char *req)
 {
@@ -102,15 +101,43 @@ static int open_nofollow_walk(const char *canon)
  * the second list either (what the host runs from, its configuration,
  * kernel interfaces, service sockets, other containers' data). */
 static const char *const system_exact[] = {
-    "/", "/home", "/tmp", "/var", "/var/tmp", "/var/lib", "/usr", "/usr/local", "/usr/src",
-    "/opt", "/srv", "/mnt", "/media", "/root", "/snap",
+    "/",        "/home", "/tmp", "/var", "/var/tmp", "/var/lib", "/usr",  "/usr/local",
+    "/usr/src", "/opt",  "/srv", "/mnt", "/media",   "/root",    "/snap",
 };
 static const char *const system_trees[] = {
-    "/proc", "/sys", "/dev", "/run", "/var/run", "/etc", "/boot", "/bin", "/sbin",
-    "/lib", "/lib32", "/lib64", "/libx32", "/usr/bin", "/usr/sbin", "/usr/lib", "/usr/lib32",
-    "/usr/lib64", "/usr/libx32", "/usr/libexec", "/usr/include", "/usr/share", "/var/log",
-    "/var/spool", "/var/mail", "/var/cache", "/var/backups", "/var/lib/docker", "/var/lib/containerd",
-    "/var/lib/containers", "/var/lib/dpkg", "/var/lib/apt", "/var/lib/systemd",
+    "/proc",
+    "/sys",
+    "/dev",
+    "/run",
+    "/var/run",
+    "/etc",
+    "/boot",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/usr/bin",
+    "/usr/sbin",
+    "/usr/lib",
+    "/usr/lib32",
+    "/usr/lib64",
+    "/usr/libx32",
+    "/usr/libexec",
+    "/usr/include",
+    "/usr/share",
+    "/var/log",
+    "/var/spool",
+    "/var/mail",
+    "/var/cache",
+    "/var/backups",
+    "/var/lib/docker",
+    "/var/lib/containerd",
+    "/var/lib/containers",
+    "/var/lib/dpkg",
+    "/var/lib/apt",
+    "/var/lib/systemd",
 };
 
 static bool system_dir(const char *canon)
@@ -152,7 +179,7 @@ int mini_ws_open(const char *req, char **canon, int *fd, struct mini_err *e)
     if (f < 0) {
         int err = errno;
         if (err == ELOOP && system_dir(c)) {
-            system_err(c, e);   /* /proc/self: refused as /proc, not as a link */
+            system_err(c, e); /* /proc/self: refused as /proc, not as a link */
         } else if (err == ELOOP) {
             char link[4096];
             first_symlink(c, link, sizeof link);
@@ -196,7 +223,7 @@ bool mini_dir_contains(int dir, int inner)
         close(cur);
         cur = up;
         if (up_st.st_dev == st.st_dev && up_st.st_ino == st.st_ino)
-            break;   /* the root */
+            break; /* the root */
     }
     if (cur >= 0)
         close(cur);
@@ -363,7 +390,8 @@ int mini_uid_range_init(struct mini_uid_range *r, struct mini_err *e)
     unsigned long ub = MINI_UID_RANGE_BASE, uc = MINI_UID_RANGE_COUNT, gb = ub, gc = uc;
     bool have_u = sub_range("/etc/subuid", &ub, &uc), have_g = sub_range("/etc/subgid", &gb, &gc);
     if (have_u != have_g)
-        return mini_err_set(e, MINI_E_IO, "/etc/subuid and /etc/subgid must both have a mini-sandboxd line, or neither");
+        return mini_err_set(e, MINI_E_IO,
+                            "/etc/subuid and /etc/subgid must both have a mini-sandboxd line, or neither");
     if (ub == 0 || gb == 0 || uc == 0 || gc == 0 || ub + uc > 0xfffffffful || gb + gc > 0xfffffffful)
         return mini_err_set(e, MINI_E_IO, "the mini-sandboxd line of /etc/subuid or /etc/subgid is not a usable range");
     *r = (struct mini_uid_range){ .uid_base = (uid_t)ub, .gid_base = (gid_t)gb };
@@ -410,12 +438,12 @@ void mini_uid_range_put(struct mini_uid_range *r, int slot)
  * unmapped owner or group would make a file read-only through the mount.) */
 static int format_map(char *buf, size_t size, unsigned long from, unsigned long to)
 {
-    const unsigned long end = 4294967295ul;   /* (uid_t)-1 is not an id */
+    const unsigned long end = 4294967295ul; /* (uid_t)-1 is not an id */
     if (from == to)
         return snprintf(buf, size, "0 0 %lu\n", end);
     unsigned long a = from < to ? from : to, b = from < to ? to : from;
     int n = snprintf(buf, size, "%lu %lu 1\n", from, to);
-    unsigned long seg[3][2] = { { 0, a }, { a + 1, b }, { b + 1, end } };   /* identity on [lo, hi) */
+    unsigned long seg[3][2] = { { 0, a }, { a + 1, b }, { b + 1, end } }; /* identity on [lo, hi) */
     for (int i = 0; i < 3; i++)
         if (seg[i][1] > seg[i][0])
             n += snprintf(buf + n, size - (size_t)n, "%lu %lu %lu\n", seg[i][0], seg[i][0], seg[i][1] - seg[i][0]);
@@ -485,21 +513,26 @@ bool mini_ws_quota_probe(int dir, char *why, size_t size)
 #endif
     switch (err) {
     case 0:
-        snprintf(why, size, "project quotas are on for this filesystem, but mini sets none yet: "
-                            "the workspace is bounded only by file_size per file");
+        snprintf(why, size,
+                 "project quotas are on for this filesystem, but mini sets none yet: "
+                 "the workspace is bounded only by file_size per file");
         break;
     case ENOSYS:
-        snprintf(why, size, "no quotactl_fd (Linux 5.14+ with CONFIG_QUOTA): "
-                            "the workspace is bounded only by file_size per file");
+        snprintf(why, size,
+                 "no quotactl_fd (Linux 5.14+ with CONFIG_QUOTA): "
+                 "the workspace is bounded only by file_size per file");
         break;
     case ESRCH:
-        snprintf(why, size, "project quotas are off on this filesystem (ext4: mkfs -O quota,project and "
-                            "mount -o prjquota; XFS: mount -o prjquota): the workspace is bounded only by "
-                            "file_size per file");
+        snprintf(why, size,
+                 "project quotas are off on this filesystem (ext4: mkfs -O quota,project and "
+                 "mount -o prjquota; XFS: mount -o prjquota): the workspace is bounded only by "
+                 "file_size per file");
         break;
     default:
-        snprintf(why, size, "no project quotas on this filesystem (%s): the workspace is bounded only by "
-                            "file_size per file", strerror(err));
+        snprintf(why, size,
+                 "no project quotas on this filesystem (%s): the workspace is bounded only by "
+                 "file_size per file",
+                 strerror(err));
         break;
     }
     return false;

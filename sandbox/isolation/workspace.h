@@ -60,14 +60,14 @@ bool mini_dir_contains(int dir, int inner);
 /* The host uids and gids a root daemon gives its sessions: a block nobody
  * else uses.  The line "mini-sandboxd:BASE:COUNT" of /etc/subuid and
  * /etc/subgid when present, else MINI_UID_RANGE_BASE and _COUNT. */
-#define MINI_UID_RANGE_BASE 2146435072u   /* 0x7ff00000 */
+#define MINI_UID_RANGE_BASE 2146435072u /* 0x7ff00000 */
 #define MINI_UID_RANGE_COUNT 65536u
 struct mini_uid_range {
     uid_t uid_base;
     gid_t gid_base;
     unsigned count;
     unsigned next;
-    unsigned char *used;    /* one bit per slot */
+    unsigned char *used; /* one bit per slot */
 };
 int mini_uid_range_init(struct mini_uid_range *r, struct mini_err *e);
 void mini_uid_range_free(struct mini_uid_range *r);

@@ -62,7 +62,8 @@ static void put_json(struct mini_buf *b, const cJSON *v)
         mini_buf_putc(b, '[');
         const cJSON *c;
         int first = 1;
-        cJSON_ArrayForEach(c, v) {
+        cJSON_ArrayForEach(c, v)
+        {
             if (!first)
                 mini_buf_putc(b, ',');
             first = 0;
@@ -73,7 +74,8 @@ static void put_json(struct mini_buf *b, const cJSON *v)
         mini_buf_putc(b, '{');
         const cJSON *c;
         int first = 1;
-        cJSON_ArrayForEach(c, v) {
+        cJSON_ArrayForEach(c, v)
+        {
             if (!first)
                 mini_buf_putc(b, ',');
             first = 0;
@@ -106,8 +108,9 @@ static void one_line(const char *label, cJSON *v, const struct mini_err *e)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: config_tool yaml|dotenv|load ARGS...\n"
-                        "       config_tool dotenv-set KEY VALUE FILE... | dotenv-unset KEY FILE...\n");
+        fprintf(stderr,
+                "usage: config_tool yaml|dotenv|load ARGS...\n"
+                "       config_tool dotenv-set KEY VALUE FILE... | dotenv-unset KEY FILE...\n");
         return 2;
     }
     const char *mode = argv[1];

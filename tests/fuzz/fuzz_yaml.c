@@ -28,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct mini_err e;
     cJSON *v = mini_yaml_parse((const char *)data, size, "fuzz", &e);
     if (!v && e.msg[0] == '\0')
-        abort();   /* an error must say why */
+        abort(); /* an error must say why */
     if (cJSON_IsObject(v)) {
         cJSON *copy = cJSON_Duplicate(v, true);
         if (copy && mini_config_validate(copy, &e) == 0) {

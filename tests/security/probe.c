@@ -101,8 +101,7 @@
 
 static int breaches, setup_errors;
 
-static void out(const char *kind, const char *what, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+static void out(const char *kind, const char *what, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void out(const char *kind, const char *what, const char *fmt, ...)
 {
     char msg[600];
@@ -167,8 +166,12 @@ static int verdict(const char *what, long r, int err)
     return R_DENIED;
 }
 
-#define SYSCALL_VERDICT(what, ...) \
-    ({ errno = 0; long r_ = syscall(__VA_ARGS__); verdict((what), r_, errno); })
+#define SYSCALL_VERDICT(what, ...)      \
+    ({                                  \
+        errno = 0;                      \
+        long r_ = syscall(__VA_ARGS__); \
+        verdict((what), r_, errno);     \
+    })
 
 /* ---- fds -------------------------------------------------------------- */
 
@@ -184,8 +187,7 @@ static int mode_fds(void)
         snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
         ssize_t n = readlink(p, target, sizeof target - 1);
         target[n < 0 ? 0 : n] = 0;
-        out("INFO", "fd", "%d -> %s%s", fd, n < 0 ? "(closed)" : target,
-            isatty(fd) ? " (a tty)" : "");
+        out("INFO", "fd", "%d -> %s%s", fd, n < 0 ? "(closed)" : target, isatty(fd) ? " (a tty)" : "");
     }
     int extra = 0;
     for (long fd = 3; fd < max; fd++) {
@@ -207,7 +209,7 @@ static int mode_fds(void)
 /* ---- tiocsti ---------------------------------------------------------- */
 
 struct ioctl_case {
-    int fd;              /* -1: open /dev/null; -2: a pty made our controlling tty */
+    int fd; /* -1: open /dev/null; -2: a pty made our controlling tty */
     unsigned long req;
 };
 
@@ -261,7 +263,10 @@ static int try_tty_ioctl(const char *what, const void *argp)
 
 static int mode_tiocsti(void)
 {
-    static const struct { const char *what; struct ioctl_case c; } cases[] = {
+    static const struct {
+        const char *what;
+        struct ioctl_case c;
+    } cases[] = {
         { "TIOCSTI on /dev/null", { -1, TIOCSTI } },
         { "TIOCSTI|1<<32 on /dev/null", { -1, TIOCSTI | HIGH_BITS } },
         { "TIOCSTI|0xffffffff00000000 on /dev/null", { -1, TIOCSTI | 0xffffffff00000000UL } },
@@ -307,7 +312,7 @@ static pid_t spawn_sleeper(void)
 
 static int try_ptrace(const char *what, const void *argp)
 {
-    const long *a = argp;   /* {request, pid (0: a fresh sibling)} */
+    const long *a = argp; /* {request, pid (0: a fresh sibling)} */
     pid_t target = (pid_t)a[1];
     pid_t sib = 0;
     if (target == 0) {
@@ -376,7 +381,7 @@ static int try_bpf_prog(const char *what, const void *a)
 {
     (void)a;
     struct bpf_insn insns[2] = {
-        { .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = 0 },   /* r0 = 0 */
+        { .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = 0 }, /* r0 = 0 */
         { .code = BPF_JMP | BPF_EXIT },
     };
     union bpf_attr attr;
@@ -384,7 +389,7 @@ static int try_bpf_prog(const char *what, const void *a)
     attr.prog_type = BPF_PROG_TYPE_SOCKET_FILTER;
     attr.insn_cnt = 2;
     attr.insns = (uint64_t)(uintptr_t)insns;
-    attr.license = (uint64_t)(uintptr_t)"GPL";
+    attr.license = (uint64_t)(uintptr_t) "GPL";
     return SYSCALL_VERDICT(what, SYS_bpf, BPF_PROG_LOAD, &attr, sizeof attr);
 }
 
@@ -410,7 +415,7 @@ static int mode_bpf(void)
 static int try_io_uring(const char *what, const void *a)
 {
     (void)a;
-    char params[512];   /* struct io_uring_params, zeroed, with room to grow */
+    char params[512]; /* struct io_uring_params, zeroed, with room to grow */
     memset(params, 0, sizeof params);
     return SYSCALL_VERDICT(what, __NR_io_uring_setup, 4L, params);
 }
@@ -445,10 +450,14 @@ static int try_userfaultfd(const char *what, const void *a)
 static int try_open_by_handle(const char *what, const void *a)
 {
     (void)a;
-    struct { unsigned int bytes; int type; unsigned char h[128]; } fh;
+    struct {
+        unsigned int bytes;
+        int type;
+        unsigned char h[128];
+    } fh;
     memset(&fh, 0, sizeof fh);
     fh.bytes = 8;
-    fh.type = 1;   /* FILEID_INO32_GEN: inode 2 (a filesystem root), gen 0 */
+    fh.type = 1; /* FILEID_INO32_GEN: inode 2 (a filesystem root), gen 0 */
     fh.h[0] = 2;
     return SYSCALL_VERDICT(what, SYS_open_by_handle_at, AT_FDCWD, &fh, (long)O_RDONLY);
 }
@@ -463,10 +472,7 @@ static int mode_misc(void)
 
 /* ---- namespaces -------------------------------------------------------- */
 
-static int try_unshare(const char *what, const void *a)
-{
-    return SYSCALL_VERDICT(what, SYS_unshare, *(const long *)a);
-}
+static int try_unshare(const char *what, const void *a) { return SYSCALL_VERDICT(what, SYS_unshare, *(const long *)a); }
 
 static int try_clone(const char *what, const void *a)
 {
@@ -483,10 +489,10 @@ static int try_clone(const char *what, const void *a)
 
 static int try_clone3(const char *what, const void *a)
 {
-    uint64_t args[11];   /* struct clone_args (v2 size: 88 bytes) */
+    uint64_t args[11]; /* struct clone_args (v2 size: 88 bytes) */
     memset(args, 0, sizeof args);
-    args[0] = (uint64_t)*(const long *)a;   /* flags */
-    args[4] = SIGCHLD;                       /* exit_signal */
+    args[0] = (uint64_t) * (const long *)a; /* flags */
+    args[4] = SIGCHLD;                      /* exit_signal */
     errno = 0;
     long r = syscall(__NR_clone3, args, sizeof args);
     if (r == 0)
@@ -499,10 +505,12 @@ static int try_clone3(const char *what, const void *a)
 
 static int mode_userns(void)
 {
-    static const struct { const char *name; long flag; } ns[] = {
-        { "CLONE_NEWUSER", CLONE_NEWUSER }, { "CLONE_NEWNS", CLONE_NEWNS },
-        { "CLONE_NEWNET", CLONE_NEWNET },   { "CLONE_NEWPID", CLONE_NEWPID },
-        { "CLONE_NEWUTS", CLONE_NEWUTS },   { "CLONE_NEWIPC", CLONE_NEWIPC },
+    static const struct {
+        const char *name;
+        long flag;
+    } ns[] = {
+        { "CLONE_NEWUSER", CLONE_NEWUSER },     { "CLONE_NEWNS", CLONE_NEWNS },   { "CLONE_NEWNET", CLONE_NEWNET },
+        { "CLONE_NEWPID", CLONE_NEWPID },       { "CLONE_NEWUTS", CLONE_NEWUTS }, { "CLONE_NEWIPC", CLONE_NEWIPC },
         { "CLONE_NEWCGROUP", CLONE_NEWCGROUP },
     };
     static const long user_mnt = CLONE_NEWUSER | CLONE_NEWNS;
@@ -583,10 +591,7 @@ static int try_open_tree(const char *what, const void *a)
     return SYSCALL_VERDICT(what, __NR_open_tree, (long)AT_FDCWD, "/", (long)(OPEN_TREE_CLONE | O_CLOEXEC));
 }
 
-static int try_chroot(const char *what, const void *a)
-{
-    return SYSCALL_VERDICT(what, SYS_chroot, (const char *)a);
-}
+static int try_chroot(const char *what, const void *a) { return SYSCALL_VERDICT(what, SYS_chroot, (const char *)a); }
 
 static int mode_mount(const char *dir)
 {
@@ -605,7 +610,10 @@ static int mode_mount(const char *dir)
 
 /* ---- sockets ----------------------------------------------------------- */
 
-struct sock_case { const char *name; int family, type, proto; };
+struct sock_case {
+    const char *name;
+    int family, type, proto;
+};
 
 static int try_socket(const char *what, const void *a)
 {
@@ -618,7 +626,7 @@ static int try_socket(const char *what, const void *a)
 static int mode_sockets(void)
 {
     static const struct sock_case cases[] = {
-        { "AF_NETLINK", 16, SOCK_RAW, 0 },        /* NETLINK_ROUTE */
+        { "AF_NETLINK", 16, SOCK_RAW, 0 }, /* NETLINK_ROUTE */
         { "AF_NETLINK/dgram", 16, SOCK_DGRAM, 0 },
         { "AF_PACKET", 17, SOCK_DGRAM, 0 },
         { "AF_VSOCK", 40, SOCK_STREAM, 0 },
@@ -674,7 +682,7 @@ static int try_int80_unshare(const char *what, const void *a)
 {
     (void)a;
     long ret;
-    long nr = 310;                 /* i386 __NR_unshare */
+    long nr = 310; /* i386 __NR_unshare */
     long flags = CLONE_NEWUSER;
     __asm__ volatile("int $0x80" : "=a"(ret) : "a"(nr), "b"(flags) : "memory", "cc");
     return verdict(what, ret < 0 && ret > -4096 ? -1 : ret, ret < 0 ? (int)-ret : 0);
@@ -909,7 +917,7 @@ static int mode_mem(long mib)
             out("DENIED", "memory limit", "mmap failed after %ld MiB: %s", got, strerror(errno));
             return 0;
         }
-        memset(p, 0x5a, chunk);   /* touch it: a cgroup limit acts on use */
+        memset(p, 0x5a, chunk); /* touch it: a cgroup limit acts on use */
     }
     out("BREACH", "memory limit", "allocated and touched %ld MiB", got);
     breaches++;
@@ -932,29 +940,80 @@ int main(int argc, char **argv)
     }
     const char *m = argv[1];
     int rc;
-#define ARGS(n) do { if (argc != 2 + (n)) { usage(); return 2; } } while (0)
-    if (!strcmp(m, "fds")) { ARGS(0); rc = mode_fds(); }
-    else if (!strcmp(m, "tiocsti")) { ARGS(0); rc = mode_tiocsti(); }
-    else if (!strcmp(m, "tiocsti-fds")) { ARGS(0); rc = mode_tiocsti_fds(); }
-    else if (!strcmp(m, "ptrace")) { ARGS(0); rc = mode_ptrace(); }
-    else if (!strcmp(m, "keyctl")) { ARGS(0); rc = mode_keyctl(); }
-    else if (!strcmp(m, "bpf")) { ARGS(0); rc = mode_bpf(); }
-    else if (!strcmp(m, "io_uring")) { ARGS(0); rc = mode_io_uring(); }
-    else if (!strcmp(m, "misc")) { ARGS(0); rc = mode_misc(); }
-    else if (!strcmp(m, "userns")) { ARGS(0); rc = mode_userns(); }
-    else if (!strcmp(m, "setns")) { ARGS(0); rc = mode_setns(); }
-    else if (!strcmp(m, "mount")) { ARGS(1); rc = mode_mount(argv[2]); }
-    else if (!strcmp(m, "sockets")) { ARGS(0); rc = mode_sockets(); }
-    else if (!strcmp(m, "sockets-allowed")) { ARGS(0); rc = mode_sockets_allowed(); }
-    else if (!strcmp(m, "x86-abi")) { ARGS(0); rc = mode_x86_abi(); }
-    else if (!strcmp(m, "connect-tcp")) { ARGS(2); rc = mode_connect_tcp(argv[2], argv[3]); }
-    else if (!strcmp(m, "connect-unix")) { ARGS(1); rc = mode_connect_unix(argv[2], 0); }
-    else if (!strcmp(m, "connect-abstract")) { ARGS(1); rc = mode_connect_unix(argv[2], 1); }
-    else if (!strcmp(m, "loopback")) { ARGS(0); rc = mode_loopback(); }
-    else if (!strcmp(m, "memscan")) { ARGS(2); rc = mode_memscan(argv[2], argv[3]); }
-    else if (!strcmp(m, "nproc")) { ARGS(1); rc = mode_nproc(atol(argv[2]) > 0 ? atol(argv[2]) : 1); }
-    else if (!strcmp(m, "mem")) { ARGS(1); rc = mode_mem(atol(argv[2]) > 0 ? atol(argv[2]) : 1); }
-    else { usage(); return 2; }
+#define ARGS(n)                \
+    do {                       \
+        if (argc != 2 + (n)) { \
+            usage();           \
+            return 2;          \
+        }                      \
+    } while (0)
+    if (!strcmp(m, "fds")) {
+        ARGS(0);
+        rc = mode_fds();
+    } else if (!strcmp(m, "tiocsti")) {
+        ARGS(0);
+        rc = mode_tiocsti();
+    } else if (!strcmp(m, "tiocsti-fds")) {
+        ARGS(0);
+        rc = mode_tiocsti_fds();
+    } else if (!strcmp(m, "ptrace")) {
+        ARGS(0);
+        rc = mode_ptrace();
+    } else if (!strcmp(m, "keyctl")) {
+        ARGS(0);
+        rc = mode_keyctl();
+    } else if (!strcmp(m, "bpf")) {
+        ARGS(0);
+        rc = mode_bpf();
+    } else if (!strcmp(m, "io_uring")) {
+        ARGS(0);
+        rc = mode_io_uring();
+    } else if (!strcmp(m, "misc")) {
+        ARGS(0);
+        rc = mode_misc();
+    } else if (!strcmp(m, "userns")) {
+        ARGS(0);
+        rc = mode_userns();
+    } else if (!strcmp(m, "setns")) {
+        ARGS(0);
+        rc = mode_setns();
+    } else if (!strcmp(m, "mount")) {
+        ARGS(1);
+        rc = mode_mount(argv[2]);
+    } else if (!strcmp(m, "sockets")) {
+        ARGS(0);
+        rc = mode_sockets();
+    } else if (!strcmp(m, "sockets-allowed")) {
+        ARGS(0);
+        rc = mode_sockets_allowed();
+    } else if (!strcmp(m, "x86-abi")) {
+        ARGS(0);
+        rc = mode_x86_abi();
+    } else if (!strcmp(m, "connect-tcp")) {
+        ARGS(2);
+        rc = mode_connect_tcp(argv[2], argv[3]);
+    } else if (!strcmp(m, "connect-unix")) {
+        ARGS(1);
+        rc = mode_connect_unix(argv[2], 0);
+    } else if (!strcmp(m, "connect-abstract")) {
+        ARGS(1);
+        rc = mode_connect_unix(argv[2], 1);
+    } else if (!strcmp(m, "loopback")) {
+        ARGS(0);
+        rc = mode_loopback();
+    } else if (!strcmp(m, "memscan")) {
+        ARGS(2);
+        rc = mode_memscan(argv[2], argv[3]);
+    } else if (!strcmp(m, "nproc")) {
+        ARGS(1);
+        rc = mode_nproc(atol(argv[2]) > 0 ? atol(argv[2]) : 1);
+    } else if (!strcmp(m, "mem")) {
+        ARGS(1);
+        rc = mode_mem(atol(argv[2]) > 0 ? atol(argv[2]) : 1);
+    } else {
+        usage();
+        return 2;
+    }
 #undef ARGS
     if (rc)
         return rc;

@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 struct report {
-    int ran;                  /* 1: detection ran; 0: setup failed (skip) */
+    int ran; /* 1: detection ran; 0: setup failed (skip) */
     char setup_error[1200];
     int user_ok;
     int user_err;
@@ -41,7 +41,7 @@ struct report {
     char strict_remedy[MINI_CAPS_TEXT_MAX];
     int standard_status;
     int standard_path;
-    char standard_items[600];     /* "user_ns,mount_ns,..." */
+    char standard_items[600]; /* "user_ns,mount_ns,..." */
     char standard_summary[MINI_CAPS_TEXT_MAX];
     char standard_remedy[MINI_CAPS_TEXT_MAX];
     int permissive_status;

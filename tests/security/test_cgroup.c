@@ -131,7 +131,7 @@ static int eat_memory(void *arg)
         return 2;
     for (size_t i = 0; i < n; i += 4096)
         p[i] = 1;
-    return 0;   /* survived: the limit did not work */
+    return 0; /* survived: the limit did not work */
 }
 
 struct forker {
@@ -195,7 +195,7 @@ static int tree(void *arg)
     for (int i = 0; i < 5; i++) {
         kids[i] = fork();
         if (kids[i] == 0) {
-            setsid();   /* a new session does not take it out of the cgroup */
+            setsid(); /* a new session does not take it out of the cgroup */
             pause();
             _exit(0);
         }
@@ -342,7 +342,7 @@ static void test_limits(struct mini_cgroups *cg)
         CHECK(d.cg == NULL);
         mini_cgroup_destroy(&d);
         mini_cgroup_destroy(&c);
-        mini_cgroup_destroy(&c);   /* twice is harmless */
+        mini_cgroup_destroy(&c); /* twice is harmless */
     }
 
     /* 200 cycles; every 20th runs a process. */
@@ -546,8 +546,8 @@ static void test_nobody(void)
     self[n] = '\0';
     pid_t pid = fork();
     if (pid == 0) {
-        execl("/usr/bin/setpriv", "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-              "--inh-caps=-all", self, "--nobody", (char *)NULL);
+        execl("/usr/bin/setpriv", "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
+              self, "--nobody", (char *)NULL);
         _exit(127);
     }
     int st = wait_status(pid);

@@ -96,7 +96,7 @@ static struct mini_profile *load(const char *name)
 static void child_standard(void)
 {
     struct mini_profile *p = load("standard");
-    int tcp = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);   /* made before: only Landlock can stop connect */
+    int tcp = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0); /* made before: only Landlock can stop connect */
     struct mini_err e;
     if (mini_landlock_apply(p, path("ws"), path("tmp"), &e) < 0) {
         child_report("apply", 0, -1, e.sys_errno);
@@ -155,7 +155,8 @@ static void child_root_bind(void)
              "{\"name\": \"rootbind\", \"namespaces\": {\"net\": false}, \"network\": \"host\","
              " \"filesystem\": {\"binds\": [\"/\"], \"hide\": [\"%s\", \"/etc/shadow\"],"
              " \"tmpfs\": [{\"path\": \"/var/tmp\", \"size_mb\": 16, \"mode\": \"1777\"}],"
-             " \"workspace_writable\": true}}", path("hidden"));
+             " \"workspace_writable\": true}}",
+             path("hidden"));
     struct mini_err e;
     cJSON *j = cJSON_Parse(json);
     struct mini_profile *p = j ? mini_profile_from_json(j, "rootbind.json", &e) : NULL;
@@ -252,7 +253,7 @@ static void test_plan(void)
     CHECK(r && r->access == (MINI_LL_FS_EXECUTE | MINI_LL_FS_READ_FILE | MINI_LL_FS_READ_DIR));
     CHECK(find_rule(&pl, "/proc") != NULL);
     CHECK(find_rule(&pl, "/dev/null") != NULL);
-    CHECK(find_rule(&pl, "/etc") == NULL);         /* carved, not granted whole */
+    CHECK(find_rule(&pl, "/etc") == NULL); /* carved, not granted whole */
     CHECK(find_rule(&pl, "/etc/passwd") != NULL);
     CHECK(find_rule(&pl, "/etc/shadow") == NULL);
     CHECK(find_rule(&pl, "/") == NULL);
@@ -292,8 +293,8 @@ int main(int argc, char **argv)
         return 1;
     }
     int ok = mkdir(path("ws"), 0755) | mkdir(path("tmp"), 0755) | mkdir(path("outside"), 0755) |
-             mkdir(path("hidden"), 0755) | write_file(path("outside/secret.txt"), "secret") |
-             write_file(path("hidden/secret.txt"), "hidden");
+        mkdir(path("hidden"), 0755) | write_file(path("outside/secret.txt"), "secret") |
+        write_file(path("hidden/secret.txt"), "hidden");
     if (ok != 0) {
         perror("setting up");
         return 1;

@@ -18,7 +18,7 @@ static size_t number_texts(const char *p, size_t n, char ***out)
 {
     size_t count = 0, cap = 0;
     char **v = NULL;
-    for (size_t i = 0; i < n; ) {
+    for (size_t i = 0; i < n;) {
         if (p[i] == '"') {
             for (i++; i < n && p[i] != '"'; i++)
                 if (p[i] == '\\')

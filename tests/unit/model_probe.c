@@ -58,7 +58,7 @@ static cJSON *load(const char *path, struct mini_err *e)
 
 int main(int argc, char **argv)
 {
-    signal(SIGPIPE, SIG_IGN);        /* libcurl runs with CURLOPT_NOSIGNAL */
+    signal(SIGPIPE, SIG_IGN); /* libcurl runs with CURLOPT_NOSIGNAL */
     const char *cls = NULL;
     long steps = 1;
     bool fail_actions = false;
@@ -119,13 +119,14 @@ int main(int argc, char **argv)
         cJSON_AddItemToObject(o, "message", cJSON_Duplicate(assistant, true));
         emit(o);
         cJSON_AddItemToArray(messages, assistant);
-        const cJSON *actions = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(assistant, "extra"),
-                                                                "actions");
+        const cJSON *actions =
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(assistant, "extra"), "actions");
         if (cJSON_GetArraySize(actions) == 0)
             continue;
         cJSON *outputs = cJSON_CreateArray();
         const cJSON *a;
-        cJSON_ArrayForEach(a, actions) {
+        cJSON_ArrayForEach(a, actions)
+        {
             const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(a, "command");
             _cleanup_buf_ struct mini_buf text = MINI_BUF_INIT;
             mini_buf_printf(&text, "ran: %s\n", cJSON_IsString(cmd) ? cmd->valuestring : "?");

@@ -90,7 +90,7 @@ static int truth_v1_writable(const char *ctrl)
     snprintf(path, sizeof path, "/sys/fs/cgroup/%s%s", ctrl, strcmp(own, "/") == 0 ? "" : own);
     struct stat st;
     if (!found || stat(path, &st) < 0)
-        return -1;   /* unknown layout: no ground truth */
+        return -1; /* unknown layout: no ground truth */
     snprintf(path + strlen(path), sizeof path - strlen(path), "/truth-%d", (int)getpid());
     if (mkdir(path, 0755) < 0)
         return 0;
@@ -116,8 +116,8 @@ static void test_real(void)
     CHECK(c.kernel[0] != '\0');
 
     bool userns = truth_userns();
-    CHECK_MSG(c.ns[MINI_NS_USER].ok == userns, "user ns: detected %d, truth %d (%s)", c.ns[MINI_NS_USER].ok,
-              userns, c.userns_why);
+    CHECK_MSG(c.ns[MINI_NS_USER].ok == userns, "user ns: detected %d, truth %d (%s)", c.ns[MINI_NS_USER].ok, userns,
+              c.userns_why);
     if (userns) {
         CHECK(c.ns[MINI_NS_MOUNT].ok && c.ns[MINI_NS_PID].ok && c.ns[MINI_NS_NET].ok);
         CHECK(c.ns_all);
@@ -136,8 +136,12 @@ static void test_real(void)
     CHECK((c.seccomp_actions & (MINI_SECACT_ERRNO | MINI_SECACT_KILL_PROCESS | MINI_SECACT_ALLOW)) ==
           (MINI_SECACT_ERRNO | MINI_SECACT_KILL_PROCESS | MINI_SECACT_ALLOW));
 
-    static const struct { const char *name; enum mini_cg_ctrl c; } v1[] = {
-        { "memory", MINI_CGC_MEMORY }, { "pids", MINI_CGC_PIDS },
+    static const struct {
+        const char *name;
+        enum mini_cg_ctrl c;
+    } v1[] = {
+        { "memory", MINI_CGC_MEMORY },
+        { "pids", MINI_CGC_PIDS },
     };
     for (size_t i = 0; i < 2; i++) {
         int truth = truth_v1_writable(v1[i].name);
@@ -232,7 +236,8 @@ static void no_userns(struct mini_caps *c)
     c->ns_all_err = ENOSPC;
     c->max_user_namespaces = 0;
     c->overlay_userns = false;
-    snprintf(c->userns_why, sizeof c->userns_why, "creating a user namespace failed (No space left on device): "
+    snprintf(c->userns_why, sizeof c->userns_why,
+             "creating a user namespace failed (No space left on device): "
              "user.max_user_namespaces is 0");
     snprintf(c->userns_remedy, sizeof c->userns_remedy, "sysctl -w user.max_user_namespaces=15000");
 }
@@ -253,7 +258,7 @@ static void test_synthetic(void)
     CHECK(mini_caps_assess(&c, standard, &a) == MINI_ASSESS_FULL);
     CHECK(a.features & MINI_FEAT_OVERLAY);
     CHECK(mini_caps_assess(&c, permissive, &a) == MINI_ASSESS_FULL);
-    CHECK(!(a.namespaces & MINI_FEAT_NET_NS));   /* host network: no netns asked for */
+    CHECK(!(a.namespaces & MINI_FEAT_NET_NS)); /* host network: no netns asked for */
 
     /* No user namespaces: strict refuses with the remedy, the others run
      * on the Landlock path and list what replaces each layer. */
@@ -279,7 +284,7 @@ static void test_synthetic(void)
     CHECK(has_item(&a, "user_ns") && has_item(&a, "mount_ns") && has_item(&a, "pid_ns") && has_item(&a, "net_ns"));
     CHECK(has_item(&a, "ipc_ns") && has_item(&a, "uts_ns") && has_item(&a, "cgroup_ns"));
     CHECK(has_item(&a, "tmpfs") && has_item(&a, "hide") && has_item(&a, "overlay"));
-    CHECK(!has_item(&a, "signals"));   /* ABI 7 scopes signals */
+    CHECK(!has_item(&a, "signals")); /* ABI 7 scopes signals */
     CHECK(strstr(a.summary, "Landlock ABI 7") != NULL && strstr(a.summary, "process-group kill") != NULL);
     j = mini_assessment_to_json(&a);
     CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "status")), "degraded");
@@ -290,7 +295,7 @@ static void test_synthetic(void)
 
     CHECK(mini_caps_assess(&c, permissive, &a) == MINI_ASSESS_DEGRADED);
     CHECK(a.path == MINI_PATH_LANDLOCK);
-    CHECK(!has_item(&a, "net_ns"));        /* it asked for the host network */
+    CHECK(!has_item(&a, "net_ns")); /* it asked for the host network */
     CHECK(has_item(&a, "unix_sockets") && has_item(&a, "hide"));
 
     /* Older Landlock: signals are listed as unconfined. */
@@ -335,7 +340,7 @@ static void test_synthetic(void)
     snprintf(c.overlay_stage, sizeof c.overlay_stage, "overlay");
     CHECK(mini_caps_assess(&c, standard, &a) == MINI_ASSESS_DEGRADED);
     CHECK(has_item(&a, "overlay") && a.missing == MINI_FEAT_OVERLAY);
-    CHECK(mini_caps_assess(&c, strict, &a) == MINI_ASSESS_FULL);   /* strict has no overlay */
+    CHECK(mini_caps_assess(&c, strict, &a) == MINI_ASSESS_FULL); /* strict has no overlay */
     req = from_json("{\"filesystem\": {\"overlay_root\": true}, \"require\": [\"overlay\"]}");
     CHECK(mini_caps_assess(&c, req, &a) == MINI_ASSESS_REFUSED);
     mini_profile_free(req);
@@ -345,7 +350,7 @@ static void test_synthetic(void)
     c.ns[MINI_NS_CGROUP] = (struct mini_caps_ns){ false, EINVAL, false };
     CHECK(mini_caps_assess(&c, standard, &a) == MINI_ASSESS_DEGRADED);
     CHECK(a.path == MINI_PATH_NAMESPACES && !(a.namespaces & MINI_FEAT_CGROUP_NS) && has_item(&a, "cgroup_ns"));
-    CHECK(mini_caps_assess(&c, strict, &a) == MINI_ASSESS_DEGRADED);   /* strict does not require cgroup_ns */
+    CHECK(mini_caps_assess(&c, strict, &a) == MINI_ASSESS_DEGRADED); /* strict does not require cgroup_ns */
 
     /* A profile asking for Landlock gets it on the namespace path too. */
     full_machine(&c);

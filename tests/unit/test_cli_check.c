@@ -51,9 +51,8 @@ static int run_check(int argc, char **argv)
 static bool any_refused(cJSON *profiles)
 {
     cJSON *p;
-    cJSON_ArrayForEach(p, profiles)
-        if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "status")), "refused") == 0)
-            return true;
+    cJSON_ArrayForEach(p, profiles) if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "status")),
+                                               "refused") == 0) return true;
     return false;
 }
 
@@ -86,8 +85,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < 3; i++) {
         cJSON *p = cJSON_GetObjectItemCaseSensitive(profiles, names[i]);
         const char *st = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "status"));
-        CHECK_MSG(st && (!strcmp(st, "full") || !strcmp(st, "degraded") || !strcmp(st, "refused")), "%s: %s",
-                  names[i], st ? st : "(none)");
+        CHECK_MSG(st && (!strcmp(st, "full") || !strcmp(st, "degraded") || !strcmp(st, "refused")), "%s: %s", names[i],
+                  st ? st : "(none)");
         CHECK(cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(p, "missing")));
         CHECK(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(p, "summary")));
     }
@@ -147,8 +146,9 @@ int main(int argc, char **argv)
             if (!mode)
                 _exit(11);
             if (strcmp(mode, "none") != 0)
-                _exit(77);   /* cgroups delegated to nobody: no refusal to see */
-            cJSON *p = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(rj, "profiles"), "needs-cgroups");
+                _exit(77); /* cgroups delegated to nobody: no refusal to see */
+            cJSON *p =
+                cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(rj, "profiles"), "needs-cgroups");
             const char *st = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "status"));
             const char *remedy = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "remedy"));
             _exit(r == 1 && r2 == 1 && st && !strcmp(st, "refused") && remedy && *remedy ? 0 : 12);

@@ -52,7 +52,7 @@ static bool contains(const char *hay, const char *needle)
 static void clear_env(void)
 {
     static const char *const vars[] = {
-        "MSWEA_MODEL_NAME", "MSWEA_MINI_CONFIG_PATH", "MSWEA_CONFIG_DIR", "MSWEA_COST_TRACKING",
+        "MSWEA_MODEL_NAME",        "MSWEA_MINI_CONFIG_PATH",      "MSWEA_CONFIG_DIR",       "MSWEA_COST_TRACKING",
         "MSWEA_GLOBAL_CONFIG_DIR", "LITELLM_MODEL_REGISTRY_PATH", "PYTHON_DOTENV_DISABLED",
     };
     for (size_t i = 0; i < MINI_ARRAY_SIZE(vars); i++)
@@ -63,7 +63,8 @@ static void test_yaml_scalars(void)
 {
     struct mini_err e;
     cJSON *v = y("n: ~\nb1: yes\nb2: Off\ni: 0x1F\no: 012\ns60: 1:30\nf: 1.5e+3\n"
-                 "s1: 1e3\ns2: 08\ninf: -.inf\nnan: .nan\nq: '123'\nu: 1_000\nempty:\n", &e);
+                 "s1: 1e3\ns2: 08\ninf: -.inf\nnan: .nan\nq: '123'\nu: 1_000\nempty:\n",
+                 &e);
     CHECK_MSG(v, "%s", e.msg);
     CHECK(cJSON_IsNull(cJSON_GetObjectItem(v, "n")));
     CHECK(cJSON_IsTrue(cJSON_GetObjectItem(v, "b1")));
@@ -93,7 +94,8 @@ static void test_yaml_blocks(void)
 {
     struct mini_err e;
     cJSON *v = y("lit: |\n  one\n\n    two\n  three\n\n\nstrip: |-\n  x\n\n\nkeep: |+\n  x\n\n\n"
-                 "fold: >\n  a\n  b\n\n  c\n   d\n  e\nfold_strip: >-\n  a\n  b\n", &e);
+                 "fold: >\n  a\n  b\n\n  c\n   d\n  e\nfold_strip: >-\n  a\n  b\n",
+                 &e);
     CHECK_MSG(v, "%s", e.msg);
     CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(v, "lit")), "one\n\n  two\nthree\n");
     CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(v, "strip")), "x");
@@ -112,11 +114,12 @@ static void test_yaml_anchors(void)
 {
     struct mini_err e;
     cJSON *v = y("a: &a {x: 1, y: 2}\nb: &b {x: 9, z: 3}\n"
-                 "c:\n  <<: [*a, *b]\n  y: 5\nd: *a\nl: &l [1, 2]\nm: *l\n", &e);
+                 "c:\n  <<: [*a, *b]\n  y: 5\nd: *a\nl: &l [1, 2]\nm: *l\n",
+                 &e);
     CHECK_MSG(v, "%s", e.msg);
     cJSON *c = cJSON_GetObjectItem(v, "c");
-    CHECK(cJSON_GetObjectItem(c, "x")->valuedouble == 1);   /* the first merged mapping wins */
-    CHECK(cJSON_GetObjectItem(c, "y")->valuedouble == 5);   /* explicit keys win */
+    CHECK(cJSON_GetObjectItem(c, "x")->valuedouble == 1); /* the first merged mapping wins */
+    CHECK(cJSON_GetObjectItem(c, "y")->valuedouble == 5); /* explicit keys win */
     CHECK(cJSON_GetObjectItem(c, "z")->valuedouble == 3);
     CHECK(!cJSON_GetObjectItem(c, "<<"));
     CHECK(cJSON_GetObjectItem(cJSON_GetObjectItem(v, "d"), "y")->valuedouble == 2);
@@ -167,8 +170,8 @@ static void test_yaml_errors(void)
 
     /* Keys that resolve to strings are fine, "=" included. */
     cJSON *v = y("'1': a\n!!str 2: b\n=: c\nnull_is_key: d\n", &e);
-    CHECK_MSG(v && cJSON_GetObjectItem(v, "1") && cJSON_GetObjectItem(v, "2") && cJSON_GetObjectItem(v, "="),
-              "%s", e.msg);
+    CHECK_MSG(v && cJSON_GetObjectItem(v, "1") && cJSON_GetObjectItem(v, "2") && cJSON_GetObjectItem(v, "="), "%s",
+              e.msg);
     cJSON_Delete(v);
 }
 
@@ -321,7 +324,8 @@ static void test_validate(void)
     expect_invalid("agent.action_observation_template=x",
                    "agent.action_observation_template: unknown key (mini-swe-agent v2 moved it to "
                    "model.observation_template)");
-    expect_invalid("agent.model_name=x", "agent.model_name: unknown key (it belongs in the model section: "
+    expect_invalid("agent.model_name=x",
+                   "agent.model_name: unknown key (it belongs in the model section: "
                    "model.model_name)");
     expect_invalid("agnet.mode=yolo", "agnet: unknown section (did you mean agent?)");
     expect_invalid("agent.mode=fast", "agent.mode: must be one of \"human\", \"confirm\", \"yolo\", got \"fast\"");
@@ -339,7 +343,8 @@ static void test_validate(void)
                    "model.set_cache_control: must be one of \"default_end\", null, got \"always\"");
     expect_invalid("agent=5", "agent: must be a mapping, got 5");
     expect_invalid("model.model_name=7", "model.model_name: must be a string or null, got 7");
-    expect_invalid("agent.foo=1", "agent.foo: unknown key (agent keys: agent_class, system_template, "
+    expect_invalid("agent.foo=1",
+                   "agent.foo: unknown key (agent keys: agent_class, system_template, "
                    "instance_template, step_limit, cost_limit, wall_time_limit_seconds, "
                    "max_consecutive_format_errors, output_path, mode, whitelist_actions, confirm_exit)");
 
@@ -494,7 +499,7 @@ static void test_dotenv(void)
     cJSON *v = mini_config_parse_dotenv(text, strlen(text), &skipped, &e);
     CHECK_MSG(v, "%s", e.msg);
     CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(v, "A")), "2");
-    CHECK(v && v->child && !strcmp(v->child->string, "A"));   /* first place, last value */
+    CHECK(v && v->child && !strcmp(v->child->string, "A")); /* first place, last value */
     CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(v, "B")), "x y");
     CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(v, "C")), "a\nb");
     CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(v, "D")), "/home/t/1-z");
@@ -522,7 +527,7 @@ static void test_dotenv(void)
     unsetenv("PYTHON_DOTENV_DISABLED");
     _cleanup_free_ char *missing = tpath("missing.env");
     CHECK(mini_config_load_dotenv(missing, &e) == 0);
-    CHECK(mini_config_load_dotenv(tmpdir, &e) == 0);   /* a directory loads nothing */
+    CHECK(mini_config_load_dotenv(tmpdir, &e) == 0); /* a directory loads nothing */
     write_file(f, "'A=B'=1\n");
     CHECK(mini_config_load_dotenv(f, &e) < 0 && contains(e.msg, "not a valid variable name"));
 }
@@ -565,7 +570,7 @@ static void test_get_set_merge(void)
     CHECK(mini_config_set(cfg, "model.model_kwargs.temperature", cJSON_CreateNumber(0.5), &e) == 0);
     CHECK(mini_config_get_number(cfg, "model.model_kwargs.temperature", -1) == 0.5);
     CHECK(mini_config_set(cfg, "agent", cJSON_CreateNumber(1), &e) == 0);
-    CHECK(mini_config_set(cfg, "agent.mode", cJSON_CreateString("yolo"), &e) == 0);   /* replaces the scalar */
+    CHECK(mini_config_set(cfg, "agent.mode", cJSON_CreateString("yolo"), &e) == 0); /* replaces the scalar */
     CHECK_STR(mini_config_get_string(cfg, "agent.mode"), "yolo");
     CHECK(mini_config_set(cfg, "agent.mode", cJSON_CreateString("human"), &e) == 0);
     CHECK_STR(mini_config_get_string(cfg, "agent.mode"), "human");
@@ -634,13 +639,14 @@ static void test_compat(void)
     setenv("MINI_CONFIG_DIR", bdir, 1);
     _cleanup_free_ char *sweb = tpath("builtin/benchmarks/swebench.yaml");
     /* The shape of benchmarks/swebench.yaml (its keys, not its text). */
-    write_file(sweb, "agent:\n  system_template: s\n  instance_template: '{{task}}'\n  step_limit: 250\n"
-                     "  cost_limit: 3.\nenvironment:\n  cwd: /no/such/testbed\n  timeout: 60\n"
-                     "  interpreter: [bash, -c]\n  env:\n    PAGER: cat\n  environment_class: docker\n"
-                     "  image: python:3.11\n  container_timeout: 2h\n  executable: docker\n"
-                     "  run_args: [--rm]\n  pull_timeout: 120\nmodel:\n  model_name: anthropic/x\n"
-                     "  model_class: portkey\n  provider: '@openai'\n  model_kwargs:\n    drop_params: true\n"
-                     "    temperature: 0.0\n");
+    write_file(sweb,
+               "agent:\n  system_template: s\n  instance_template: '{{task}}'\n  step_limit: 250\n"
+               "  cost_limit: 3.\nenvironment:\n  cwd: /no/such/testbed\n  timeout: 60\n"
+               "  interpreter: [bash, -c]\n  env:\n    PAGER: cat\n  environment_class: docker\n"
+               "  image: python:3.11\n  container_timeout: 2h\n  executable: docker\n"
+               "  run_args: [--rm]\n  pull_timeout: 120\nmodel:\n  model_name: anthropic/x\n"
+               "  model_class: portkey\n  provider: '@openai'\n  model_kwargs:\n    drop_params: true\n"
+               "    temperature: 0.0\n");
     /* get_config_path: name, name.yaml, under benchmarks/. */
     for (const char *const *n = (const char *const[]){ "swebench", "swebench.yaml", NULL }; *n; n++) {
         _cleanup_free_ char *p = mini_config_find(*n, &e);
@@ -653,10 +659,15 @@ static void test_compat(void)
     cJSON *cfg = load_validated(specs, 1, &e);
     CHECK_MSG(cfg, "%s", e.msg);
     const char *w = warnings.data ? warnings.data : "";
-    static const char *const keys[] = { "environment.image:", "environment.interpreter:",
-                                        "environment.container_timeout:", "environment.executable:",
-                                        "environment.run_args:", "environment.pull_timeout:",
-                                        "environment.environment_class:", "environment.cwd:", "model.provider:" };
+    static const char *const keys[] = { "environment.image:",
+                                        "environment.interpreter:",
+                                        "environment.container_timeout:",
+                                        "environment.executable:",
+                                        "environment.run_args:",
+                                        "environment.pull_timeout:",
+                                        "environment.environment_class:",
+                                        "environment.cwd:",
+                                        "model.provider:" };
     for (size_t i = 0; i < MINI_ARRAY_SIZE(keys); i++)
         CHECK_MSG(count(w, keys[i]) == 1, "%s: warned %zu times in:\n%s", keys[i], count(w, keys[i]), w);
     CHECK(count(w, "\n") == MINI_ARRAY_SIZE(keys));
@@ -682,8 +693,8 @@ static void test_compat(void)
     CHECK_MSG(cfg, "%s", e.msg);
     w = warnings.data ? warnings.data : "";
     CHECK(!strstr(w, "environment_class") && count(w, "environment.cwd:") == 1);
-    CHECK(mini_config_is_float(mini_config_get(cfg, "agent.cost_limit")));   /* pydantic: 0 -> 0.0 */
-    CHECK(!mini_config_is_float(mini_config_get(cfg, "agent.step_limit")));  /* 5.0 -> 5 */
+    CHECK(mini_config_is_float(mini_config_get(cfg, "agent.cost_limit")));  /* pydantic: 0 -> 0.0 */
+    CHECK(!mini_config_is_float(mini_config_get(cfg, "agent.step_limit"))); /* 5.0 -> 5 */
     const cJSON *tp = mini_config_get(cfg, "model.model_kwargs.top_p");
     CHECK(tp && !mini_config_is_float(cJSON_GetArrayItem(tp, 0)) && mini_config_is_float(cJSON_GetArrayItem(tp, 1)) &&
           mini_config_is_float(cJSON_GetArrayItem(tp, 2)));
@@ -696,10 +707,10 @@ static void test_compat(void)
     cJSON_Delete(cfg);
 
     /* Import paths of container classes, and modal's keys. */
-    const char *specs4[] = { "swebench",
-                             "environment.environment_class=minisweagent.environments.extra.swerex_modal.SwerexModalEnvironment",
-                             "environment.startup_timeout=600.0", "environment.install_pipx=true",
-                             "environment.modal_sandbox_kwargs=null" };
+    const char *specs4[] = {
+        "swebench", "environment.environment_class=minisweagent.environments.extra.swerex_modal.SwerexModalEnvironment",
+        "environment.startup_timeout=600.0", "environment.install_pipx=true", "environment.modal_sandbox_kwargs=null"
+    };
     reset_warnings();
     cfg = load_validated(specs4, MINI_ARRAY_SIZE(specs4), &e);
     CHECK_MSG(cfg, "%s", e.msg);

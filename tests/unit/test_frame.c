@@ -190,7 +190,11 @@ static void test_bad_headers(void)
     /* A reader may have a lower limit. */
     mini_frame_reader_init(&r);
     r.max = 10;
-    CHECK(mini_frame_reader_feed(&r, "\0\0\0\x0a" "0123456789" "\0\0\0\x0b", 18, &e) == 0);
+    CHECK(mini_frame_reader_feed(&r,
+                                 "\0\0\0\x0a"
+                                 "0123456789"
+                                 "\0\0\0\x0b",
+                                 18, &e) == 0);
     CHECK(mini_frame_reader_next(&r, &p, &n, &e) == 1 && n == 10);
     CHECK(mini_frame_reader_next(&r, &p, &n, &e) == -1);
     CHECK_STR(e.msg, "bad frame: length 11 is over the limit of 10 bytes");
@@ -205,7 +209,7 @@ static void test_eof(void)
     size_t n;
 
     mini_frame_reader_init(&r);
-    CHECK(mini_frame_reader_eof(&r, &e) == 0);               /* nothing at all */
+    CHECK(mini_frame_reader_eof(&r, &e) == 0); /* nothing at all */
     CHECK(mini_frame_reader_feed(&r, "\0\0", 2, &e) == 0);
     mini_err_clear(&e);
     CHECK(mini_frame_reader_eof(&r, &e) == -1);
@@ -349,13 +353,17 @@ static void test_send_recv(void)
         cJSON_Delete(o);
     }
     cJSON *o = (cJSON *)1;
-    CHECK(mini_frame_recv_json(sv[1], &r, &o, &e) == 0);     /* clean EOF */
+    CHECK(mini_frame_recv_json(sv[1], &r, &o, &e) == 0); /* clean EOF */
     CHECK(o == NULL);
     close(sv[1]);
     mini_frame_reader_free(&r);
 
     /* Truncated stream, bad JSON, and a bad header. */
-    static const struct { const char *bytes; size_t len; const char *msg; } cases[] = {
+    static const struct {
+        const char *bytes;
+        size_t len;
+        const char *msg;
+    } cases[] = {
         { "\0\0\0\x09{\"op\"", 9, "truncated frame: the stream ended after 5 of 9 payload bytes" },
         { "\0\0\0\x02[]", 6, "message is not a JSON object" },
         { "\0\0\0\x03{\"a", 7, "invalid JSON at byte 2: syntax error" },

@@ -17,10 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int fails_deep(struct mini_err *e)
-{
-    return mini_err_sys(e, MINI_E_IO, ENOENT, "opening %s", "/nope");
-}
+static int fails_deep(struct mini_err *e) { return mini_err_sys(e, MINI_E_IO, ENOENT, "opening %s", "/nope"); }
 
 static int fails_middle(struct mini_err *e)
 {
@@ -28,7 +25,6 @@ static int fails_middle(struct mini_err *e)
         return mini_err_prefix(e, "loading profile %s", "strict");
     return 0;
 }
-
 
 /* ---- mini_rm_rf: by fd, any depth, never out of the tree ---- */
 
@@ -111,7 +107,7 @@ static void test_rm_rf(void)
             }
             _exit(0);
         }
-        mini_rm_rf(tree, &e);   /* may stop with an error: never may it leave the tree */
+        mini_rm_rf(tree, &e); /* may stop with an error: never may it leave the tree */
         waitpid(pid, NULL, 0);
         snprintf(p, sizeof p, "%s/keep", victim);
         CHECK(access(p, F_OK) == 0);

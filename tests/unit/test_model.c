@@ -36,13 +36,16 @@ static char *P(const cJSON *j)
     return mini_buf_steal(&b, &n);
 }
 
-#define CHECK_JSON(item, expected) do { \
-    char *_s = P(item); \
-    cJSON *_x = J(expected); \
-    char *_t = P(_x); \
-    CHECK_STR(_s, _t); \
-    free(_s); free(_t); cJSON_Delete(_x); \
-} while (0)
+#define CHECK_JSON(item, expected) \
+    do {                           \
+        char *_s = P(item);        \
+        cJSON *_x = J(expected);   \
+        char *_t = P(_x);          \
+        CHECK_STR(_s, _t);         \
+        free(_s);                  \
+        free(_t);                  \
+        cJSON_Delete(_x);          \
+    } while (0)
 
 static const char *str(const cJSON *o, const char *key)
 {
@@ -81,7 +84,7 @@ static void test_regex(void)
     found = NULL;
     const char *two = "```mswea_bash_command\na\n```\n```mswea_bash_command\nb\nc\n```";
     CHECK(mini_regex_findall(re, two, strlen(two), &found, &e) == 2);
-    CHECK_STR(cJSON_GetArrayItem(found, 1)->valuestring, "b\nc");      /* DOTALL */
+    CHECK_STR(cJSON_GetArrayItem(found, 1)->valuestring, "b\nc"); /* DOTALL */
     cJSON_Delete(found);
     found = NULL;
     pcre2_code_free(re);
@@ -98,7 +101,8 @@ static void test_regex(void)
     const char *ws = "\xc2\xa0\xe3\x80\x80 cmd\xe2\x80\xa8\t";
     mini_py_strip(ws, strlen(ws), &a, &b);
     CHECK(b - a == 3 && memcmp(ws + a, "cmd", 3) == 0);
-    const char *nbsp_inside = "a\xc2\xa0" "b";
+    const char *nbsp_inside = "a\xc2\xa0"
+                              "b";
     mini_py_strip(nbsp_inside, strlen(nbsp_inside), &a, &b);
     CHECK(a == 0 && b == strlen(nbsp_inside));
     mini_py_strip("   ", 3, &a, &b);
@@ -122,8 +126,10 @@ static void test_toolcalls(void)
 {
     cJSON *actions = NULL;
     char *error = NULL;
-    cJSON *tc = J("[{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"bash\",\"arguments\":\"{\\\"command\\\": \\\"ls\\\"}\"}},"
-                  "{\"id\":\"c2\",\"type\":\"function\",\"function\":{\"name\":\"bash\",\"arguments\":{\"command\":\"pwd\"}}}]");
+    cJSON *tc = J(
+        "[{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"bash\",\"arguments\":\"{\\\"command\\\": "
+        "\\\"ls\\\"}\"}},"
+        "{\"id\":\"c2\",\"type\":\"function\",\"function\":{\"name\":\"bash\",\"arguments\":{\"command\":\"pwd\"}}}]");
     CHECK(mini_toolcall_actions(tc, &actions, &error) == 0);
     CHECK_JSON(actions, "[{\"command\":\"ls\",\"tool_call_id\":\"c1\"},{\"command\":\"pwd\",\"tool_call_id\":\"c2\"}]");
     cJSON_Delete(actions);
@@ -143,29 +149,33 @@ static void test_toolcalls(void)
      * between the parts). */
     tc = J("[{\"id\":\"c1\",\"function\":{\"name\":\"bash\",\"arguments\":\"{oops\"}}]");
     CHECK(mini_toolcall_actions(tc, &actions, &error) == 1);
-    CHECK_STR(error, "Error parsing tool call arguments: Expecting property name enclosed in double quotes: "
-                     "line 1 column 2 (char 1).Missing 'command' argument in bash tool call.");
+    CHECK_STR(error,
+              "Error parsing tool call arguments: Expecting property name enclosed in double quotes: "
+              "line 1 column 2 (char 1).Missing 'command' argument in bash tool call.");
     free(error);
     cJSON_Delete(tc);
 
     tc = J("[{\"id\":\"c1\",\"function\":{\"name\":\"python\",\"arguments\":\"{\"}}]");
     CHECK(mini_toolcall_actions(tc, &actions, &error) == 1);
-    CHECK_STR(error, "Error parsing tool call arguments: Expecting property name enclosed in double quotes: "
-                     "line 1 column 2 (char 1).Unknown tool 'python'.Missing 'command' argument in bash tool call.");
+    CHECK_STR(error,
+              "Error parsing tool call arguments: Expecting property name enclosed in double quotes: "
+              "line 1 column 2 (char 1).Unknown tool 'python'.Missing 'command' argument in bash tool call.");
     free(error);
     cJSON_Delete(tc);
 
     tc = J("[{\"id\":\"c1\",\"function\":{\"name\":\"bash\",\"arguments\":\"\"}}]");
     CHECK(mini_toolcall_actions(tc, &actions, &error) == 1);
-    CHECK_STR(error, "Error parsing tool call arguments: Expecting value: line 1 column 1 (char 0)."
-                     "Missing 'command' argument in bash tool call.");
+    CHECK_STR(error,
+              "Error parsing tool call arguments: Expecting value: line 1 column 1 (char 0)."
+              "Missing 'command' argument in bash tool call.");
     free(error);
     cJSON_Delete(tc);
 
     tc = J("[{\"id\":\"c1\",\"function\":{\"name\":\"bash\",\"arguments\":null}}]");
     CHECK(mini_toolcall_actions(tc, &actions, &error) == 1);
-    CHECK_STR(error, "Error parsing tool call arguments: the JSON object must be str, bytes or bytearray, not "
-                     "NoneType.Missing 'command' argument in bash tool call.");
+    CHECK_STR(error,
+              "Error parsing tool call arguments: the JSON object must be str, bytes or bytearray, not "
+              "NoneType.Missing 'command' argument in bash tool call.");
     free(error);
     cJSON_Delete(tc);
 
@@ -181,7 +191,8 @@ static void test_toolcalls(void)
     free(error);
     cJSON_Delete(tc);
 
-    tc = J("[{\"id\":\"c1\",\"function\":{\"name\":\"a_tool_name_longer_than_sixty_four_bytes_is_quoted_whole_xxxxxxxxxxxxx\","
+    tc = J("[{\"id\":\"c1\",\"function\":{\"name\":\"a_tool_name_longer_than_sixty_four_bytes_is_quoted_whole_"
+           "xxxxxxxxxxxxx\","
            "\"arguments\":\"{\\\"command\\\": \\\"ls\\\"}\"}}]");
     CHECK(mini_toolcall_actions(tc, &actions, &error) == 1);
     CHECK_STR(error, "Unknown tool 'a_tool_name_longer_than_sixty_four_bytes_is_quoted_whole_xxxxxxxxxxxxx'.");
@@ -205,7 +216,9 @@ static void test_toolcalls(void)
 
 /* What CPython 3.11's json.loads says (the version mini-swe-agent 2.4.6 was
  * checked with); NULL: accepted. */
-static const struct { const char *text, *msg; } pyjson_cases[] = {
+static const struct {
+    const char *text, *msg;
+} pyjson_cases[] = {
     { "{bad", "Expecting property name enclosed in double quotes: line 1 column 2 (char 1)" },
     { "", "Expecting value: line 1 column 1 (char 0)" },
     { "  ", "Expecting value: line 1 column 3 (char 2)" },
@@ -252,16 +265,15 @@ static void test_pyjson_table(void)
  * random short strings of JSON's characters.  Python 3.13 words trailing
  * commas differently ("Illegal trailing comma ..."): from there on the
  * random strings are compared only where neither side says so. */
-static const char pyjson_script[] =
-    "import sys, json\n"
-    "for line in sys.stdin:\n"
-    "    s = bytes.fromhex(line.strip()).decode('utf-8')\n"
-    "    try:\n"
-    "        json.loads(s); print('OK')\n"
-    "    except json.JSONDecodeError as e:\n"
-    "        print(str(e))\n"
-    "    except Exception as e:\n"
-    "        print('OTHER ' + type(e).__name__)\n";
+static const char pyjson_script[] = "import sys, json\n"
+                                    "for line in sys.stdin:\n"
+                                    "    s = bytes.fromhex(line.strip()).decode('utf-8')\n"
+                                    "    try:\n"
+                                    "        json.loads(s); print('OK')\n"
+                                    "    except json.JSONDecodeError as e:\n"
+                                    "        print(str(e))\n"
+                                    "    except Exception as e:\n"
+                                    "        print('OTHER ' + type(e).__name__)\n";
 
 static void test_pyjson_python(void)
 {
@@ -270,10 +282,12 @@ static void test_pyjson_python(void)
         return;
     }
     enum { N_RANDOM = 4000 };
-    static const char *const atoms[] = { "{", "}", "[", "]", "\"", ":", ",", " ", "\n", "\t", "\\", "u", "0",
-                                         "1", "9", "-", "+", ".", "e", "E", "a", "d8", "00", "true", "null",
-                                         "fals", "NaN", "Infinity", "\xc3\xa9", "\xf0\x9f\x98\x80", "x", "/",
-                                         "\\u", "\\ud83d", "\\u00e9", "\"k\"", "\"k\":" };
+    static const char *const atoms[] = {
+        "{",  "}",  "[",   "]",       "\"",      ":",     ",",     " ",        "\n",       "\t",
+        "\\", "u",  "0",   "1",       "9",       "-",     "+",     ".",        "e",        "E",
+        "a",  "d8", "00",  "true",    "null",    "fals",  "NaN",   "Infinity", "\xc3\xa9", "\xf0\x9f\x98\x80",
+        "x",  "/",  "\\u", "\\ud83d", "\\u00e9", "\"k\"", "\"k\":"
+    };
     /* openings that lead into objects, keys and strings, so that every one
      * of json.loads' messages comes up (each several dozen times) */
     static const char *const openings[] = { "{\"command\": ", "[", "{\"", "{\"k\"", "\"", "" };
@@ -323,8 +337,7 @@ static void test_pyjson_python(void)
         if (!newer && strncmp(line, "OTHER", 5) != 0) {
             const char *want = strcmp(line, "OK") == 0 ? NULL : line;
             if (!(want ? m && strcmp(m, want) == 0 : m == NULL)) {
-                fprintf(stderr, "json.loads differs on \"%s\": python: %s, mini: %s\n", texts[i], line,
-                        m ? m : "OK");
+                fprintf(stderr, "json.loads differs on \"%s\": python: %s, mini: %s\n", texts[i], line, m ? m : "OK");
                 CHECK(false);
             }
             compared++;
@@ -343,7 +356,7 @@ static void test_pyjson_python(void)
     CHECK(pclose(py) == 0);
     CHECK(i == total);
     CHECK(compared > total / 2);
-    CHECK(n_kinds >= 9);   /* all of json.loads' messages but the BOM's were compared */
+    CHECK(n_kinds >= 9); /* all of json.loads' messages but the BOM's were compared */
     unlink(in);
     unlink(script);
     for (size_t k = 0; k < total; k++)
@@ -359,8 +372,8 @@ static void test_prices(void)
     CHECK(mini_price_lookup("gpt-4o", &p) && fabs(p.input - 2.5e-6) < 1e-15 && fabs(p.output - 10e-6) < 1e-15);
     CHECK(mini_price_lookup("gpt-4o-mini", &p) && fabs(p.input - 0.15e-6) < 1e-15);
     CHECK(mini_price_lookup("gpt-4o-2024-08-06", &p) && fabs(p.input - 2.5e-6) < 1e-15);
-    CHECK(mini_price_lookup("claude-sonnet-4-5-20250929", &p) && fabs(p.output - 15e-6) < 1e-15
-          && fabs(p.cache_write - 3.75e-6) < 1e-15 && fabs(p.cache_read - 0.3e-6) < 1e-15);
+    CHECK(mini_price_lookup("claude-sonnet-4-5-20250929", &p) && fabs(p.output - 15e-6) < 1e-15 &&
+          fabs(p.cache_write - 3.75e-6) < 1e-15 && fabs(p.cache_read - 0.3e-6) < 1e-15);
     CHECK(mini_price_lookup("claude-sonnet-4.5", &p) && fabs(p.input - 3e-6) < 1e-15);
     CHECK(mini_price_lookup("claude-opus-4-5", &p) && fabs(p.input - 5e-6) < 1e-15);
     CHECK(mini_price_lookup("claude-opus-4-20250514", &p) && fabs(p.input - 15e-6) < 1e-15);
@@ -382,8 +395,8 @@ static void test_prices(void)
     close(fd);
     struct mini_err e;
     const char *names[] = { "openai/a", "a" };
-    CHECK(mini_price_registry(tmpl, names, 2, &p, &e) == 1 && fabs(p.output - 2e-6) < 1e-18
-          && fabs(p.cache_read - 1e-6) < 1e-18);
+    CHECK(mini_price_registry(tmpl, names, 2, &p, &e) == 1 && fabs(p.output - 2e-6) < 1e-18 &&
+          fabs(p.cache_read - 1e-6) < 1e-18);
     const char *other[] = { "zzz" };
     CHECK(mini_price_registry(tmpl, other, 1, &p, &e) == 0);
     const char *bad[] = { "bad" };
@@ -426,8 +439,8 @@ static void test_classes(void)
     bool text;
     CHECK(mini_model_resolve_class("litellm", "anthropic/claude-sonnet-4-5", &kind, &prov, &text));
     CHECK(kind == MINI_KIND_API && prov == MINI_PROV_ANTHROPIC && !text);
-    CHECK(mini_model_resolve_class("minisweagent.models.litellm_textbased_model.LitellmTextbasedModel", "gpt-4o",
-                                   &kind, &prov, &text));
+    CHECK(mini_model_resolve_class("minisweagent.models.litellm_textbased_model.LitellmTextbasedModel", "gpt-4o", &kind,
+                                   &prov, &text));
     CHECK(kind == MINI_KIND_API && prov == MINI_PROV_OPENAI && text);
     CHECK(mini_model_resolve_class("deterministic", NULL, &kind, &prov, &text) && kind == MINI_KIND_DETERMINISTIC);
     CHECK(mini_model_resolve_class("replay", NULL, &kind, &prov, &text) && kind == MINI_KIND_REPLAY);
@@ -444,7 +457,7 @@ static void test_classes(void)
     CHECK_STR(s, "anthropic/claude-sonnet-4.5");
     CHECK(prov == MINI_PROV_OPENROUTER);
     free(s);
-    prov = MINI_PROV_OPENROUTER;                       /* explicit class: "anthropic/" is part of the name */
+    prov = MINI_PROV_OPENROUTER; /* explicit class: "anthropic/" is part of the name */
     s = mini_model_strip_prefix("anthropic/claude-sonnet-4.5", &prov, &base);
     CHECK_STR(s, "anthropic/claude-sonnet-4.5");
     free(s);
@@ -468,7 +481,7 @@ static void test_classes(void)
     CHECK(mini_model_new(cfg, NULL, &e) == NULL);
     CHECK(e.code == MINI_E_CONFIG && strstr(e.msg, "bogus") && strstr(e.msg, "deterministic"));
     cJSON_Delete(cfg);
-    CHECK(mini_model_new(NULL, "openai_textbased", &e) == NULL);    /* no model name */
+    CHECK(mini_model_new(NULL, "openai_textbased", &e) == NULL); /* no model name */
     CHECK(strstr(e.msg, "model name") != NULL);
 }
 
@@ -483,22 +496,25 @@ static void test_openai_messages(void)
                     "{\"role\":\"tool\",\"tool_call_id\":\"c\",\"content\":\"out\",\"extra\":{}},"
                     "{\"role\":\"exit\",\"content\":\"Submitted\"}]");
     cJSON *out = mini_openai_messages(msgs, false);
-    CHECK_JSON(out, "[{\"role\":\"system\",\"content\":\"s\"},{\"role\":\"user\",\"content\":\"u\"},"
-                    "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c\",\"type\":\"function\","
-                    "\"function\":{\"name\":\"bash\",\"arguments\":\"{}\"}}]},"
-                    "{\"role\":\"tool\",\"content\":\"out\",\"tool_call_id\":\"c\"}]");
+    CHECK_JSON(out,
+               "[{\"role\":\"system\",\"content\":\"s\"},{\"role\":\"user\",\"content\":\"u\"},"
+               "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c\",\"type\":\"function\","
+               "\"function\":{\"name\":\"bash\",\"arguments\":\"{}\"}}]},"
+               "{\"role\":\"tool\",\"content\":\"out\",\"tool_call_id\":\"c\"}]");
     cJSON_Delete(out);
     out = mini_openai_messages(msgs, true);
     /* set_cache_control("default_end"): on the last message; a tool message carries it itself */
-    CHECK_JSON(cJSON_GetArrayItem(out, 3), "{\"role\":\"tool\",\"content\":[{\"type\":\"text\",\"text\":\"out\"}],"
-                                           "\"tool_call_id\":\"c\",\"cache_control\":{\"type\":\"ephemeral\"}}");
+    CHECK_JSON(cJSON_GetArrayItem(out, 3),
+               "{\"role\":\"tool\",\"content\":[{\"type\":\"text\",\"text\":\"out\"}],"
+               "\"tool_call_id\":\"c\",\"cache_control\":{\"type\":\"ephemeral\"}}");
     CHECK_JSON(cJSON_GetArrayItem(out, 1), "{\"role\":\"user\",\"content\":\"u\"}");
     cJSON_Delete(out);
     cJSON_Delete(msgs);
 
-    cJSON *resp = J("{\"choices\":[{\"message\":{\"role\":\"assistant\",\"content\":\"hi\",\"tool_calls\":["
-                    "{\"function\":{\"name\":\"bash\",\"arguments\":{\"command\":\"ls\"}}}]},\"finish_reason\":\"tool_calls\"}],"
-                    "\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":7,\"prompt_tokens_details\":{\"cached_tokens\":40}}}");
+    cJSON *resp = J(
+        "{\"choices\":[{\"message\":{\"role\":\"assistant\",\"content\":\"hi\",\"tool_calls\":["
+        "{\"function\":{\"name\":\"bash\",\"arguments\":{\"command\":\"ls\"}}}]},\"finish_reason\":\"tool_calls\"}],"
+        "\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":7,\"prompt_tokens_details\":{\"cached_tokens\":40}}}");
     cJSON *msg = NULL;
     const char *fr = NULL, *why = NULL;
     struct mini_usage u;
@@ -507,9 +523,9 @@ static void test_openai_messages(void)
     CHECK(u.present && u.input == 60 && u.cache_read == 40 && u.output == 7 && !u.has_cost);
     CHECK_STR(str(msg, "content"), "hi");
     const cJSON *tc = path(msg, "tool_calls.0");
-    CHECK(str(tc, "id") && strncmp(str(tc, "id"), "call_mini_", 10) == 0);          /* id filled in */
+    CHECK(str(tc, "id") && strncmp(str(tc, "id"), "call_mini_", 10) == 0); /* id filled in */
     CHECK_STR(str(tc, "type"), "function");
-    CHECK_STR(str(path(tc, "function"), "arguments"), "{\"command\":\"ls\"}");       /* made a string */
+    CHECK_STR(str(path(tc, "function"), "arguments"), "{\"command\":\"ls\"}"); /* made a string */
     cJSON_Delete(msg);
     cJSON_Delete(resp);
 
@@ -529,9 +545,12 @@ static void test_anthropic(void)
     struct mini_err e;
     cJSON *msgs = J("[{\"role\":\"system\",\"content\":\"sys\"},"
                     "{\"role\":\"user\",\"content\":\"task\"},"
-                    "{\"role\":\"assistant\",\"content\":\"let me see\",\"thinking_blocks\":[{\"type\":\"thinking\",\"thinking\":\"t\",\"signature\":\"s\"}],"
-                    "\"tool_calls\":[{\"id\":\"tu1\",\"type\":\"function\",\"function\":{\"name\":\"bash\",\"arguments\":\"{\\\"command\\\":\\\"ls\\\"}\"}},"
-                    "{\"id\":\"tu2\",\"type\":\"function\",\"function\":{\"name\":\"bash\",\"arguments\":\"{\\\"command\\\":\\\"pwd\\\"}\"}}]},"
+                    "{\"role\":\"assistant\",\"content\":\"let me "
+                    "see\",\"thinking_blocks\":[{\"type\":\"thinking\",\"thinking\":\"t\",\"signature\":\"s\"}],"
+                    "\"tool_calls\":[{\"id\":\"tu1\",\"type\":\"function\",\"function\":{\"name\":\"bash\","
+                    "\"arguments\":\"{\\\"command\\\":\\\"ls\\\"}\"}},"
+                    "{\"id\":\"tu2\",\"type\":\"function\",\"function\":{\"name\":\"bash\",\"arguments\":\"{"
+                    "\\\"command\\\":\\\"pwd\\\"}\"}}]},"
                     "{\"role\":\"tool\",\"tool_call_id\":\"tu1\",\"content\":\"a\"},"
                     "{\"role\":\"tool\",\"tool_call_id\":\"tu2\",\"content\":\"b\"},"
                     "{\"role\":\"user\",\"content\":\"Format error\"},"
@@ -539,18 +558,20 @@ static void test_anthropic(void)
     cJSON *system = NULL, *out = NULL;
     CHECK(mini_anthropic_convert(msgs, false, &system, &out, &e) == 0);
     CHECK(cJSON_IsString(system) && strcmp(system->valuestring, "sys") == 0);
-    CHECK_JSON(out, "[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"task\"}]},"
-                    "{\"role\":\"assistant\",\"content\":[{\"type\":\"thinking\",\"thinking\":\"t\",\"signature\":\"s\"},"
-                    "{\"type\":\"text\",\"text\":\"let me see\"},"
-                    "{\"type\":\"tool_use\",\"id\":\"tu1\",\"name\":\"bash\",\"input\":{\"command\":\"ls\"}},"
-                    "{\"type\":\"tool_use\",\"id\":\"tu2\",\"name\":\"bash\",\"input\":{\"command\":\"pwd\"}}]},"
-                    "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"tu1\",\"content\":\"a\"},"
-                    "{\"type\":\"tool_result\",\"tool_use_id\":\"tu2\",\"content\":\"b\"},"
-                    "{\"type\":\"text\",\"text\":\"Format error\"}]}]");
+    CHECK_JSON(out,
+               "[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"task\"}]},"
+               "{\"role\":\"assistant\",\"content\":[{\"type\":\"thinking\",\"thinking\":\"t\",\"signature\":\"s\"},"
+               "{\"type\":\"text\",\"text\":\"let me see\"},"
+               "{\"type\":\"tool_use\",\"id\":\"tu1\",\"name\":\"bash\",\"input\":{\"command\":\"ls\"}},"
+               "{\"type\":\"tool_use\",\"id\":\"tu2\",\"name\":\"bash\",\"input\":{\"command\":\"pwd\"}}]},"
+               "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"tu1\",\"content\":\"a\"},"
+               "{\"type\":\"tool_result\",\"tool_use_id\":\"tu2\",\"content\":\"b\"},"
+               "{\"type\":\"text\",\"text\":\"Format error\"}]}]");
     cJSON_Delete(system);
     cJSON_Delete(out);
     CHECK(mini_anthropic_convert(msgs, true, &system, &out, &e) == 0);
-    CHECK_JSON(path(out, "2.content.2"), "{\"type\":\"text\",\"text\":\"Format error\",\"cache_control\":{\"type\":\"ephemeral\"}}");
+    CHECK_JSON(path(out, "2.content.2"),
+               "{\"type\":\"text\",\"text\":\"Format error\",\"cache_control\":{\"type\":\"ephemeral\"}}");
     CHECK(path(out, "2.content.1.cache_control") == NULL);
     cJSON_Delete(system);
     cJSON_Delete(out);
@@ -572,9 +593,10 @@ static void test_anthropic(void)
     CHECK(mini_anthropic_parse(resp, &msg, &fr, &u, &why) == 0);
     CHECK_STR(fr, "tool_calls");
     CHECK(u.input == 5 && u.output == 6 && u.cache_write == 7 && u.cache_read == 8);
-    CHECK_JSON(msg, "{\"role\":\"assistant\",\"content\":\"ab\",\"tool_calls\":[{\"id\":\"toolu_1\",\"type\":\"function\","
-                    "\"function\":{\"name\":\"bash\",\"arguments\":\"{\\\"command\\\":\\\"ls\\\"}\"}}],"
-                    "\"thinking_blocks\":[{\"type\":\"thinking\",\"thinking\":\"hm\",\"signature\":\"x\"}]}");
+    CHECK_JSON(msg,
+               "{\"role\":\"assistant\",\"content\":\"ab\",\"tool_calls\":[{\"id\":\"toolu_1\",\"type\":\"function\","
+               "\"function\":{\"name\":\"bash\",\"arguments\":\"{\\\"command\\\":\\\"ls\\\"}\"}}],"
+               "\"thinking_blocks\":[{\"type\":\"thinking\",\"thinking\":\"hm\",\"signature\":\"x\"}]}");
     cJSON_Delete(msg);
     cJSON_Delete(resp);
     resp = J("{\"type\":\"message\",\"content\":[],\"stop_reason\":\"max_tokens\"}");
@@ -594,10 +616,11 @@ static void test_anthropic(void)
 static void test_deterministic(void)
 {
     struct mini_err e;
-    cJSON *cfg = J("{\"outputs\": [\"no action\", \"```bash\\necho one\\n```\", "
-                   "\"/sleep 0\", \"```mswea_bash_command\\necho two\\n```\\n```bash\\nx\\n```\", "
-                   "{\"role\": \"assistant\", \"content\": \"obj\", \"extra\": {\"actions\": [{\"command\": \"echo three\"}]}}], "
-                   "\"cost_per_call\": 0.5}");
+    cJSON *cfg = J(
+        "{\"outputs\": [\"no action\", \"```bash\\necho one\\n```\", "
+        "\"/sleep 0\", \"```mswea_bash_command\\necho two\\n```\\n```bash\\nx\\n```\", "
+        "{\"role\": \"assistant\", \"content\": \"obj\", \"extra\": {\"actions\": [{\"command\": \"echo three\"}]}}], "
+        "\"cost_per_call\": 0.5}");
     double global0 = mini_model_global_cost();
     struct mini_model *m = mini_model_new(cfg, "deterministic", &e);
     cJSON_Delete(cfg);
@@ -685,7 +708,7 @@ static void test_deterministic(void)
         CHECK(fabs(mini_model_cost(m) - 0.125) < 1e-12);
         CHECK(mini_model_query(m, messages, &a, &fe, &e) == 0);
         CHECK_JSON(path(a, "extra.actions"), "[{\"command\": \"pwd\", \"tool_call_id\": \"t9\"}]");
-        CHECK(fabs(mini_model_cost(m) - 0.125) < 1e-12);   /* no extra.cost: 0, as the real agent counts */
+        CHECK(fabs(mini_model_cost(m) - 0.125) < 1e-12); /* no extra.cost: 0, as the real agent counts */
         cJSON_Delete(a);
         cJSON_Delete(messages);
         mini_model_free(m);
@@ -705,17 +728,20 @@ static void test_tool_observations(void)
 {
     struct mini_err e;
     cJSON *cfg = J("{\"outputs\": [\"x\"], \"observation_template\": "
-                   "\"{{task}}|{{output.returncode}}|{{output.output}}{% if output.exception_info %}|{{output.exception_info}}{% endif %}\"}");
+                   "\"{{task}}|{{output.returncode}}|{{output.output}}{% if output.exception_info "
+                   "%}|{{output.exception_info}}{% endif %}\"}");
     struct mini_model *m = mini_model_new(cfg, "deterministic", &e);
     cJSON_Delete(cfg);
     CHECK(m != NULL);
     if (!m)
         return;
-    cJSON *assistant = J("{\"role\": \"assistant\", \"extra\": {\"actions\": ["
-                         "{\"command\": \"a\", \"tool_call_id\": \"c1\"}, {\"command\": \"b\", \"tool_call_id\": \"c2\"},"
-                         "{\"command\": \"c\", \"tool_call_id\": \"c3\"}]}}");
-    cJSON *outputs = J("[{\"output\": \"A\", \"returncode\": 0, \"exception_info\": \"\"},"
-                       " {\"output\": \"B\", \"returncode\": 124, \"exception_info\": \"timed out\", \"extra\": {\"timeout\": 5}}]");
+    cJSON *assistant =
+        J("{\"role\": \"assistant\", \"extra\": {\"actions\": ["
+          "{\"command\": \"a\", \"tool_call_id\": \"c1\"}, {\"command\": \"b\", \"tool_call_id\": \"c2\"},"
+          "{\"command\": \"c\", \"tool_call_id\": \"c3\"}]}}");
+    cJSON *outputs =
+        J("[{\"output\": \"A\", \"returncode\": 0, \"exception_info\": \"\"},"
+          " {\"output\": \"B\", \"returncode\": 124, \"exception_info\": \"timed out\", \"extra\": {\"timeout\": 5}}]");
     cJSON *vars = J("{\"task\": \"T\"}");
     cJSON *obs = mini_model_observations(m, assistant, outputs, vars, &e);
     CHECK(cJSON_GetArraySize(obs) == 3);
@@ -750,13 +776,14 @@ static void test_tool_observations(void)
 static void test_deterministic_toolcall(void)
 {
     struct mini_err e;
-    cJSON *cfg = J("{\"outputs\": [{\"role\": \"assistant\", \"content\": \"just text\"},"
-                   " \"plain string\","
-                   " {\"role\": \"assistant\", \"content\": null, \"tool_calls\": [{\"id\": \"t1\", \"type\": \"function\","
-                   "  \"function\": {\"name\": \"bash\", \"arguments\": \"{\\\"command\\\": ls}\"}}]},"
-                   " {\"role\": \"assistant\", \"content\": null, \"tool_calls\": [{\"id\": \"t2\", \"type\": \"function\","
-                   "  \"function\": {\"name\": \"bash\", \"arguments\": \"{\\\"command\\\": \\\"ls\\\"}\"}}]}],"
-                   " \"format_error_template\": \"{{error}} [{{has_tool_calls}}]\"}");
+    cJSON *cfg =
+        J("{\"outputs\": [{\"role\": \"assistant\", \"content\": \"just text\"},"
+          " \"plain string\","
+          " {\"role\": \"assistant\", \"content\": null, \"tool_calls\": [{\"id\": \"t1\", \"type\": \"function\","
+          "  \"function\": {\"name\": \"bash\", \"arguments\": \"{\\\"command\\\": ls}\"}}]},"
+          " {\"role\": \"assistant\", \"content\": null, \"tool_calls\": [{\"id\": \"t2\", \"type\": \"function\","
+          "  \"function\": {\"name\": \"bash\", \"arguments\": \"{\\\"command\\\": \\\"ls\\\"}\"}}]}],"
+          " \"format_error_template\": \"{{error}} [{{has_tool_calls}}]\"}");
     struct mini_model *m = mini_model_new(cfg, "deterministic_toolcall", &e);
     cJSON_Delete(cfg);
     CHECK(m != NULL);
@@ -797,7 +824,8 @@ static void test_replay(void)
         "{\"role\": \"system\", \"content\": \"s\"}, {\"role\": \"user\", \"content\": \"u\"},"
         "{\"role\": \"assistant\", \"content\": \"one\", \"tool_calls\": [{\"id\": \"c1\", \"type\": \"function\","
         " \"function\": {\"name\": \"bash\", \"arguments\": \"{\\\"command\\\": \\\"ls\\\"}\"}}],"
-        " \"extra\": {\"actions\": [{\"command\": \"ls\", \"tool_call_id\": \"c1\"}], \"cost\": 0.25, \"timestamp\": 1}},"
+        " \"extra\": {\"actions\": [{\"command\": \"ls\", \"tool_call_id\": \"c1\"}], \"cost\": 0.25, \"timestamp\": "
+        "1}},"
         "{\"role\": \"tool\", \"tool_call_id\": \"c1\", \"content\": \"x\"},"
         "{\"role\": \"assistant\", \"content\": \"two\", \"tool_calls\": [{\"id\": \"c2\", \"type\": \"function\","
         " \"function\": {\"name\": \"bash\", \"arguments\": \"{\\\"command\\\": \\\"pwd\\\"}\"}}]},"
@@ -877,15 +905,16 @@ static void test_api_config(void)
         CHECK_STR(e.msg, "server said: bad key ***!");
         mini_model_free(m);
     }
-    cfg = J("{\"model_name\": \"anthropic/claude-opus-4-5\", \"model_kwargs\": {\"api_base\": \"http://127.0.0.1:1/v1\"}}");
+    cfg = J(
+        "{\"model_name\": \"anthropic/claude-opus-4-5\", \"model_kwargs\": {\"api_base\": \"http://127.0.0.1:1/v1\"}}");
     unsetenv("ANTHROPIC_API_KEY");
     m = mini_model_new(cfg, NULL, &e);
     cJSON_Delete(cfg);
     CHECK(m != NULL);
     if (m) {
         CHECK_STR(m->url, "http://127.0.0.1:1/v1/messages");
-        CHECK(m->cache_control);                        /* Claude: cache control by default */
-        CHECK(m->api_key == NULL);                      /* a custom endpoint may do without */
+        CHECK(m->cache_control);   /* Claude: cache control by default */
+        CHECK(m->api_key == NULL); /* a custom endpoint may do without */
         mini_model_free(m);
     }
     cfg = J("{\"model_name\": \"gpt-4o\", \"model_kwargs\": {\"api_base\": \"ftp://x\"}}");

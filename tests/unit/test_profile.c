@@ -34,15 +34,16 @@ static struct mini_profile *from(const char *json, struct mini_err *e)
 }
 
 /* json must be refused with exactly `msg` (profile_invalid). */
-#define BAD(json, want_) do { \
-    struct mini_err _e; \
-    mini_err_clear(&_e); \
-    struct mini_profile *_p = from(json, &_e); \
-    CHECK_MSG(_p == NULL, "accepted: %s", json); \
-    mini_profile_free(_p); \
-    CHECK(_e.code == MINI_E_PROFILE_INVALID); \
-    CHECK_STR(_e.msg, want_); \
-} while (0)
+#define BAD(json, want_)                             \
+    do {                                             \
+        struct mini_err _e;                          \
+        mini_err_clear(&_e);                         \
+        struct mini_profile *_p = from(json, &_e);   \
+        CHECK_MSG(_p == NULL, "accepted: %s", json); \
+        mini_profile_free(_p);                       \
+        CHECK(_e.code == MINI_E_PROFILE_INVALID);    \
+        CHECK_STR(_e.msg, want_);                    \
+    } while (0)
 
 static int write_str(const char *path, const char *s)
 {
@@ -116,11 +117,13 @@ static void test_builtins(void)
 
     CHECK_STR(s->name, "strict");
     CHECK(s->network == MINI_NET_NONE && (s->namespaces & MINI_FEAT_NET_NS));
-    CHECK(s->namespaces == (MINI_FEAT_USER_NS | MINI_FEAT_PID_NS | MINI_FEAT_MOUNT_NS | MINI_FEAT_NET_NS |
-                            MINI_FEAT_IPC_NS | MINI_FEAT_UTS_NS | MINI_FEAT_CGROUP_NS));
+    CHECK(s->namespaces ==
+          (MINI_FEAT_USER_NS | MINI_FEAT_PID_NS | MINI_FEAT_MOUNT_NS | MINI_FEAT_NET_NS | MINI_FEAT_IPC_NS |
+           MINI_FEAT_UTS_NS | MINI_FEAT_CGROUP_NS));
     CHECK_STR(s->hostname, "mini-sandbox");
-    CHECK(s->require == (MINI_FEAT_USER_NS | MINI_FEAT_PID_NS | MINI_FEAT_NET_NS | MINI_FEAT_MOUNT_NS |
-                         MINI_FEAT_IPC_NS | MINI_FEAT_UTS_NS | MINI_FEAT_SECCOMP));
+    CHECK(s->require ==
+          (MINI_FEAT_USER_NS | MINI_FEAT_PID_NS | MINI_FEAT_NET_NS | MINI_FEAT_MOUNT_NS | MINI_FEAT_IPC_NS |
+           MINI_FEAT_UTS_NS | MINI_FEAT_SECCOMP));
     CHECK(s->workspace_writable && !s->overlay_root);
     CHECK(s->n_tmpfs == 1 && strcmp(s->tmpfs[0].path, "/tmp") == 0 && s->tmpfs[0].mode == 01777 &&
           s->tmpfs[0].size_bytes == 128ull << 20);
@@ -135,8 +138,8 @@ static void test_builtins(void)
     CHECK(s->seccomp.deny_tty_injection && s->seccomp.deny_namespace_clone);
     CHECK(has_str(s->seccomp.deny, s->seccomp.n_deny, "ptrace"));
     CHECK(has_str(s->seccomp.deny, s->seccomp.n_deny, "io_uring_setup"));
-    CHECK(s->seccomp.n_socket_families == 3 && has_family(&s->seccomp, AF_UNIX) &&
-          has_family(&s->seccomp, AF_INET) && has_family(&s->seccomp, AF_INET6));
+    CHECK(s->seccomp.n_socket_families == 3 && has_family(&s->seccomp, AF_UNIX) && has_family(&s->seccomp, AF_INET) &&
+          has_family(&s->seccomp, AF_INET6));
     CHECK(s->env_set.n == 9 && strcmp(s->env_set.keys[0], "PATH") == 0 && s->n_env_pass == 0);
     CHECK(has_str(s->env_set.keys, s->env_set.n, "TQDM_DISABLE"));
 
@@ -174,7 +177,7 @@ static void test_builtins(void)
      * description and require. */
     struct mini_profile *d = from("{}", &e);
     CHECK_MSG(d != NULL, "%s", e.msg);
-    CHECK_STR(d->name, "strict");   /* from the origin "strict.json" */
+    CHECK_STR(d->name, "strict"); /* from the origin "strict.json" */
     CHECK(d->require == 0);
     cJSON *dj = mini_profile_to_json(d), *sj = mini_profile_to_json(s);
     cJSON_DeleteItemFromObject(sj, "description");
@@ -209,7 +212,8 @@ static void test_malformed(void)
     BAD("{\"namespaces\": {\"net\": \"yes\"}}", "strict.json: namespaces.net: must be true or false");
     BAD("{\"network\": true}", "strict.json: network: must be \"none\" or \"host\"");
     BAD("{\"network\": \"bridge\"}", "strict.json: network: must be \"none\" or \"host\"");
-    BAD("{\"filesystem\": {\"binds\": [\"/usr\", 7]}}", "strict.json: filesystem.binds[1]: must be a path or an object");
+    BAD("{\"filesystem\": {\"binds\": [\"/usr\", 7]}}",
+        "strict.json: filesystem.binds[1]: must be a path or an object");
     BAD("{\"filesystem\": {\"binds\": \"/usr\"}}", "strict.json: filesystem.binds: must be an array");
     BAD("{\"filesystem\": {\"workspace_writable\": 1}}",
         "strict.json: filesystem.workspace_writable: must be true or false");
@@ -239,7 +243,8 @@ static void test_malformed(void)
         "strict.json: filesystem.binds[2].path: must be an absolute path");
     BAD("{\"filesystem\": {\"binds\": [{\"writable\": true}]}}", "strict.json: filesystem.binds[0].path: is required");
     BAD("{\"filesystem\": {\"hide\": [\"/etc/../home\"]}}", "strict.json: filesystem.hide[0]: must not contain \"..\"");
-    BAD("{\"filesystem\": {\"hide\": [\"/a\", \"/b/..\"]}}", "strict.json: filesystem.hide[1]: must not contain \"..\"");
+    BAD("{\"filesystem\": {\"hide\": [\"/a\", \"/b/..\"]}}",
+        "strict.json: filesystem.hide[1]: must not contain \"..\"");
     BAD("{\"filesystem\": {\"hide\": [\"\"]}}", "strict.json: filesystem.hide[0]: must be an absolute path");
     BAD("{\"filesystem\": {\"hide\": [\"//\"]}}", "strict.json: filesystem.hide[0]: must not be \"/\"");
     BAD("{\"filesystem\": {\"hide\": [\"/x\", \"/x/\"]}}", "strict.json: filesystem.hide[1]: \"/x\" is listed twice");
@@ -263,7 +268,8 @@ static void test_malformed(void)
         "strict.json: seccomp.socket_families[0]: socket family \"vsock\" is never allowed");
     BAD("{\"seccomp\": {\"socket_families\": [\"unix\", \"alg\"]}}",
         "strict.json: seccomp.socket_families[1]: socket family \"alg\" is never allowed");
-    BAD("{\"seccomp\": {\"errno\": \"EINVAL\"}}", "strict.json: seccomp.errno: must be \"EPERM\", \"ENOSYS\" or \"EACCES\"");
+    BAD("{\"seccomp\": {\"errno\": \"EINVAL\"}}",
+        "strict.json: seccomp.errno: must be \"EPERM\", \"ENOSYS\" or \"EACCES\"");
     BAD("{\"seccomp\": {\"default_action\": \"trap\"}}",
         "strict.json: seccomp.default_action: must be \"allow\", \"errno\" or \"kill\"");
     BAD("{\"seccomp\": {\"default_action\": \"kill\"}}",
@@ -284,7 +290,8 @@ static void test_malformed(void)
         "strict.json: require[0]: \"net_ns\" is required but that namespace is turned off in namespaces");
     BAD("{\"require\": [\"overlay\"]}",
         "strict.json: require[0]: \"overlay\" is required but filesystem.overlay_root is false");
-    BAD("{\"namespaces\": {\"uts\": false}, \"hostname\": \"box\"}", "strict.json: hostname: needs namespaces.uts to be true");
+    BAD("{\"namespaces\": {\"uts\": false}, \"hostname\": \"box\"}",
+        "strict.json: hostname: needs namespaces.uts to be true");
     BAD("{\"hostname\": \"bad_name\"}", "strict.json: hostname: must be a valid host name of at most 64 characters");
     BAD("{\"hostname\": \"-x\"}", "strict.json: hostname: must be a valid host name of at most 64 characters");
     BAD("{\"namespaces\": {\"mount\": false}}",
@@ -311,7 +318,8 @@ static void test_accepted(void)
     /* Paths are normalised; string binds are read-only and optional. */
     p = from("{\"filesystem\": {\"binds\": [\"//usr/./lib/\", {\"path\": \"/srv/data\", \"writable\": true, "
              "\"optional\": false}, {\"path\": \"/opt\"}], \"hide\": [\"/etc//passwd\"],"
-             " \"tmpfs\": [{\"path\": \"/scratch\", \"size_mb\": 8, \"mode\": \"700\"}]}}", &e);
+             " \"tmpfs\": [{\"path\": \"/scratch\", \"size_mb\": 8, \"mode\": \"700\"}]}}",
+             &e);
     CHECK_MSG(p != NULL, "%s", e.msg);
     if (p) {
         CHECK_STR(p->binds[0].path, "/usr/lib");
@@ -328,7 +336,8 @@ static void test_accepted(void)
     p = from("{\"name\": \"custom one\", \"namespaces\": {\"uts\": false, \"user\": false},"
              " \"seccomp\": {\"default_action\": \"errno\", \"errno\": \"ENOSYS\", \"allow\": [\"read\", \"write\"],"
              " \"deny\": [], \"socket_families\": []}, \"limits\": {\"memory_mb\": 0, \"timeout_s\": 2.5},"
-             " \"environment\": {\"set\": {}, \"pass\": [\"GOPATH\"]}, \"require\": [\"landlock\", \"cgroups\"]}", &e);
+             " \"environment\": {\"set\": {}, \"pass\": [\"GOPATH\"]}, \"require\": [\"landlock\", \"cgroups\"]}",
+             &e);
     CHECK_MSG(p != NULL, "%s", e.msg);
     if (p) {
         CHECK_STR(p->name, "custom one");
@@ -372,7 +381,7 @@ static void test_accepted(void)
 
     /* Built-in names. */
     p = mini_profile_load_builtin(tmp, "my-box", &e);
-    CHECK(p == NULL && e.code == MINI_E_PROFILE_INVALID);   /* still the bad JSON */
+    CHECK(p == NULL && e.code == MINI_E_PROFILE_INVALID); /* still the bad JSON */
     p = mini_profile_load_builtin(dir, "../strict", &e);
     CHECK(p == NULL && e.code == MINI_E_PROFILE_INVALID && strstr(e.msg, "invalid profile name"));
     p = mini_profile_load_builtin(dir, "Strict", &e);
@@ -413,29 +422,33 @@ static int override(struct mini_profile *p, const char *json, struct mini_err *e
     return r;
 }
 
-#define OV_FAIL(p, json, code_, want_) do { \
-    struct mini_err _e; \
-    CHECK_MSG(override(p, json, &_e) == -1, "accepted: %s", json); \
-    CHECK(_e.code == (code_)); \
-    CHECK_STR(_e.msg, want_); \
-} while (0)
+#define OV_FAIL(p, json, code_, want_)                                 \
+    do {                                                               \
+        struct mini_err _e;                                            \
+        CHECK_MSG(override(p, json, &_e) == -1, "accepted: %s", json); \
+        CHECK(_e.code == (code_));                                     \
+        CHECK_STR(_e.msg, want_);                                      \
+    } while (0)
 
 static void test_overrides(void)
 {
     struct mini_err e;
     struct mini_profile *p = builtin("standard");
     CHECK(mini_profile_apply_overrides(p, NULL, &e) == 0);
-    int r = override(p, "{\"limits\": {\"timeout_s\": 10, \"memory_mb\": 512, \"open_files\": 64},"
-                        " \"network\": \"none\", \"filesystem\": {\"hide\": [\"/srv\", \"/etc/ssh\"],"
-                        " \"workspace_writable\": false}, \"seccomp\": {\"deny\": [\"chmod\", \"mount\"]}}", &e);
+    int r = override(p,
+                     "{\"limits\": {\"timeout_s\": 10, \"memory_mb\": 512, \"open_files\": 64},"
+                     " \"network\": \"none\", \"filesystem\": {\"hide\": [\"/srv\", \"/etc/ssh\"],"
+                     " \"workspace_writable\": false}, \"seccomp\": {\"deny\": [\"chmod\", \"mount\"]}}",
+                     &e);
     CHECK_MSG(r == 0, "%s", e.msg);
     CHECK(p->limits.timeout_s == 10 && p->limits.memory_bytes == 512u << 20 && p->limits.open_files == 64);
-    CHECK(p->limits.pids == 1024);   /* untouched */
+    CHECK(p->limits.pids == 1024); /* untouched */
     CHECK(!p->workspace_writable);
     CHECK(has_str(p->hide, p->n_hide, "/srv") && strcmp(p->hide[p->n_hide - 1], "/srv") == 0);
     CHECK(has_str(p->seccomp.deny, p->seccomp.n_deny, "chmod"));
     size_t n_deny = p->seccomp.n_deny;
-    CHECK(override(p, "{\"seccomp\": {\"deny\": [\"chmod\"]}, \"filesystem\": {\"workspace_writable\": false}}", &e) == 0);
+    CHECK(override(p, "{\"seccomp\": {\"deny\": [\"chmod\"]}, \"filesystem\": {\"workspace_writable\": false}}", &e) ==
+          0);
     CHECK(p->seccomp.n_deny == n_deny);
 
     /* Loosening fails, names the key and both values, and changes nothing. */
@@ -446,7 +459,8 @@ static void test_overrides(void)
             "overrides.limits.timeout_s: 11 would loosen the profile's 10");
     OV_FAIL(p, "{\"limits\": {\"pids\": 0}}", MINI_E_LIMIT,
             "overrides.limits.pids: 0 (unlimited) would loosen the profile's 1024");
-    OV_FAIL(p, "{\"network\": \"host\"}", MINI_E_LIMIT, "overrides.network: \"host\" would loosen the profile's \"none\"");
+    OV_FAIL(p, "{\"network\": \"host\"}", MINI_E_LIMIT,
+            "overrides.network: \"host\" would loosen the profile's \"none\"");
     OV_FAIL(p, "{\"filesystem\": {\"workspace_writable\": true}}", MINI_E_LIMIT,
             "overrides.filesystem.workspace_writable: true would loosen the profile's false");
     OV_FAIL(p, "{\"filesystem\": {\"hide\": [\"/new\"]}, \"seccomp\": {\"deny\": [\"nope\"]}}", MINI_E_BAD_REQUEST,
@@ -499,7 +513,8 @@ static void test_list(void)
 {
     char tmp[] = "/tmp/mini-plist.XXXXXX";
     CHECK(mkdtemp(tmp) != NULL);
-    const char *files[] = { "zeta.json", "alpha.json", "mid.json", "beta.json", ".hidden.json", "notes.txt", "x.json.bak" };
+    const char *files[] = { "zeta.json",    "alpha.json", "mid.json",  "beta.json",
+                            ".hidden.json", "notes.txt",  "x.json.bak" };
     char path[256];
     for (size_t i = 0; i < MINI_ARRAY_SIZE(files); i++) {
         snprintf(path, sizeof path, "%s/%s", tmp, files[i]);

@@ -36,7 +36,7 @@ static void bad_req_len(int line, const char *json, size_t len, int64_t want_id,
     CHECK_MSG(id == want_id, "line %d: id %" PRId64 ", want %" PRId64, line, id, want_id);
     CHECK_MSG(msg_matches(e.msg, want), "line %d: message \"%s\", want \"%s\"", line, e.msg, want);
     CHECK_MSG(mini_utf8_valid(e.msg, strlen(e.msg)), "line %d: message is not UTF-8", line);
-    mini_req_free(&req);   /* harmless after a failure */
+    mini_req_free(&req); /* harmless after a failure */
 }
 #define BAD_REQ(json, id, want) bad_req_len(__LINE__, json, strlen(json), id, want)
 
@@ -80,11 +80,24 @@ static int decode_rep(const char *json, struct mini_rep *rep)
 static void test_json_py(void)
 {
     struct mini_err e;
-    static const struct { double d; const char *py; } nums[] = {
-        { 1.0, "1.0" }, { 0.1, "0.1" }, { 1e16, "1e+16" }, { 1e-5, "1e-05" },
-        { 123456789012345678.0, "1.2345678901234568e+17" }, { 1.5e-7, "1.5e-07" }, { 0.0001, "0.0001" },
-        { -2.5, "-2.5" }, { 1e22, "1e+22" }, { 1234.5678, "1234.5678" }, { 1763977447.123456, "1763977447.123456" },
-        { 5e-324, "5e-324" }, { 1.7976931348623157e308, "1.7976931348623157e+308" }, { 100.0, "100.0" },
+    static const struct {
+        double d;
+        const char *py;
+    } nums[] = {
+        { 1.0, "1.0" },
+        { 0.1, "0.1" },
+        { 1e16, "1e+16" },
+        { 1e-5, "1e-05" },
+        { 123456789012345678.0, "1.2345678901234568e+17" },
+        { 1.5e-7, "1.5e-07" },
+        { 0.0001, "0.0001" },
+        { -2.5, "-2.5" },
+        { 1e22, "1e+22" },
+        { 1234.5678, "1234.5678" },
+        { 1763977447.123456, "1763977447.123456" },
+        { 5e-324, "5e-324" },
+        { 1.7976931348623157e308, "1.7976931348623157e+308" },
+        { 100.0, "100.0" },
     };
     static const char *const fk[] = { "cost", NULL };
     for (size_t i = 0; i < MINI_ARRAY_SIZE(nums); i++) {
@@ -101,20 +114,23 @@ static void test_json_py(void)
     CHECK(v != NULL);
     struct mini_buf b = MINI_BUF_INIT;
     CHECK(mini_json_print_py(&b, v, fk, &e) == 0);
-    CHECK_STR(b.data, "{\n  \"a\": [],\n  \"b\": {},\n  \"c\": [\n    1,\n    {\n"
-                      "      \"d\": \"\\u00e9\\ud83d\\ude00\\u007f\\u0001\\\"\\\\\"\n    }\n  ],\n"
-                      "  \"cost\": 1.0,\n  \"n\": 3\n}");
+    CHECK_STR(b.data,
+              "{\n  \"a\": [],\n  \"b\": {},\n  \"c\": [\n    1,\n    {\n"
+              "      \"d\": \"\\u00e9\\ud83d\\ude00\\u007f\\u0001\\\"\\\\\"\n    }\n  ],\n"
+              "  \"cost\": 1.0,\n  \"n\": 3\n}");
     mini_buf_free(&b);
     cJSON_Delete(v);
     /* Invalid UTF-8 as bytes.decode(errors="replace") makes it. */
-    v = cJSON_CreateString("a\xff" "b");
+    v = cJSON_CreateString("a\xff"
+                           "b");
     CHECK(mini_json_print_py(&b, v, NULL, &e) == 0);
     CHECK_STR(b.data, "\"a\\ufffdb\"");
     mini_buf_free(&b);
     cJSON_Delete(v);
     /* A NUL kept as C0 80 is \u0000 (json.dumps("a\0b")), checked before
      * the invalid UTF-8 around it becomes U+FFFD. */
-    v = cJSON_CreateString("a\xC0\x80" "b\xff\xC0\x80\xC0");
+    v = cJSON_CreateString("a\xC0\x80"
+                           "b\xff\xC0\x80\xC0");
     CHECK(mini_json_print_py(&b, v, NULL, &e) == 0);
     CHECK_STR(b.data, "\"a\\u0000b\\ufffd\\u0000\\ufffd\"");
     mini_buf_free(&b);
@@ -140,7 +156,10 @@ static void test_json(void)
     CHECK_STR(cJSON_GetArrayItem(v, 6)->valuestring, "é😀");
     cJSON_Delete(v);
 
-    static const struct { const char *json; const char *msg; } bad[] = {
+    static const struct {
+        const char *json;
+        const char *msg;
+    } bad[] = {
         { "", "invalid JSON: empty" },
         { "   ", "invalid JSON at byte *" },
         { "{", "invalid JSON at byte *" },
@@ -182,8 +201,8 @@ static void test_json(void)
         mini_err_clear(&e);
         v = mini_json_parse(bad[i].json, strlen(bad[i].json), &e);
         CHECK_MSG(!v, "accepted %s", bad[i].json);
-        CHECK_MSG(e.code == MINI_E_BAD_REQUEST && msg_matches(e.msg, bad[i].msg),
-                  "%s: \"%s\", want \"%s\"", bad[i].json, e.msg, bad[i].msg);
+        CHECK_MSG(e.code == MINI_E_BAD_REQUEST && msg_matches(e.msg, bad[i].msg), "%s: \"%s\", want \"%s\"",
+                  bad[i].json, e.msg, bad[i].msg);
         cJSON_Delete(v);
     }
     /* An escaped backslash before "u0000" is text, not a NUL. */
@@ -250,7 +269,10 @@ static void test_json(void)
     /* Objects only, and no repeated keys at any depth. */
     v = mini_json_parse_object("[]", 2, &e);
     CHECK(!v && strcmp(e.msg, "message is not a JSON object") == 0);
-    static const struct { const char *json; const char *msg; } dups[] = {
+    static const struct {
+        const char *json;
+        const char *msg;
+    } dups[] = {
         { "{\"a\":1,\"a\":1}", "duplicate key \"a\"" },
         { "{\"a\":1,\"b\":2,\"c\":3,\"b\":4}", "duplicate key \"b\"" },
         { "{\"a\":{\"b\":1,\"b\":2}}", "a: duplicate key \"b\"" },
@@ -262,8 +284,7 @@ static void test_json(void)
         CHECK(v != NULL);
         mini_err_clear(&e);
         CHECK(mini_json_check_unique_keys(v, NULL, &e) == -1);
-        CHECK_MSG(e.code == MINI_E_BAD_REQUEST && strcmp(e.msg, dups[i].msg) == 0, "%s: \"%s\"",
-                  dups[i].json, e.msg);
+        CHECK_MSG(e.code == MINI_E_BAD_REQUEST && strcmp(e.msg, dups[i].msg) == 0, "%s: \"%s\"", dups[i].json, e.msg);
         cJSON_Delete(v);
         if (dups[i].json[0] == '{') {
             v = mini_json_parse_object(dups[i].json, strlen(dups[i].json), &e);
@@ -300,15 +321,18 @@ static void test_json(void)
     struct mini_buf pb = MINI_BUF_INIT;
     v = PARSE("[9007199254740991,-9007199254740991,0.1,1e300,0.30000000000000004,-0,1.5,1e21,-2.5e-7,123456789012]");
     CHECK(mini_json_print(&pb, v, &e) == 0);
-    CHECK_STR(pb.data, "[9007199254740991,-9007199254740991,0.1,1e+300,0.30000000000000004,0,1.5,1e+21,-2.5e-07,"
-                       "123456789012]");
+    CHECK_STR(pb.data,
+              "[9007199254740991,-9007199254740991,0.1,1e+300,0.30000000000000004,0,1.5,1e+21,-2.5e-07,"
+              "123456789012]");
     cJSON_Delete(v);
     mini_buf_reset(&pb);
-    v = PARSE("{\"k\\\"\\n\":\"a\\\"b\\\\c\\n\\r\\t\\b\\f\\u0001\\u001f\\u007f/\u00e9\",\"o\":{},\"a\":[],\"t\":[true,false,null]}");
+    v = PARSE("{\"k\\\"\\n\":\"a\\\"b\\\\c\\n\\r\\t\\b\\f\\u0001\\u001f\\u007f/"
+              "\u00e9\",\"o\":{},\"a\":[],\"t\":[true,false,null]}");
     CHECK(v != NULL);
     CHECK(mini_json_print(&pb, v, &e) == 0);
-    CHECK_STR(pb.data, "{\"k\\\"\\n\":\"a\\\"b\\\\c\\n\\r\\t\\b\\f\\u0001\\u001f\x7f/\u00e9\",\"o\":{},\"a\":[],"
-                       "\"t\":[true,false,null]}");
+    CHECK_STR(pb.data,
+              "{\"k\\\"\\n\":\"a\\\"b\\\\c\\n\\r\\t\\b\\f\\u0001\\u001f\x7f/\u00e9\",\"o\":{},\"a\":[],"
+              "\"t\":[true,false,null]}");
     cJSON *back = mini_json_parse(pb.data, pb.len, &e);
     CHECK(back && cJSON_Compare(v, back, 1));
     cJSON_Delete(back);
@@ -495,8 +519,7 @@ static void test_bad_requests(void)
 
     /* cancel, close, stats. */
     BAD_REQ("{\"op\":\"cancel\",\"id\":4}", 4, "cancel.target: missing");
-    BAD_REQ("{\"op\":\"cancel\",\"id\":4,\"target\":-1}", 4,
-            "cancel.target: must be an integer between 0 and " MAXID);
+    BAD_REQ("{\"op\":\"cancel\",\"id\":4,\"target\":-1}", 4, "cancel.target: must be an integer between 0 and " MAXID);
     BAD_REQ("{\"op\":\"cancel\",\"id\":4,\"target\":\"3\"}", 4,
             "cancel.target: must be an integer between 0 and " MAXID);
     BAD_REQ("{\"op\":\"close\",\"id\":5}", 5, "close.session: missing");
@@ -548,13 +571,15 @@ static void test_bad_replies(void)
             "opened.notes[0]: must be a string");
     BAD_REP("{\"op\":\"opened\",\"id\":1,\"session\":\"s\",\"profile\":\"p\",\"isolation\":{},\"notes\":\"n\"}",
             "opened.notes: must be an array of strings");
-    BAD_REP("{\"op\":\"opened\",\"id\":1,\"session\":\"s\",\"profile\":\"p\",\"isolation\":{\"a\":1,\"a\":1},\"notes\":[]}",
-            "opened.isolation: duplicate key \"a\"");
+    BAD_REP(
+        "{\"op\":\"opened\",\"id\":1,\"session\":\"s\",\"profile\":\"p\",\"isolation\":{\"a\":1,\"a\":1},\"notes\":[]}",
+        "opened.isolation: duplicate key \"a\"");
     BAD_REP("{\"op\":\"output\",\"id\":1,\"data\":5}", "output.data: must be a string");
     BAD_REP("{\"op\":\"output\",\"id\":1}", "output.data: missing");
 
 #define EXIT_START "{\"op\":\"exit\",\"id\":1,\"returncode\":"
-#define EXIT_REST(lim) ",\"signal\":0,\"timed_out\":false,\"oom_killed\":false,\"output\":\"\",\"truncated\":false," \
+#define EXIT_REST(lim)                                                                            \
+    ",\"signal\":0,\"timed_out\":false,\"oom_killed\":false,\"output\":\"\",\"truncated\":false," \
     "\"output_bytes\":0,\"duration_ms\":1,\"cpu_ms\":0,\"max_rss_kb\":10,\"limit\":" lim ",\"notes\":[]}"
     struct mini_rep rep;
     if (decode_rep(EXIT_START "0" EXIT_REST("null"), &rep) == 0)
@@ -573,7 +598,8 @@ static void test_bad_replies(void)
     BAD_REP("{\"op\":\"exit\",\"id\":1,\"timed_out\":0}", "exit.timed_out: must be true or false");
     BAD_REP("{\"op\":\"stats\",\"id\":1,\"sessions\":1,\"running\":1,\"execs_total\":-4,\"clients\":1,\"uptime_ms\":1}",
             "stats.execs_total: must be an integer between 0 and " MAXID);
-    BAD_REP("{\"op\":\"error\",\"id\":1,\"code\":\"nope\",\"message\":\"m\"}", "error.code: must be an error code name");
+    BAD_REP("{\"op\":\"error\",\"id\":1,\"code\":\"nope\",\"message\":\"m\"}",
+            "error.code: must be an error code name");
     BAD_REP("{\"op\":\"error\",\"id\":1,\"code\":\"ok\",\"message\":\"m\"}", "error.code: must be an error code name");
     BAD_REP("{\"op\":\"error\",\"id\":1,\"code\":1,\"message\":\"m\"}", "error.code: must be an error code name");
     BAD_REP("{\"op\":\"error\",\"id\":1,\"code\":\"busy\"}", "error.message: missing");
@@ -621,10 +647,7 @@ static void rep_round_trip(const struct mini_rep *in, struct mini_rep *out)
     free(t2);
 }
 
-static bool json_equal(const cJSON *a, const cJSON *b)
-{
-    return a && b && cJSON_Compare(a, b, 1);
-}
+static bool json_equal(const cJSON *a, const cJSON *b) { return a && b && cJSON_Compare(a, b, 1); }
 
 static void check_env(const struct mini_env *a, const struct mini_env *b)
 {
@@ -655,9 +678,10 @@ static void test_request_round_trips(void)
     /* open, with everything, then with a named profile and nothing else */
     cJSON *pd = cJSON_Parse("{\"name\":\"mine\",\"limits\":{\"timeout\":30,\"pids\":[1,2.5,\"x\",null,true]}}");
     cJSON *ov = cJSON_Parse("{\"network\":\"none\"}");
-    struct mini_req open = { .op = MINI_OP_OPEN, .id = MINI_ID_MAX,
-                             .u.open = { .workspace = "/home/u/proj", .profile_data = pd, .overrides = ov,
-                                         .env = env } };
+    struct mini_req open = { .op = MINI_OP_OPEN,
+                             .id = MINI_ID_MAX,
+                             .u.open = {
+                                 .workspace = "/home/u/proj", .profile_data = pd, .overrides = ov, .env = env } };
     req_round_trip(&open, &out);
     CHECK_STR(out.u.open.workspace, "/home/u/proj");
     CHECK(out.u.open.profile == NULL);
@@ -675,10 +699,16 @@ static void test_request_round_trips(void)
     cJSON_Delete(ov);
 
     /* exec with a command and every option; then with argv */
-    struct mini_req exec = { .op = MINI_OP_EXEC, .id = 17,
-                             .u.exec = { .session = "s-1", .command = "echo \"hi\" | tr a-z A-Z; exit 3",
-                                         .cwd = "sub/dir", .env = env, .timeout = 2.75,
-                                         .stdin_data = "line 1\nline 2 é\n", .stdin_len = 17, .stream = true } };
+    struct mini_req exec = { .op = MINI_OP_EXEC,
+                             .id = 17,
+                             .u.exec = { .session = "s-1",
+                                         .command = "echo \"hi\" | tr a-z A-Z; exit 3",
+                                         .cwd = "sub/dir",
+                                         .env = env,
+                                         .timeout = 2.75,
+                                         .stdin_data = "line 1\nline 2 é\n",
+                                         .stdin_len = 17,
+                                         .stream = true } };
     req_round_trip(&exec, &out);
     CHECK_STR(out.u.exec.session, "s-1");
     CHECK_STR(out.u.exec.command, exec.u.exec.command);
@@ -691,7 +721,8 @@ static void test_request_round_trips(void)
     mini_req_free(&out);
 
     char *argv[] = { "python3", "-c", "print('x')", "", "ünï", NULL };
-    struct mini_req exec2 = { .op = MINI_OP_EXEC, .id = 18,
+    struct mini_req exec2 = { .op = MINI_OP_EXEC,
+                              .id = 18,
                               .u.exec = { .session = "s-1", .argv = argv, .argc = 5, .timeout = 1e6 } };
     req_round_trip(&exec2, &out);
     CHECK(out.u.exec.command == NULL);
@@ -735,11 +766,19 @@ static void test_request_round_trips(void)
     CHECK(mini_req_to_json(&notreq) == NULL);
 
     /* stdin with NUL bytes and invalid UTF-8 is sent as text with U+FFFD. */
-    struct mini_req odd = { .op = MINI_OP_EXEC, .id = 22,
-                            .u.exec = { .session = "s", .command = "cat", .stdin_data = "a\0b\xff" "c",
+    struct mini_req odd = { .op = MINI_OP_EXEC,
+                            .id = 22,
+                            .u.exec = { .session = "s",
+                                        .command = "cat",
+                                        .stdin_data = "a\0b\xff"
+                                                      "c",
                                         .stdin_len = 5 } };
     req_round_trip(&odd, &out);
-    CHECK_MEM(out.u.exec.stdin_data, out.u.exec.stdin_len, "a\xef\xbf\xbd" "b\xef\xbf\xbd" "c", 9);
+    CHECK_MEM(out.u.exec.stdin_data, out.u.exec.stdin_len,
+              "a\xef\xbf\xbd"
+              "b\xef\xbf\xbd"
+              "c",
+              9);
     mini_req_free(&out);
 
     /* Accepted spellings that normalise: 1.0 and 1e2 as integers. */
@@ -766,7 +805,8 @@ static void test_reply_round_trips(void)
 
     /* hello */
     cJSON *features = cJSON_Parse("{\"userns\":true,\"seccomp\":true,\"landlock_abi\":3,\"cgroup\":\"v2\"}");
-    struct mini_rep hello = { .op = MINI_OP_HELLO, .id = 1,
+    struct mini_rep hello = { .op = MINI_OP_HELLO,
+                              .id = 1,
                               .u.hello = { .version = 1, .server = "mini-sandboxd 0.1.0", .features = features } };
     rep_round_trip(&hello, &out);
     CHECK(out.u.hello.version == 1);
@@ -777,9 +817,11 @@ static void test_reply_round_trips(void)
 
     /* opened */
     cJSON *iso = cJSON_Parse("{\"namespaces\":[\"user\",\"pid\",\"net\"],\"seccomp\":true}");
-    struct mini_rep opened = { .op = MINI_OP_OPENED, .id = 2,
-                               .u.opened = { .session = "s-1", .profile = "strict", .isolation = iso,
-                                             .notes = notes, .n_notes = 2 } };
+    struct mini_rep opened = {
+        .op = MINI_OP_OPENED,
+        .id = 2,
+        .u.opened = { .session = "s-1", .profile = "strict", .isolation = iso, .notes = notes, .n_notes = 2 }
+    };
     rep_round_trip(&opened, &out);
     CHECK_STR(out.u.opened.session, "s-1");
     CHECK_STR(out.u.opened.profile, "strict");
@@ -791,19 +833,31 @@ static void test_reply_round_trips(void)
     cJSON_Delete(iso);
 
     /* output */
-    struct mini_rep output = { .op = MINI_OP_OUTPUT, .id = 3, .u.output = { .data = "partial \xe2\x82\xac line\n", .len = 17 } };
+    struct mini_rep output = { .op = MINI_OP_OUTPUT,
+                               .id = 3,
+                               .u.output = { .data = "partial \xe2\x82\xac line\n", .len = 17 } };
     rep_round_trip(&output, &out);
     CHECK_MEM(out.u.output.data, out.u.output.len, "partial \xe2\x82\xac line\n", 17);
     mini_rep_free(&out);
 
     /* exit: every field, and every limit */
     for (int l = 0; l < MINI_LIMIT_COUNT; l++) {
-        struct mini_rep ex = { .op = MINI_OP_EXIT, .id = 4,
-                               .u.exit = { .returncode = 137, .signal = 9, .timed_out = l == MINI_LIMIT_TIMEOUT,
-                                           .oom_killed = true, .output = "head\n...\ntail\n", .output_len = 14,
-                                           .truncated = true, .output_bytes = 123456789012LL, .duration_ms = 1500,
-                                           .cpu_ms = 1499, .max_rss_kb = 65536, .limit = (enum mini_limit)l,
-                                           .notes = notes, .n_notes = 2 } };
+        struct mini_rep ex = { .op = MINI_OP_EXIT,
+                               .id = 4,
+                               .u.exit = { .returncode = 137,
+                                           .signal = 9,
+                                           .timed_out = l == MINI_LIMIT_TIMEOUT,
+                                           .oom_killed = true,
+                                           .output = "head\n...\ntail\n",
+                                           .output_len = 14,
+                                           .truncated = true,
+                                           .output_bytes = 123456789012LL,
+                                           .duration_ms = 1500,
+                                           .cpu_ms = 1499,
+                                           .max_rss_kb = 65536,
+                                           .limit = (enum mini_limit)l,
+                                           .notes = notes,
+                                           .n_notes = 2 } };
         rep_round_trip(&ex, &out);
         CHECK(out.u.exit.returncode == 137 && out.u.exit.signal == 9);
         CHECK(out.u.exit.timed_out == (l == MINI_LIMIT_TIMEOUT) && out.u.exit.oom_killed);
@@ -820,9 +874,10 @@ static void test_reply_round_trips(void)
     struct mini_rep bare = { .op = MINI_OP_EXIT, .id = 5 };
     cJSON *o = mini_rep_to_json(&bare);
     char *t = print(o);
-    CHECK_STR(t, "{\"op\":\"exit\",\"id\":5,\"returncode\":0,\"signal\":0,\"timed_out\":false,\"oom_killed\":false,"
-                 "\"output\":\"\",\"truncated\":false,\"output_bytes\":0,\"duration_ms\":0,\"cpu_ms\":0,"
-                 "\"max_rss_kb\":0,\"limit\":null,\"notes\":[]}");
+    CHECK_STR(t,
+              "{\"op\":\"exit\",\"id\":5,\"returncode\":0,\"signal\":0,\"timed_out\":false,\"oom_killed\":false,"
+              "\"output\":\"\",\"truncated\":false,\"output_bytes\":0,\"duration_ms\":0,\"cpu_ms\":0,"
+              "\"max_rss_kb\":0,\"limit\":null,\"notes\":[]}");
     free(t);
     cJSON_Delete(o);
     rep_round_trip(&bare, &out);
@@ -839,9 +894,11 @@ static void test_reply_round_trips(void)
     struct mini_rep ok = { .op = MINI_OP_OK, .id = 7 };
     rep_round_trip(&ok, &out);
     mini_rep_free(&out);
-    struct mini_rep stats = { .op = MINI_OP_STATS, .id = 8,
-                              .u.stats = { .sessions = 3, .running = 2, .execs_total = 1000000,
-                                           .clients = 4, .uptime_ms = MINI_ID_MAX } };
+    struct mini_rep stats = {
+        .op = MINI_OP_STATS,
+        .id = 8,
+        .u.stats = { .sessions = 3, .running = 2, .execs_total = 1000000, .clients = 4, .uptime_ms = MINI_ID_MAX }
+    };
     rep_round_trip(&stats, &out);
     CHECK(out.u.stats.sessions == 3 && out.u.stats.running == 2 && out.u.stats.execs_total == 1000000);
     CHECK(out.u.stats.clients == 4 && out.u.stats.uptime_ms == MINI_ID_MAX);
@@ -850,8 +907,7 @@ static void test_reply_round_trips(void)
     /* error: every wire code but ok; the agent's categories go out as
      * "internal" and are refused when received. */
     for (int c = MINI_E_CONFIG; c < MINI_ERRC_COUNT; c++) {
-        struct mini_rep er = { .op = MINI_OP_ERROR, .id = 9,
-                               .u.error = { .code = (enum mini_errc)c, .message = "m" } };
+        struct mini_rep er = { .op = MINI_OP_ERROR, .id = 9, .u.error = { .code = (enum mini_errc)c, .message = "m" } };
         rep_round_trip(&er, &out);
         CHECK(out.u.error.code == MINI_E_INTERNAL);
         mini_rep_free(&out);
@@ -859,7 +915,8 @@ static void test_reply_round_trips(void)
     CHECK(mini_errc_from_name("config_invalid") == MINI_E_INTERNAL);
     CHECK(mini_errc_from_name("format_error") == MINI_E_INTERNAL);
     for (int c = 1; c < MINI_ERRC_WIRE_COUNT; c++) {
-        struct mini_rep er = { .op = MINI_OP_ERROR, .id = 9,
+        struct mini_rep er = { .op = MINI_OP_ERROR,
+                               .id = 9,
                                .u.error = { .code = (enum mini_errc)c, .message = "what failed: why" } };
         rep_round_trip(&er, &out);
         CHECK(out.u.error.code == (enum mini_errc)c);
@@ -872,7 +929,9 @@ static void test_reply_round_trips(void)
     mini_err_set(&e, MINI_E_NO_SUCH_SESSION, "close: no session \"abc\xe2\x82\"");
     o = mini_error_json(-1, &e);
     t = print(o);
-    CHECK_STR(t, "{\"op\":\"error\",\"id\":null,\"code\":\"no_such_session\",\"message\":\"close: no session \\\"abc\xef\xbf\xbd\\\"\"}");
+    CHECK_STR(t,
+              "{\"op\":\"error\",\"id\":null,\"code\":\"no_such_session\",\"message\":\"close: no session "
+              "\\\"abc\xef\xbf\xbd\\\"\"}");
     if (decode_rep(t, &out) == 0) {
         CHECK(out.op == MINI_OP_ERROR && out.id == -1 && out.u.error.code == MINI_E_NO_SUCH_SESSION);
     }
@@ -896,7 +955,9 @@ static void test_reply_round_trips(void)
     CHECK(mini_req_decode(bad, strlen(bad), &req, &id, &e) == -1);
     o = mini_error_json(id, &e);
     t = print(o);
-    CHECK_STR(t, "{\"op\":\"error\",\"id\":31,\"code\":\"bad_request\",\"message\":\"exec.timeout: must be a positive number\"}");
+    CHECK_STR(t,
+              "{\"op\":\"error\",\"id\":31,\"code\":\"bad_request\",\"message\":\"exec.timeout: must be a positive "
+              "number\"}");
     free(t);
     cJSON_Delete(o);
 }
@@ -926,7 +987,7 @@ static void test_names(void)
     cJSON_Delete(back);
     mini_env_free(&env);
     CHECK(env.n == 0 && env.keys == NULL);
-    mini_env_free(&env);   /* twice is fine */
+    mini_env_free(&env); /* twice is fine */
     cJSON_Delete(o);
     o = cJSON_Parse("{\"A\":\"1\",\"B\":2}");
     CHECK(mini_env_from_json(o, &env, "profile.env", &e) == -1);

@@ -47,8 +47,8 @@ static long child_guard(long r)
 static long clone3_newuser(void)
 {
     uint64_t args[11] = { 0 };
-    args[0] = CLONE_NEWUSER;   /* flags */
-    args[4] = SIGCHLD;         /* exit_signal */
+    args[0] = CLONE_NEWUSER; /* flags */
+    args[4] = SIGCHLD;       /* exit_signal */
     return child_guard(syscall(SYS_clone3, args, 88));
 }
 
@@ -72,7 +72,6 @@ static int run(const struct mini_bpf *prog, void (*body)(void), const char *labe
     child_body = body;
     return child_run(load_then_body, label, NULL);
 }
-
 
 /* The compiled program's decision for one call, by a classic BPF
  * interpreter: checks the program itself, exactly, where the kernel's own
@@ -106,12 +105,10 @@ static uint32_t decide(const struct mini_bpf *p, int nr, const uint64_t args[6])
         case BPF_JMP | BPF_JGE | BPF_K: pc += a >= k ? f->jt : f->jf; break;
         case BPF_JMP | BPF_JSET | BPF_K: pc += (a & k) ? f->jt : f->jf; break;
         case BPF_RET | BPF_K: return k;
-        default:
-            fprintf(stderr, "decide: opcode %#x not handled\n", f->code);
-            abort();
+        default: fprintf(stderr, "decide: opcode %#x not handled\n", f->code); abort();
         }
     }
-    abort();   /* a valid program always returns */
+    abort(); /* a valid program always returns */
 }
 
 /* Every family value, in the low word and with high bits set: allowed only
@@ -127,8 +124,8 @@ static void check_families(const struct mini_bpf *p, const char *label, int nr, 
                 allow |= highs[h] == 0 && af == (uint64_t)ok[i];
             uint32_t want = allow ? SECCOMP_RET_ALLOW : SECCOMP_RET_ERRNO | EAFNOSUPPORT;
             uint32_t got = decide(p, nr, args);
-            CHECK_MSG(got == want, "%s: family %#llx: action %#x, want %#x", label, (unsigned long long)args[0],
-                      got, want);
+            CHECK_MSG(got == want, "%s: family %#llx: action %#x, want %#x", label, (unsigned long long)args[0], got,
+                      want);
         }
     }
 }
@@ -137,14 +134,28 @@ static void check_families(const struct mini_bpf *p, const char *label, int nr, 
  * profile): the compiled program, decided by the interpreter above. */
 static void check_setid(const struct mini_bpf *p, const char *label)
 {
-    static const struct { long nr; unsigned arg; const char *name; } calls[] = {
-        { SYS_chmod, 1, "chmod" }, { SYS_fchmod, 1, "fchmod" }, { SYS_fchmodat, 2, "fchmodat" },
-        { SYS_creat, 1, "creat" }, { SYS_open, 2, "open" },     { SYS_openat, 3, "openat" },
+    static const struct {
+        long nr;
+        unsigned arg;
+        const char *name;
+    } calls[] = {
+        { SYS_chmod, 1, "chmod" }, { SYS_fchmod, 1, "fchmod" },   { SYS_fchmodat, 2, "fchmodat" },
+        { SYS_creat, 1, "creat" }, { SYS_open, 2, "open" },       { SYS_openat, 3, "openat" },
         { SYS_mknod, 1, "mknod" }, { SYS_mknodat, 2, "mknodat" },
     };
-    static const struct { uint64_t mode; bool denied; } modes[] = {
-        { 0755, false }, { 0644, false }, { 01777, false }, { 04755, true }, { 02755, true }, { 06755, true },
-        { 04000, true }, { 0xffffffff00000000ull | 0755, false }, { 0xffffffff00000000ull | 04755, true },
+    static const struct {
+        uint64_t mode;
+        bool denied;
+    } modes[] = {
+        { 0755, false },
+        { 0644, false },
+        { 01777, false },
+        { 04755, true },
+        { 02755, true },
+        { 06755, true },
+        { 04000, true },
+        { 0xffffffff00000000ull | 0755, false },
+        { 0xffffffff00000000ull | 04755, true },
     };
     for (size_t i = 0; i < MINI_ARRAY_SIZE(calls); i++)
         for (size_t m = 0; m < MINI_ARRAY_SIZE(modes); m++) {
@@ -152,8 +163,8 @@ static void check_setid(const struct mini_bpf *p, const char *label)
             args[calls[i].arg] = modes[m].mode;
             uint32_t r = decide(p, (int)calls[i].nr, args);
             uint32_t want = modes[m].denied ? (SECCOMP_RET_ERRNO | EPERM) : SECCOMP_RET_ALLOW;
-            CHECK_MSG(r == want, "%s: %s mode %#llo: got %#x", label, calls[i].name,
-                      (unsigned long long)modes[m].mode, r);
+            CHECK_MSG(r == want, "%s: %s mode %#llo: got %#x", label, calls[i].name, (unsigned long long)modes[m].mode,
+                      r);
         }
     uint64_t none[6] = { 0 };
     CHECK_MSG(decide(p, SYS_openat2, none) == (SECCOMP_RET_ERRNO | ENOSYS), "%s: openat2 not ENOSYS", label);
@@ -408,8 +419,8 @@ int main(int argc, char **argv)
     mini_profile_free(al);
 
     /* Default kill: an unlisted syscall ends the process with SIGSYS. */
-    struct mini_profile *kill = profile(
-        "{\"seccomp\": {\"default_action\": \"kill\", \"allow\": [\"write\", \"exit_group\"]}}");
+    struct mini_profile *kill =
+        profile("{\"seccomp\": {\"default_action\": \"kill\", \"allow\": [\"write\", \"exit_group\"]}}");
     compile_or_die(&kill->seccomp, &prog);
     status = run(&prog, getppid_body, "default kill");
     CHECK_MSG(WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS, "status %#x", status);

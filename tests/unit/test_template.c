@@ -65,11 +65,10 @@ static void test_basics(void)
 {
     ok("Hello {{ name }}!", "{\"name\":\"W\\u00f6rld\"}", "Hello W\xc3\xb6rld!");
     ok("", NULL, "");
-    ok("plain\n", NULL, "plain");                  /* one trailing newline dropped */
+    ok("plain\n", NULL, "plain"); /* one trailing newline dropped */
     ok("plain\n\n", NULL, "plain\n");
-    ok("a\r\nb\rc\n", NULL, "a\nb\nc");           /* newlines normalised */
-    ok("{{ n }} {{ f }} {{ big }} {{ neg }}", "{\"n\":3,\"f\":2.5,\"big\":1e300,\"neg\":-0.0}",
-       "3 2.5 1e+300 0");
+    ok("a\r\nb\rc\n", NULL, "a\nb\nc"); /* newlines normalised */
+    ok("{{ n }} {{ f }} {{ big }} {{ neg }}", "{\"n\":3,\"f\":2.5,\"big\":1e300,\"neg\":-0.0}", "3 2.5 1e+300 0");
     ok("{{ 1.0 }} {{ 10 / 4 }} {{ 2 ** 0.5 }} {{ 1e16 }} {{ 0.1 + 0.2 }}", NULL,
        "1.0 2.5 1.4142135623730951 1e+16 0.30000000000000004");
     ok("{{ x|length }}:{{ x[1:3] }}:{{ x[-1] }}", "{\"x\":\"h\\u00e9llo\\ud83d\\ude00\"}",
@@ -77,15 +76,17 @@ static void test_basics(void)
     /* A NUL kept in command output as C0 80 is one character, U+0000, as
      * the NUL is to Jinja2: "a\0b" gives 3|a\0|\0|A\0B|"a\u0000b"|['\x00']|a-b. */
     ok("{{ x|length }}|{{ x[:2] }}|{{ x[1] }}|{{ x|upper }}|{{ x|tojson }}|{{ [x[1]] }}|{{ x|replace(x[1], \"-\") }}",
-       "{\"x\":\"a\xC0\x80" "b\"}", "3|a\xC0\x80|\xC0\x80|A\xC0\x80" "B|\"a\\u0000b\"|['\\x00']|a-b");
+       "{\"x\":\"a\xC0\x80"
+       "b\"}",
+       "3|a\xC0\x80|\xC0\x80|A\xC0\x80"
+       "B|\"a\\u0000b\"|['\\x00']|a-b");
     ok("{{ d|tojson }}", "{\"d\":{\"b\":[1,\"<&'>\"],\"a\":\"\\u00e9\\ud83d\\ude00\"}}",
        "{\"a\": \"\\u00e9\\ud83d\\ude00\", \"b\": [1, \"\\u003c\\u0026\\u0027\\u003e\"]}");
     ok("{%- if x -%}\n  yes\n{%- endif -%}\n!", "{\"x\":true}", "yes!");
-    ok("{% for k, v in d.items() %}{{ loop.index }}{{ k }}={{ v }};{% endfor %}",
-       "{\"d\":{\"z\":1,\"a\":[2]}}", "1z=1;2a=[2];");
+    ok("{% for k, v in d.items() %}{{ loop.index }}{{ k }}={{ v }};{% endfor %}", "{\"d\":{\"z\":1,\"a\":[2]}}",
+       "1z=1;2a=[2];");
     ok("{{ missing|default('dflt') }} {{ missing is defined }}", NULL, "dflt False");
-    ok("{{ [1, 'a', none, true, 1.5, (1,)] }} {{ {'k': 'v'} }}", NULL,
-       "[1, 'a', None, True, 1.5, (1,)] {'k': 'v'}");
+    ok("{{ [1, 'a', none, true, 1.5, (1,)] }} {{ {'k': 'v'} }}", NULL, "[1, 'a', None, True, 1.5, (1,)] {'k': 'v'}");
 
     /* Where jinja2 3.1.6 differs from 3.1.2, mini follows 3.1.6. */
     ok("{{ 'inf'|int }} {{ 'nan'|int(7) }}", NULL, "0 7");
@@ -128,14 +129,14 @@ static void test_basics(void)
     CHECK(mini_tpl_render(kt, strlen(kt), raw, &out, &e) == 0);
     CHECK_STR(out.data, "3.0 12 6.0");
     mini_buf_free(&out);
-    cJSON *dup = cJSON_Duplicate(raw, true);         /* cJSON copies and frees the text */
+    cJSON *dup = cJSON_Duplicate(raw, true); /* cJSON copies and frees the text */
     CHECK(mini_tpl_render(kt, strlen(kt), dup, &out, &e) == 0);
     CHECK_STR(out.data, "3.0 12 6.0");
     cJSON_Delete(dup);
     mini_buf_free(&out);
     cJSON_AddRawToObject(raw, "bad", "[1, 2]");
     cJSON_AddRawToObject(raw, "huge", "99999999999999999999");
-    CHECK(mini_tpl_render("{{ c }}", 7, raw, &out, &e) == 0);      /* unused: fine */
+    CHECK(mini_tpl_render("{{ c }}", 7, raw, &out, &e) == 0); /* unused: fine */
     mini_buf_free(&out);
     CHECK(mini_tpl_render("{{ bad }}", 9, raw, &out, &e) == -1 && strstr(e.msg, "raw JSON"));
     CHECK(mini_tpl_render("{{ huge }}", 10, raw, &out, &e) == -1 && strstr(e.msg, "too large"));
@@ -150,25 +151,24 @@ static void test_basics(void)
 
 static void test_mswea_observation(void)
 {
-    static const char tpl[] =
-        "<returncode>{{output.returncode}}</returncode>\n"
-        "{% if output.output | length < 10000 -%}\n"
-        "<output>\n"
-        "{{ output.output -}}\n"
-        "</output>\n"
-        "{%- else -%}\n"
-        "<warning>too long</warning>\n"
-        "{%- set elided_chars = output.output | length - 10000 -%}\n"
-        "<output_head>\n"
-        "{{ output.output[:5000] }}\n"
-        "</output_head>\n"
-        "<elided_chars>\n"
-        "{{ elided_chars }} characters elided\n"
-        "</elided_chars>\n"
-        "<output_tail>\n"
-        "{{ output.output[-5000:] }}\n"
-        "</output_tail>\n"
-        "{%- endif -%}\n";
+    static const char tpl[] = "<returncode>{{output.returncode}}</returncode>\n"
+                              "{% if output.output | length < 10000 -%}\n"
+                              "<output>\n"
+                              "{{ output.output -}}\n"
+                              "</output>\n"
+                              "{%- else -%}\n"
+                              "<warning>too long</warning>\n"
+                              "{%- set elided_chars = output.output | length - 10000 -%}\n"
+                              "<output_head>\n"
+                              "{{ output.output[:5000] }}\n"
+                              "</output_head>\n"
+                              "<elided_chars>\n"
+                              "{{ elided_chars }} characters elided\n"
+                              "</elided_chars>\n"
+                              "<output_tail>\n"
+                              "{{ output.output[-5000:] }}\n"
+                              "</output_tail>\n"
+                              "{%- endif -%}\n";
     ok(tpl, "{\"output\":{\"returncode\":0,\"output\":\"hi\\n\"}}",
        "<returncode>0</returncode>\n<output>\nhi\n</output>");
 
@@ -183,9 +183,11 @@ static void test_mswea_observation(void)
     CHECK(mini_tpl_render(tpl, strlen(tpl), vars, &out, &e) == 0);
     char *head = repeat("\xc3\xa9", 5000);
     _cleanup_buf_ struct mini_buf want = MINI_BUF_INIT;
-    mini_buf_printf(&want, "<returncode>1</returncode>\n<warning>too long</warning><output_head>\n%s\n"
+    mini_buf_printf(&want,
+                    "<returncode>1</returncode>\n<warning>too long</warning><output_head>\n%s\n"
                     "</output_head>\n<elided_chars>\n2001 characters elided\n</elided_chars>\n"
-                    "<output_tail>\n%s\n</output_tail>", head, head);
+                    "<output_tail>\n%s\n</output_tail>",
+                    head, head);
     CHECK_MEM(out.data, out.len, want.data, want.len);
     free(head);
     free(body);
@@ -250,18 +252,18 @@ static void test_limits(void)
     struct mini_buf out = MINI_BUF_INIT;
     struct mini_err e;
     CHECK(mini_tpl_render("{{ a }}", 7, root, &out, &e) == -1 && strstr(e.msg, "nest"));
-    CHECK(mini_tpl_render("{{ 1 }}", 7, root, &out, &e) == 0);   /* unused: not converted */
+    CHECK(mini_tpl_render("{{ 1 }}", 7, root, &out, &e) == 0); /* unused: not converted */
     cJSON_Delete(root);
     mini_buf_free(&out);
 
     /* Memory and time. */
     fails("{{ 'x' * 1000000000 }}", NULL, "memory");
     fails("{% set s = 'x' * 1000000 %}{% for i in range(1000) %}{{ s }}{% endfor %}", NULL, "memory");
-    fails("{% set r = range(10000) %}{% for a in r %}{% for b in r %}{% endfor %}{% endfor %}", NULL,
-          "too many steps");
+    fails("{% set r = range(10000) %}{% for a in r %}{% for b in r %}{% endfor %}{% endfor %}", NULL, "too many steps");
     fails("{{ range(10000000000)|length }}", NULL, "memory");
     fails("{% set ns = namespace(x=[]) %}{% for i in range(2000) %}{% set ns.x = [ns.x] %}{% endfor %}"
-          "{{ ns.x }}", NULL, "recursion");
+          "{{ ns.x }}",
+          NULL, "recursion");
 
     /* Limits chosen by the caller. */
     {
@@ -274,10 +276,8 @@ static void test_limits(void)
         CHECK(mini_tpl_render_limited(slow, strlen(slow), NULL, &lim, &o, &le) == -1 &&
               strstr(le.msg, "too many steps") && o.len == 190);
         const char *big = "{{ 'x' * 2000000 }}";
-        CHECK(mini_tpl_render_limited(big, strlen(big), NULL, &lim, &o, &le) == -1 &&
-              strstr(le.msg, "memory"));
-        CHECK(mini_tpl_render_limited(big, strlen(big), NULL, NULL, &o, &le) == 0 &&
-              o.len == 190 + 2000000);
+        CHECK(mini_tpl_render_limited(big, strlen(big), NULL, &lim, &o, &le) == -1 && strstr(le.msg, "memory"));
+        CHECK(mini_tpl_render_limited(big, strlen(big), NULL, NULL, &o, &le) == 0 && o.len == 190 + 2000000);
     }
 
     /* Big but reasonable inputs are fine. */

@@ -10,8 +10,7 @@ int main(void)
         const struct utf8_case *c = &utf8_cases[i];
         struct mini_buf out = MINI_BUF_INIT;
         CHECK(mini_utf8_sanitize(&out, c->in, c->in_len) == 0);
-        CHECK_MSG(out.len == c->out_len && memcmp(out.data, c->out, c->out_len) == 0,
-                  "case %s", c->name);
+        CHECK_MSG(out.len == c->out_len && memcmp(out.data, c->out, c->out_len) == 0, "case %s", c->name);
         /* Valid input comes back unchanged; invalid input does not. */
         int unchanged = c->in_len == c->out_len && memcmp(c->in, c->out, c->in_len) == 0;
         CHECK_MSG(mini_utf8_valid(c->in, c->in_len) == unchanged, "valid() for %s", c->name);
@@ -25,7 +24,7 @@ int main(void)
     CHECK(mini_utf8_incomplete_tail("ab\xc3", 3) == 1);
     CHECK(mini_utf8_incomplete_tail("ab\xe2\x82\xac", 5) == 0);
     CHECK(mini_utf8_incomplete_tail("ab", 2) == 0);
-    CHECK(mini_utf8_incomplete_tail("\xed\xa0", 2) == 0);   /* surrogate: never completes */
+    CHECK(mini_utf8_incomplete_tail("\xed\xa0", 2) == 0); /* surrogate: never completes */
     CHECK(mini_utf8_incomplete_tail("\xff", 1) == 0);
     CHECK(mini_utf8_incomplete_tail("", 0) == 0);
 
