@@ -18,6 +18,9 @@ import struct
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from rawframe import call, frame, recv_frame  # noqa: E402
+
 MODE, SOCK, WS, DPID, DLOG = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
 failed = 0
 
@@ -28,42 +31,11 @@ def report(name, ok, why=""):
     failed += not ok
 
 
-def frame(obj):
-    b = json.dumps(obj).encode()
-    return struct.pack(">I", len(b)) + b
-
-
-def recv_frame(s):
-    """A frame, or None at EOF; socket.timeout when none comes in time."""
-    hdr = b""
-    while len(hdr) < 4:
-        c = s.recv(4 - len(hdr))
-        if not c:
-            return None
-        hdr += c
-    n = struct.unpack(">I", hdr)[0]
-    body = b""
-    while len(body) < n:
-        c = s.recv(n - len(body))
-        if not c:
-            return None
-        body += c
-    return json.loads(body)
-
-
 def conn(timeout=20):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(timeout)
     s.connect(SOCK)
     return s
-
-
-def call(s, obj):
-    s.sendall(frame(obj))
-    while True:
-        r = recv_frame(s)
-        if r is None or r.get("id") == obj["id"]:
-            return r
 
 
 def kind(r):

@@ -6,11 +6,13 @@ Prints one "ok - NAME" or "not ok - NAME: why" line per check, and
 "# ..." lines with figures.  Raw frames on purpose: these clients never
 read.
 """
-import json
 import socket
-import struct
 import sys
 import time
+import os
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from rawframe import call, frame, recv_frame  # noqa: E402
 
 SOCK, WS, DPID = sys.argv[1], sys.argv[2], int(sys.argv[3])
 failed = 0
@@ -26,41 +28,11 @@ def report(name, ok, why=""):
     failed += not ok
 
 
-def frame(obj):
-    b = json.dumps(obj).encode()
-    return struct.pack(">I", len(b)) + b
-
-
-def recv_frame(s):
-    hdr = b""
-    while len(hdr) < 4:
-        c = s.recv(4 - len(hdr))
-        if not c:
-            return None
-        hdr += c
-    n = struct.unpack(">I", hdr)[0]
-    body = bytearray()
-    while len(body) < n:
-        c = s.recv(min(n - len(body), 1 << 20))
-        if not c:
-            return None
-        body += c
-    return json.loads(body)
-
-
 def conn():
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(60)
     s.connect(SOCK)
     return s
-
-
-def call(s, obj):
-    s.sendall(frame(obj))
-    while True:
-        r = recv_frame(s)
-        if r is None or r.get("id") == obj["id"]:
-            return r
 
 
 def status_kb(key):

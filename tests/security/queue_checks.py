@@ -11,6 +11,9 @@ import struct
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from rawframe import call, frame, recv_frame  # noqa: E402
+
 SOCK, WS, DPID = sys.argv[1], sys.argv[2], int(sys.argv[3])
 failed = 0
 
@@ -21,41 +24,11 @@ def report(name, ok, why=""):
     failed += not ok
 
 
-def frame(obj):
-    b = json.dumps(obj).encode()
-    return struct.pack(">I", len(b)) + b
-
-
 def conn():
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect(SOCK)
     s.settimeout(30)
     return s
-
-
-def recv_frame(s):
-    hdr = b""
-    while len(hdr) < 4:
-        c = s.recv(4 - len(hdr))
-        if not c:
-            return None
-        hdr += c
-    n = struct.unpack(">I", hdr)[0]
-    body = b""
-    while len(body) < n:
-        c = s.recv(n - len(body))
-        if not c:
-            return None
-        body += c
-    return json.loads(body)
-
-
-def call(s, obj):
-    s.sendall(frame(obj))
-    while True:
-        r = recv_frame(s)
-        if r is None or r.get("id") == obj["id"]:
-            return r
 
 
 def rss_kb(pid):
