@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 static void usage(FILE *f)
@@ -85,6 +86,25 @@ static char *default_output(void)
     if (!dir || asprintf(&p, "%s/last_mini_run.traj.json", dir) < 0)
         return NULL;
     return p;
+}
+
+/* Make sure the trajectory can be written before any model call costs
+ * money: create its directory (as mini-swe-agent does) and try a file in
+ * it.  0, or -1 with e filled. */
+static int prepare_output(const char *path, struct mini_err *e)
+{
+    const char *slash = strrchr(path, '/');
+    _cleanup_free_ char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    if (!dir)
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    if (mini_mkdir_p(dir, 0755, e) < 0)
+        return mini_err_prefix(e, "trajectory %s", path);
+    _cleanup_close_ int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+    if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL) && access(dir, W_OK | X_OK) == 0)
+        return 0;
+    if (fd < 0)
+        return mini_err_sys(e, MINI_E_IO, errno, "trajectory %s: cannot write in %s", path, dir);
+    return 0;
 }
 
 /* The command line. */
@@ -278,9 +298,11 @@ static int report(const struct mini_agent *agent, const struct mini_model *model
 {
     fflush(stdout);
     bool stopped = agent->exit_status && strcmp(agent->exit_status, "KeyboardInterrupt") == 0;
+    /* Never name a file that was not written. */
+    bool written = output && access(output, F_OK) == 0;
     fprintf(stderr, "mini: %s after %ld model calls, cost $%.4f; trajectory: %s\n",
             agent->exit_status ? agent->exit_status : "stopped", mini_model_calls(model), mini_model_cost(model),
-            output ? output : "(not saved)");
+            written ? output : output ? "(not written)" : "(not saved)");
     if (r < 0 && !stopped)
         fprintf(stderr, "mini: %s\n", e->msg);
     return stopped ? 130 : (agent->exit_status && strcmp(agent->exit_status, "Submitted") == 0) ? 0 : 1;
@@ -339,6 +361,8 @@ static int run(struct args *o)
     }
     if (!o->output)
         o->output = out_default = default_output();
+    if (o->output && prepare_output(o->output, &e) < 0)
+        return fail(&e);
     if (mini_agent_init(&agent, cfg, model, env, o->output, &e) < 0)
         return fail(&e);
     mini_model_set_cancel(model, &agent.interrupt);

@@ -429,3 +429,26 @@ int mini_owner_lock_free(const char *path, bool dir, int *fd_out)
         close(fd);
     return 1;
 }
+
+int mini_mkdir_p(const char *path, int mode, struct mini_err *e)
+{
+    _cleanup_free_ char *p = strdup(path);
+    if (!p)
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    size_t len = strlen(p);
+    for (size_t i = 1; i <= len; i++) {
+        if (p[i] != '/' && p[i] != '\0')
+            continue;
+        char saved = p[i];
+        p[i] = '\0';
+        if (mkdir(p, (mode_t)mode) < 0 && errno != EEXIST)
+            return mini_err_sys(e, MINI_E_IO, errno, "creating %s", p);
+        p[i] = saved;
+    }
+    struct stat st;
+    if (stat(p, &st) < 0)
+        return mini_err_sys(e, MINI_E_IO, errno, "%s", p);
+    if (!S_ISDIR(st.st_mode))
+        return mini_err_set(e, MINI_E_IO, "%s: not a directory", p);
+    return 0;
+}

@@ -79,23 +79,13 @@ char *mini_config_builtin_dir(void)
     return strdup(MINI_CONFIG_SOURCE_DIR);
 }
 
-static int mkdir_p(char *path, struct mini_err *e)
+/* The global directory (it holds API keys: 0700), as a config error. */
+static int mkdir_p_config(const char *path, struct mini_err *e)
 {
-    size_t len = strlen(path);
-    for (size_t i = 1; i <= len; i++) {
-        if (path[i] != '/' && path[i] != '\0')
-            continue;
-        char saved = path[i];
-        path[i] = '\0';
-        if (mkdir(path, 0700) < 0 && errno != EEXIST) {
-            int err = errno;
-            path[i] = saved;
-            return mini_err_sys(e, MINI_E_CONFIG, err, "creating %s", path);
-        }
-        path[i] = saved;
+    if (mini_mkdir_p(path, 0700, e) < 0) {
+        e->code = MINI_E_CONFIG;
+        return -1;
     }
-    if (!is_dir(path))
-        return mini_err_set(e, MINI_E_CONFIG, "%s: not a directory", path);
     return 0;
 }
 
@@ -145,7 +135,7 @@ char *mini_config_global_dir_new(bool create, struct mini_err *e)
     }
     if (!dir)
         return nomem(e), NULL;
-    if (create && mkdir_p(dir, e) < 0)
+    if (create && mkdir_p_config(dir, e) < 0)
         return NULL;
     return TAKE_PTR(dir);
 }
@@ -162,7 +152,7 @@ const char *mini_config_global_dir(void)
         return NULL;
     _cleanup_free_ char *copy = strdup(dir);
     if (copy)
-        (void)mkdir_p(copy, &e); /* best effort: see config.h */
+        (void)mini_mkdir_p(copy, 0700, &e); /* best effort: see config.h */
     char *expected = NULL;
     if (!__atomic_compare_exchange_n(&cached, &expected, dir, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
         free(dir);

@@ -34,6 +34,10 @@ void mini_close(int fd);
  * filesystem), making unreadable directories readable first.  0, or -1
  * with e filled on the first failure (the rest is still attempted). */
 int mini_rm_rf(const char *path, struct mini_err *e);
+/* Create directory `path` and its missing parents with `mode` (existing
+ * ones are left as they are).  0, or -1 with e filled (MINI_E_IO), also
+ * when path exists but is not a directory. */
+int mini_mkdir_p(const char *path, int mode, struct mini_err *e);
 int mini_set_nonblock(int fd, int on);
 int mini_set_cloexec(int fd, int on);
 

@@ -781,6 +781,29 @@ if [[ ${#bad[@]} == 0 ]]; then
 else fail "kill -9 x20 at random moments: valid trajectory each time, at most one temp file, none after the next run" "${bad[@]}"; fi
 exec 2>&3 3>&-
 
+# ==== 8b. the trajectory path, checked before the first model call ========
+scenario "-o in a directory that does not exist yet: made, as mini-swe-agent does"
+NEWDIR=$T/new-dir-$RUN_TAG/sub
+mrun -y --exit-immediately -c mini_textbased --model-class deterministic --sandbox off --workspace "$WS" -t task \
+    -o "$NEWDIR/t.json" -c "model.outputs=$(json_strs "$(block "$SUBMIT")")"
+if [[ $RC == 0 && -s $NEWDIR/t.json ]] && contains "$ERR" "trajectory: $NEWDIR/t.json"; then
+    pass "-o NEW/DIR/t.json: the directory is made and the trajectory written"
+else
+    fail "-o NEW/DIR/t.json: the directory is made and the trajectory written" "status $RC; $ERR"
+fi
+scenario "-o where nothing can be written: refused before the model is asked"
+mock_start "$(turns '[{"tool_calls": [{"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}]}]')"
+openai_env MSWEA_COST_TRACKING=ignore_errors
+BADOUT=/proc/mini-no-such-dir-$RUN_TAG/t.json
+mrun -y --exit-immediately -m openai/gpt-test --sandbox off --workspace "$WS" -t task -o "$BADOUT"
+if [[ $RC != 0 ]] && contains "$ERR" "trajectory $BADOUT" && [[ ! -s $REC ]] && ! contains "$ERR" "trajectory: $BADOUT"; then
+    pass "-o unwritable: mini stops with the reason, no model request made, no unwritten path named"
+else
+    fail "-o unwritable: mini stops with the reason, no model request made, no unwritten path named" \
+        "status $RC, $(wc -l <"$REC") requests; $ERR"
+fi
+mock_stop
+
 # ==== 9. retries through the whole program ===============================
 scenario "429 with Retry-After: 1, then a good reply"
 mock_start "$(turns '[{"status": 429, "retry_after": "1"},
