@@ -41,8 +41,7 @@ static const char *str(const cJSON *obj, const char *key)
 static void merge_into(cJSON *a, const cJSON *b)
 {
     const cJSON *it;
-    cJSON_ArrayForEach(it, b)
-    {
+    cJSON_ArrayForEach (it, b) {
         cJSON *old = cJSON_GetObjectItemCaseSensitive(a, it->string);
         if (cJSON_IsObject(old) && cJSON_IsObject(it))
             merge_into(old, it);
@@ -514,8 +513,7 @@ int mini_agent_run_actions(struct mini_agent *a, const cJSON *msg, cJSON *output
     *submission = NULL;
     const cJSON *actions = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(msg, "extra"), "actions");
     const cJSON *act;
-    cJSON_ArrayForEach(act, actions)
-    {
+    cJSON_ArrayForEach (act, actions) {
         if (a->interrupt) /* also one that came with the reply: nothing runs */
             break;
         cJSON *result = NULL;

@@ -283,8 +283,7 @@ static void show_content(struct mini_display *d, const cJSON *content, enum mini
         mini_display_text(d, s, content->valuestring, strlen(content->valuestring));
     } else if (cJSON_IsArray(content)) {
         const cJSON *part;
-        cJSON_ArrayForEach(part, content)
-        {
+        cJSON_ArrayForEach (part, content) {
             const cJSON *t = cJSON_GetObjectItemCaseSensitive(part, "text");
             const cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type");
             if (cJSON_IsString(t))
@@ -301,8 +300,7 @@ void mini_display_actions(struct mini_display *d, const cJSON *actions)
 {
     const char *bar = d->utf8 ? "\u2503" : "|";
     const cJSON *act;
-    cJSON_ArrayForEach(act, actions)
-    {
+    cJSON_ArrayForEach (act, actions) {
         const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(act, "command");
         const char *s = cJSON_IsString(cmd) ? cmd->valuestring : "";
         mini_display_flush(d);

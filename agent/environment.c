@@ -88,8 +88,7 @@ static int sandbox_open(struct mini_environment *env, struct mini_err *e)
     const cJSON *vars = cJSON_GetObjectItemCaseSensitive(env->cfg, "env");
     int r = vars ? mini_env_from_json(vars, &req.u.open.env, "environment.env", e) : 0;
     const cJSON *fwd = cJSON_GetObjectItemCaseSensitive(env->cfg, "forward_env"), *it;
-    cJSON_ArrayForEach(it, fwd)
-    {
+    cJSON_ArrayForEach (it, fwd) {
         const char *v = cJSON_IsString(it) ? getenv(it->valuestring) : NULL;
         if (r == 0 && v && mini_env_add(&req.u.open.env, it->valuestring, v) < 0)
             r = mini_err_set(e, MINI_E_NOMEM, "out of memory");
@@ -287,7 +286,9 @@ static int local_execute(struct mini_environment *env, const char *command, cons
         if (null < 0 || dup2(null, 0) < 0 || dup2(p[1], 1) < 0 || dup2(p[1], 2) < 0)
             _exit(126);
         const cJSON *it;
-        cJSON_ArrayForEach(it, extra) if (cJSON_IsString(it)) setenv(it->string, it->valuestring, 1);
+        cJSON_ArrayForEach (it, extra)
+            if (cJSON_IsString(it))
+                setenv(it->string, it->valuestring, 1);
         if (chdir(cwd) < 0) {
             int err = errno;
             if (write(ep[1], &err, sizeof err) < 0)

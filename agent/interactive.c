@@ -463,8 +463,7 @@ static enum confirm ask_confirm(struct mini_ui *ui, const cJSON *actions, char *
     int n = 0;
     bool all_listed = true;
     const cJSON *act;
-    cJSON_ArrayForEach(act, actions)
-    {
+    cJSON_ArrayForEach (act, actions) {
         const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(act, "command");
         if (!cJSON_IsString(cmd) || !whitelisted(ui, cmd->valuestring))
             all_listed = false;
@@ -802,8 +801,7 @@ static int compile_whitelist(struct mini_ui *ui, const cJSON *list, struct mini_
     if (!ui->whitelist || !ui->md)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     const cJSON *it;
-    cJSON_ArrayForEach(it, list)
-    {
+    cJSON_ArrayForEach (it, list) {
         size_t i = ui->n_whitelist;
         if (!cJSON_IsString(it))
             return mini_err_set(e, MINI_E_CONFIG, "agent.whitelist_actions[%zu]: must be a string", i);

@@ -302,7 +302,9 @@ static int report(const struct mini_agent *agent, const struct mini_model *model
     bool written = output && access(output, F_OK) == 0;
     fprintf(stderr, "mini: %s after %ld model calls, cost $%.4f; trajectory: %s\n",
             agent->exit_status ? agent->exit_status : "stopped", mini_model_calls(model), mini_model_cost(model),
-            written ? output : output ? "(not written)" : "(not saved)");
+            written      ? output
+                : output ? "(not written)"
+                         : "(not saved)");
     if (r < 0 && !stopped)
         fprintf(stderr, "mini: %s\n", e->msg);
     return stopped ? 130 : (agent->exit_status && strcmp(agent->exit_status, "Submitted") == 0) ? 0 : 1;

@@ -503,8 +503,7 @@ static int init_api(struct mini_model *m, enum mini_provider provider, struct mi
     if (!(m->kwargs = cJSON_CreateObject()))
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     const cJSON *item;
-    cJSON_ArrayForEach(item, kw_in)
-    {
+    cJSON_ArrayForEach (item, kw_in) {
         if (is_client_kwarg(item->string))
             continue;
         cJSON *copy = cJSON_Duplicate(item, true);
@@ -562,8 +561,7 @@ static int init_api(struct mini_model *m, enum mini_provider provider, struct mi
     const cJSON *xh = cJSON_GetObjectItemCaseSensitive(kw_in, "extra_headers");
     if (xh && !cJSON_IsObject(xh))
         return mini_err_set(e, MINI_E_CONFIG, "model.model_kwargs.extra_headers must be a mapping");
-    cJSON_ArrayForEach(item, xh)
-    {
+    cJSON_ArrayForEach (item, xh) {
         if (!cJSON_IsString(item))
             return mini_err_set(e, MINI_E_CONFIG, "model.model_kwargs.extra_headers.%.*s must be a string",
                                 MINI_JSON_SHOW(item->string));
@@ -766,8 +764,7 @@ cJSON *mini_model_template_vars(const struct mini_model *m)
         cJSON_ReplaceItemInObjectCaseSensitive(kw, "api_key", r);
     }
     cJSON *h;
-    cJSON_ArrayForEach(h, cJSON_GetObjectItemCaseSensitive(kw, "extra_headers"))
-    {
+    cJSON_ArrayForEach (h, cJSON_GetObjectItemCaseSensitive(kw, "extra_headers")) {
         if (cJSON_IsString(h) && secret_header(h->string) && !cJSON_SetValuestring(h, "***")) {
             cJSON_Delete(vars);
             return NULL;
@@ -866,8 +863,7 @@ static cJSON *observation(struct mini_model *m, const cJSON *action, const cJSON
         return NULL;
     }
     const cJSON *v;
-    cJSON_ArrayForEach(v, template_vars)
-    {
+    cJSON_ArrayForEach (v, template_vars) {
         if (strcmp(v->string, "output") != 0 && !cJSON_AddItemReferenceToObject(vars, v->string, (cJSON *)v)) {
             cJSON_Delete(vars);
             mini_err_set(e, MINI_E_NOMEM, "out of memory");
@@ -943,8 +939,7 @@ cJSON *mini_model_observations(struct mini_model *m, const cJSON *assistant, con
         cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(assistant, "extra"), "actions");
     bool toolcall = false;
     const cJSON *a;
-    cJSON_ArrayForEach(a, actions)
-    {
+    cJSON_ArrayForEach (a, actions) {
         if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(a, "tool_call_id")))
             toolcall = true;
     }
@@ -1137,8 +1132,7 @@ static int content_string(const cJSON *msg, struct mini_buf *out)
     if (cJSON_IsString(c))
         return mini_buf_puts(out, c->valuestring);
     const cJSON *part;
-    cJSON_ArrayForEach(part, c)
-    {
+    cJSON_ArrayForEach (part, c) {
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(part, "text");
         if (cJSON_IsString(t) && mini_buf_puts(out, t->valuestring) < 0)
             return -1;

@@ -29,8 +29,7 @@ static int content_text(const cJSON *content, struct mini_buf *out)
     if (cJSON_IsString(content))
         return mini_buf_puts(out, content->valuestring);
     const cJSON *part;
-    cJSON_ArrayForEach(part, content)
-    {
+    cJSON_ArrayForEach (part, content) {
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(part, "text");
         if (cJSON_IsString(t) && mini_buf_puts(out, t->valuestring) < 0)
             return -1;
@@ -52,8 +51,7 @@ static int user_blocks(const cJSON *msg, cJSON *blocks)
         return 0;
     }
     const cJSON *part;
-    cJSON_ArrayForEach(part, content)
-    {
+    cJSON_ArrayForEach (part, content) {
         cJSON *copy = cJSON_Duplicate(part, true);
         if (!copy)
             return -1;
@@ -85,8 +83,7 @@ static int assistant_blocks(const cJSON *msg, cJSON *blocks, struct mini_err *e)
 {
     const cJSON *thinking = cJSON_GetObjectItemCaseSensitive(msg, "thinking_blocks");
     const cJSON *t;
-    cJSON_ArrayForEach(t, thinking)
-    {
+    cJSON_ArrayForEach (t, thinking) {
         cJSON *copy = cJSON_Duplicate(t, true);
         if (!copy)
             return mini_err_set(e, MINI_E_NOMEM, "out of memory");
@@ -102,8 +99,7 @@ static int assistant_blocks(const cJSON *msg, cJSON *blocks, struct mini_err *e)
         cJSON_AddItemToArray(blocks, b);
     }
     const cJSON *tc;
-    cJSON_ArrayForEach(tc, cJSON_GetObjectItemCaseSensitive(msg, "tool_calls"))
-    {
+    cJSON_ArrayForEach (tc, cJSON_GetObjectItemCaseSensitive(msg, "tool_calls")) {
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(tc, "id");
         const cJSON *fn = cJSON_GetObjectItemCaseSensitive(tc, "function");
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
@@ -182,8 +178,7 @@ int mini_anthropic_convert(const cJSON *messages, bool cache_control, cJSON **sy
     if (!res)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     const cJSON *msg;
-    cJSON_ArrayForEach(msg, messages)
-    {
+    cJSON_ArrayForEach (msg, messages) {
         const cJSON *rj = cJSON_GetObjectItemCaseSensitive(msg, "role");
         const char *role = cJSON_IsString(rj) ? rj->valuestring : "";
         if (strcmp(role, "system") == 0 || strcmp(role, "developer") == 0) {
@@ -312,8 +307,7 @@ int mini_anthropic_parse(const cJSON *resp, cJSON **msg, const char **finish_rea
     if (!out || !calls || !thinking || !cJSON_AddStringToObject(out, "role", "assistant"))
         return -1;
     const cJSON *b;
-    cJSON_ArrayForEach(b, content)
-    {
+    cJSON_ArrayForEach (b, content) {
         const cJSON *bt = cJSON_GetObjectItemCaseSensitive(b, "type");
         const char *t = cJSON_IsString(bt) ? bt->valuestring : "";
         if (strcmp(t, "text") == 0) {

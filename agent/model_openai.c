@@ -135,8 +135,7 @@ cJSON *mini_openai_messages(const cJSON *messages, bool cache_control)
     if (!out)
         return NULL;
     const cJSON *msg;
-    cJSON_ArrayForEach(msg, messages)
-    {
+    cJSON_ArrayForEach (msg, messages) {
         const cJSON *role = cJSON_GetObjectItemCaseSensitive(msg, "role");
         if (!cJSON_IsString(role) || !role_sent(role->valuestring))
             continue;
@@ -162,8 +161,7 @@ cJSON *mini_openai_messages(const cJSON *messages, bool cache_control)
     if (cache_control) {
         int n = cJSON_GetArraySize(out), i = 0;
         cJSON *o;
-        cJSON_ArrayForEach(o, out)
-        {
+        cJSON_ArrayForEach (o, out) {
             if (mark_cache(o, ++i == n) < 0)
                 return NULL;
         }
@@ -174,8 +172,7 @@ cJSON *mini_openai_messages(const cJSON *messages, bool cache_control)
 int mini_json_merge_into(cJSON *body, const cJSON *kw)
 {
     const cJSON *item;
-    cJSON_ArrayForEach(item, kw)
-    {
+    cJSON_ArrayForEach (item, kw) {
         cJSON *copy = cJSON_Duplicate(item, true);
         if (!copy)
             return -1;
@@ -236,8 +233,7 @@ static atomic_ulong call_ids;
 static int normalise_tool_calls(cJSON *calls)
 {
     cJSON *tc;
-    cJSON_ArrayForEach(tc, calls)
-    {
+    cJSON_ArrayForEach (tc, calls) {
         if (!cJSON_IsObject(tc))
             continue;
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(tc, "id");

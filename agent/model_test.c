@@ -75,8 +75,7 @@ static int load_trajectory(struct mini_model *m, struct mini_err *e)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     }
     const cJSON *msg;
-    cJSON_ArrayForEach(msg, messages)
-    {
+    cJSON_ArrayForEach (msg, messages) {
         const cJSON *role = cJSON_GetObjectItemCaseSensitive(msg, "role");
         if (!cJSON_IsString(role) || strcmp(role->valuestring, "assistant") != 0)
             continue;
@@ -133,8 +132,7 @@ int mini_testmodel_init(struct mini_model *m, struct mini_err *e)
         return mini_err_set(e, MINI_E_CONFIG, "the deterministic model needs model.outputs, a list of replies");
     const cJSON *o;
     int i = 0;
-    cJSON_ArrayForEach(o, outputs)
-    {
+    cJSON_ArrayForEach (o, outputs) {
         if (!cJSON_IsString(o) && !cJSON_IsObject(o))
             return mini_err_set(e, MINI_E_CONFIG, "model.outputs[%d] must be a string or a message mapping", i);
         i++;
@@ -159,8 +157,8 @@ static double sleep_request(const char *s)
 static double message_sleep(const cJSON *msg)
 {
     const cJSON *a;
-    cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(msg, "extra"), "actions"))
-    {
+    cJSON_ArrayForEach (a,
+                        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(msg, "extra"), "actions")) {
         const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(a, "command");
         double s = cJSON_IsString(cmd) ? sleep_request(cmd->valuestring) : -1;
         if (s >= 0)

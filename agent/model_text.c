@@ -380,8 +380,7 @@ int mini_toolcall_actions(const cJSON *tool_calls, cJSON **actions, char **error
     if (!out)
         return -1;
     const cJSON *tc;
-    cJSON_ArrayForEach(tc, tool_calls)
-    {
+    cJSON_ArrayForEach (tc, tool_calls) {
         _cleanup_buf_ struct mini_buf msg = MINI_BUF_INIT;
         const cJSON *fn = cJSON_GetObjectItemCaseSensitive(tc, "function");
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
@@ -462,8 +461,7 @@ int mini_message_actions(struct mini_model *m, const cJSON *msg, cJSON **actions
     const cJSON *saved = cJSON_GetObjectItemCaseSensitive(extra, "actions");
     if (cJSON_IsArray(saved)) {
         const cJSON *a;
-        cJSON_ArrayForEach(a, saved)
-        {
+        cJSON_ArrayForEach (a, saved) {
             if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(a, "command")))
                 return mini_err_set(e, MINI_E_CONFIG, "extra.actions: every action needs a string \"command\"");
         }

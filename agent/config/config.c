@@ -363,7 +363,8 @@ static void json_dedupe(cJSON *item)
 {
     if (cJSON_IsArray(item)) {
         cJSON *c;
-        cJSON_ArrayForEach(c, item) json_dedupe(c);
+        cJSON_ArrayForEach (c, item)
+            json_dedupe(c);
         return;
     }
     if (!cJSON_IsObject(item))
@@ -474,8 +475,7 @@ cJSON *mini_config_read_spec(const char *spec, struct mini_err *e)
 int mini_config_merge(cJSON *dst, const cJSON *src, struct mini_err *e)
 {
     const cJSON *s;
-    cJSON_ArrayForEach(s, src)
-    {
+    cJSON_ArrayForEach (s, src) {
         cJSON *d = cJSON_GetObjectItemCaseSensitive(dst, s->string);
         if (d && cJSON_IsObject(d) && cJSON_IsObject(s)) {
             if (mini_config_merge(d, s, e) < 0)
@@ -535,8 +535,7 @@ cJSON *mini_config_get(const cJSON *cfg, const char *path)
         if (!cJSON_IsObject(cur))
             return NULL;
         const cJSON *next = NULL, *c;
-        cJSON_ArrayForEach(c, cur)
-        {
+        cJSON_ArrayForEach (c, cur) {
             if (c->string && strlen(c->string) == l && !memcmp(c->string, p, l)) {
                 next = c;
                 break;
@@ -970,8 +969,7 @@ static int check_value(cJSON *parent, cJSON *v, const struct keydef *k, const ch
         if (!cJSON_IsObject(v))
             return type_error(e, path, "a mapping of names to strings", v, NULL);
         cJSON *c;
-        cJSON_ArrayForEach(c, v)
-        {
+        cJSON_ArrayForEach (c, v) {
             if (!cJSON_IsString(c)) {
                 char sub[600];
                 snprintf(sub, sizeof sub, "%s.%.*s", path, MINI_JSON_SHOW(c->string));
@@ -989,8 +987,7 @@ static int check_value(cJSON *parent, cJSON *v, const struct keydef *k, const ch
             return type_error(e, path, "a list of strings", v, NULL);
         int i = 0;
         cJSON *c;
-        cJSON_ArrayForEach(c, v)
-        {
+        cJSON_ArrayForEach (c, v) {
             if (!cJSON_IsString(c)) {
                 char sub[600];
                 snprintf(sub, sizeof sub, "%s[%d]", path, i);

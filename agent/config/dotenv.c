@@ -446,15 +446,13 @@ int mini_config_load_dotenv(const char *path, struct mini_err *e)
         return mini_err_prefix(e, "%s", path);
     /* Check every name before setting any, so a bad file changes nothing. */
     cJSON *it;
-    cJSON_ArrayForEach(it, vars)
-    {
+    cJSON_ArrayForEach (it, vars) {
         if (strchr(it->string, '='))
             return mini_err_set(e, MINI_E_CONFIG, "%s: \"%.*s\" is not a valid variable name", path,
                                 MINI_JSON_SHOW(it->string));
     }
     int set = 0;
-    cJSON_ArrayForEach(it, vars)
-    {
+    cJSON_ArrayForEach (it, vars) {
         if (!cJSON_IsString(it) || getenv(it->string))
             continue;
         if (setenv(it->string, it->valuestring, 1) < 0)

@@ -62,8 +62,7 @@ static void put_json(struct mini_buf *b, const cJSON *v)
         mini_buf_putc(b, '[');
         const cJSON *c;
         int first = 1;
-        cJSON_ArrayForEach(c, v)
-        {
+        cJSON_ArrayForEach (c, v) {
             if (!first)
                 mini_buf_putc(b, ',');
             first = 0;
@@ -74,8 +73,7 @@ static void put_json(struct mini_buf *b, const cJSON *v)
         mini_buf_putc(b, '{');
         const cJSON *c;
         int first = 1;
-        cJSON_ArrayForEach(c, v)
-        {
+        cJSON_ArrayForEach (c, v) {
             if (!first)
                 mini_buf_putc(b, ',');
             first = 0;

@@ -125,8 +125,7 @@ int main(int argc, char **argv)
             continue;
         cJSON *outputs = cJSON_CreateArray();
         const cJSON *a;
-        cJSON_ArrayForEach(a, actions)
-        {
+        cJSON_ArrayForEach (a, actions) {
             const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(a, "command");
             _cleanup_buf_ struct mini_buf text = MINI_BUF_INIT;
             mini_buf_printf(&text, "ran: %s\n", cJSON_IsString(cmd) ? cmd->valuestring : "?");

@@ -51,8 +51,9 @@ static int run_check(int argc, char **argv)
 static bool any_refused(cJSON *profiles)
 {
     cJSON *p;
-    cJSON_ArrayForEach(p, profiles) if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "status")),
-                                               "refused") == 0) return true;
+    cJSON_ArrayForEach (p, profiles)
+        if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "status")), "refused") == 0)
+            return true;
     return false;
 }
 
