@@ -1,5 +1,6 @@
 /* mini: a minimal software-engineering agent whose commands run in a sandbox. */
 #include "agent.h"
+#include "mini/json.h"
 #include "config/command.h"
 #include "config/config.h"
 #include "config/dotenv.h"
@@ -185,7 +186,7 @@ static int apply_flags(cJSON *cfg, const struct args *o, struct mini_err *e)
             fprintf(stderr, "mini: --cost-limit: not a non-negative number: %s\n", o->cost_limit);
             return 2;
         }
-        if (set_path(cfg, "agent.cost_limit", mini_config_float(v), e) < 0)
+        if (set_path(cfg, "agent.cost_limit", mini_json_create_float(v), e) < 0)
             return -1;
     }
     /* validation maps mini-swe-agent's class paths and refuses others */

@@ -520,7 +520,7 @@ static int py_value(struct mini_buf *b, const cJSON *v, const char *const *float
         bool integral =
             isfinite(d) && d >= -(double)MINI_JSON_INT_MAX && d <= (double)MINI_JSON_INT_MAX && d == (double)(int64_t)d;
         const char *text = v->valuestring;
-        bool is_float = text && *text ? strpbrk(text, ".eEnN") != NULL : float_key(v->string, float_keys);
+        bool is_float = text && *text ? mini_json_is_float(v) : float_key(v->string, float_keys);
         if (integral && !is_float)
             return mini_buf_printf(b, "%" PRId64, (int64_t)d);
         return py_float(b, d);
@@ -563,15 +563,29 @@ int mini_json_print_py(struct mini_buf *out, const cJSON *item, const char *cons
                    : mini_err_set(e, MINI_E_INTERNAL, "cannot print an invalid JSON item");
 }
 
+int mini_json_mark_float(cJSON *n)
+{
+    struct mini_buf b = MINI_BUF_INIT;
+    if (py_float(&b, n->valuedouble) < 0 || !b.data) {
+        mini_buf_free(&b);
+        return -1;
+    }
+    free(n->valuestring); /* cJSON's default allocator is malloc */
+    n->valuestring = b.data;
+    return 0;
+}
+
 cJSON *mini_json_create_float(double d)
 {
     cJSON *n = cJSON_CreateNumber(d);
-    struct mini_buf b = MINI_BUF_INIT;
-    if (!n || py_float(&b, d) < 0 || !b.data) {
-        mini_buf_free(&b);
+    if (n && mini_json_mark_float(n) < 0) {
         cJSON_Delete(n);
         return NULL;
     }
-    n->valuestring = b.data; /* malloc'd: cJSON_Delete frees it */
     return n;
+}
+
+bool mini_json_is_float(const cJSON *n)
+{
+    return cJSON_IsNumber(n) && n->valuestring && strpbrk(n->valuestring, ".eEnN");
 }

@@ -184,43 +184,11 @@ __attribute__((format(printf, 1, 2))) static void cfg_warn(const char *fmt, ...)
     warn_fn(msg, warn_ud);
 }
 
-bool mini_config_is_float(const cJSON *n)
-{
-    return cJSON_IsNumber(n) && n->valuestring && strpbrk(n->valuestring, ".eEnN");
-}
-
-/* Give number n the text that marks it a float (Python's repr is not
- * needed: the template engine only looks for a point, an exponent, inf or
- * nan).  0, or -1 when out of memory. */
-static int set_float(cJSON *n)
-{
-    char text[40];
-    snprintf(text, sizeof text, "%.17g", n->valuedouble);
-    if (!strpbrk(text, ".eEnN"))
-        strcat(text, ".0");
-    char *dup = strdup(text);
-    if (!dup)
-        return -1;
-    free(n->valuestring); /* cJSON's default allocator is malloc */
-    n->valuestring = dup;
-    return 0;
-}
-
 /* Forget the text: the number is an int (pydantic's int fields). */
 static void set_int(cJSON *n)
 {
     free(n->valuestring);
     n->valuestring = NULL;
-}
-
-cJSON *mini_config_float(double d)
-{
-    cJSON *n = cJSON_CreateNumber(d);
-    if (n && set_float(n) < 0) {
-        cJSON_Delete(n);
-        return NULL;
-    }
-    return n;
 }
 
 /* Python's json.loads makes a float of every number written with a
@@ -237,7 +205,7 @@ static int mark_tree_floats(cJSON *j, struct numflags *f)
 {
     if (cJSON_IsNumber(j)) {
         if (f->next < f->n && f->is_float[f->next++])
-            return set_float(j);
+            return mini_json_mark_float(j);
         return 0;
     }
     for (cJSON *c = j->child; c; c = c->next)
@@ -389,11 +357,11 @@ static cJSON *parse_override_value(const char *v)
     while (b > a && strchr(" \t\n\r", v[b - 1]))
         b--;
     if (b - a == 3 && !memcmp(v + a, "NaN", 3))
-        return mini_config_float(NAN);
+        return mini_json_create_float(NAN);
     if (b - a == 8 && !memcmp(v + a, "Infinity", 8))
-        return mini_config_float(INFINITY);
+        return mini_json_create_float(INFINITY);
     if (b - a == 9 && !memcmp(v + a, "-Infinity", 9))
-        return mini_config_float(-INFINITY);
+        return mini_json_create_float(-INFINITY);
     struct mini_err ignored;
     cJSON *j = mini_json_parse(v, strlen(v), &ignored);
     if (j) {
@@ -927,9 +895,9 @@ static int check_value(cJSON *parent, cJSON *v, const struct keydef *k, const ch
         return type_error(e, path, "an integer", v, NULL);
     case V_NUM: /* pydantic makes a float of 3: it prints as 3.0 */
         if (cJSON_IsNumber(v))
-            return mini_config_is_float(v) || set_float(v) == 0 ? 0 : nomem(e);
+            return mini_json_is_float(v) || mini_json_mark_float(v) == 0 ? 0 : nomem(e);
         if (cJSON_IsString(v) && str_to_num(v->valuestring, &d))
-            return replace(parent, v, mini_config_float(d), e);
+            return replace(parent, v, mini_json_create_float(d), e);
         return type_error(e, path, "a number", v, NULL);
     case V_BOOL: {
         if (cJSON_IsBool(v))
@@ -1058,7 +1026,7 @@ static int fill_agent(cJSON *a, struct mini_err *e)
                                 *req);
     if (add_default(a, "agent_class", cJSON_CreateString("interactive"), e) < 0 ||
         add_default(a, "step_limit", cJSON_CreateNumber(0), e) < 0 ||
-        add_default(a, "cost_limit", mini_config_float(3.0), e) < 0 ||
+        add_default(a, "cost_limit", mini_json_create_float(3.0), e) < 0 ||
         add_default(a, "wall_time_limit_seconds", cJSON_CreateNumber(0), e) < 0 ||
         add_default(a, "max_consecutive_format_errors", cJSON_CreateNumber(3), e) < 0 ||
         add_default(a, "output_path", cJSON_CreateNull(), e) < 0 ||
@@ -1117,7 +1085,7 @@ static int fill_model(cJSON *m, struct mini_err *e)
         return -1;
     if ((textbased || deterministic) && add_default(m, "action_regex", cJSON_CreateString(DEFAULT_ACTION_REGEX), e) < 0)
         return -1;
-    if (deterministic && add_default(m, "cost_per_call", mini_config_float(1.0), e) < 0)
+    if (deterministic && add_default(m, "cost_per_call", mini_json_create_float(1.0), e) < 0)
         return -1;
     return 0;
 }

@@ -104,15 +104,9 @@ int mini_config_validate(cJSON *cfg, struct mini_err *e);
 typedef void mini_config_warn_fn(const char *msg, void *ud);
 void mini_config_set_warn(mini_config_warn_fn *fn, void *ud);
 
-/* Python keeps int and float apart (YAML `3.0` and JSON `3.0` are floats
- * and print as "3.0"); cJSON does not.  A float is a cJSON number whose
- * valuestring holds its text with a '.', an exponent, "inf" or "nan" (the
- * convention of template/template.h).  The YAML loader, `-c` values and
- * validation (pydantic's float fields: cost_limit, cost_per_call) mark
- * them.  mini_config_float creates one (NULL when out of memory);
- * mini_config_is_float tells. */
-cJSON *mini_config_float(double d);
-bool mini_config_is_float(const cJSON *n);
+/* Floats (mini/json.h: mini_json_create_float, mini_json_is_float): the
+ * YAML loader, `-c` values and validation (pydantic's float fields:
+ * cost_limit, cost_per_call) mark them. */
 
 /* The item at a dotted path ("model.model_kwargs.temperature"), or NULL. */
 cJSON *mini_config_get(const cJSON *cfg, const char *path);

@@ -840,7 +840,7 @@ static cJSON *construct_scalar(struct ctx *c, struct ynode *n, const char *tag)
         if ((is_int ? construct_int(c, n, &d) : construct_float(c, n, &d)) < 0)
             return NULL;
         /* Floats keep being floats: 3.0 prints as "3.0" in templates. */
-        v = is_int ? cJSON_CreateNumber(d) : mini_config_float(d);
+        v = is_int ? cJSON_CreateNumber(d) : mini_json_create_float(d);
     } else {
         return NULL; /* not a scalar tag: the caller reports it */
     }

@@ -1,6 +1,7 @@
 /* Template values with Python semantics: str() / repr(), equality and
  * ordering, len(), iteration, json.dumps, Python's number parsers. */
 #include "internal.h"
+#include "mini/json.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -240,7 +241,7 @@ int tpl_tv_from_json(struct tpl *t, const cJSON *j, struct tv *out, int depth)
             int64_t v;
             bool ovf;
             const char *digits = *text == '+' ? text + 1 : text;
-            if (strpbrk(text, ".eEnN"))
+            if (mini_json_is_float(j))
                 *out = tpl_tv_float(d);
             else if (tpl_parse_int(digits, strlen(digits), 10, &v, &ovf) == 0 && !ovf)
                 *out = tpl_tv_int(v);

@@ -69,11 +69,16 @@ int mini_json_print(struct mini_buf *out, const cJSON *item, struct mini_err *e)
  * 0, or -1 with e filled. */
 int mini_json_print_py(struct mini_buf *out, const cJSON *item, const char *const *float_keys, struct mini_err *e);
 
-/* A number that Python would hold as a float: its valuestring keeps the
- * text of Python's repr ("3.0"), which mini_json_print_py and the
- * template engine read (see agent/template/template.h).  NULL when out of
- * memory. */
+/* Python keeps int and float apart (YAML `3.0` and JSON `3.0` are floats
+ * and print as "3.0"); cJSON does not.  A float is a cJSON number whose
+ * valuestring holds its text with a '.', an exponent, "inf" or "nan":
+ * mini_json_print_py, the template engine (agent/template/template.h) and
+ * the config loader read it.  mini_json_create_float makes one (NULL when
+ * out of memory), mini_json_mark_float marks number n (0, or -1 when out
+ * of memory), mini_json_is_float tells. */
 cJSON *mini_json_create_float(double d);
+int mini_json_mark_float(cJSON *n);
+bool mini_json_is_float(const cJSON *n);
 
 /* How many bytes of s to show when quoting it in a message: at most max,
  * cut on a character boundary.  For printf's "%.*s". */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "mini/json.h"
 #include "config/config.h"
 #include "config/dotenv.h"
 #include "config/config_yaml.h"
@@ -679,9 +680,9 @@ static void test_compat(void)
           !mini_config_get(cfg, "model.provider"));
     CHECK(mini_config_get_number(cfg, "environment.timeout", 0) == 60);
     /* Floats: YAML 3. and 0.0, pydantic's float cost_limit; ints stay ints. */
-    CHECK(mini_config_is_float(mini_config_get(cfg, "agent.cost_limit")));
-    CHECK(mini_config_is_float(mini_config_get(cfg, "model.model_kwargs.temperature")));
-    CHECK(!mini_config_is_float(mini_config_get(cfg, "agent.step_limit")));
+    CHECK(mini_json_is_float(mini_config_get(cfg, "agent.cost_limit")));
+    CHECK(mini_json_is_float(mini_config_get(cfg, "model.model_kwargs.temperature")));
+    CHECK(!mini_json_is_float(mini_config_get(cfg, "agent.step_limit")));
     cJSON_Delete(cfg);
 
     /* The same config with the sandbox chosen on the command line: the
@@ -693,11 +694,11 @@ static void test_compat(void)
     CHECK_MSG(cfg, "%s", e.msg);
     w = warnings.data ? warnings.data : "";
     CHECK(!strstr(w, "environment_class") && count(w, "environment.cwd:") == 1);
-    CHECK(mini_config_is_float(mini_config_get(cfg, "agent.cost_limit")));  /* pydantic: 0 -> 0.0 */
-    CHECK(!mini_config_is_float(mini_config_get(cfg, "agent.step_limit"))); /* 5.0 -> 5 */
+    CHECK(mini_json_is_float(mini_config_get(cfg, "agent.cost_limit")));  /* pydantic: 0 -> 0.0 */
+    CHECK(!mini_json_is_float(mini_config_get(cfg, "agent.step_limit"))); /* 5.0 -> 5 */
     const cJSON *tp = mini_config_get(cfg, "model.model_kwargs.top_p");
-    CHECK(tp && !mini_config_is_float(cJSON_GetArrayItem(tp, 0)) && mini_config_is_float(cJSON_GetArrayItem(tp, 1)) &&
-          mini_config_is_float(cJSON_GetArrayItem(tp, 2)));
+    CHECK(tp && !mini_json_is_float(cJSON_GetArrayItem(tp, 0)) && mini_json_is_float(cJSON_GetArrayItem(tp, 1)) &&
+          mini_json_is_float(cJSON_GetArrayItem(tp, 2)));
     cJSON_Delete(cfg);
 
     /* A container cwd that exists here is kept. */
@@ -727,13 +728,13 @@ static void test_compat(void)
     cJSON_Delete(cfg);
     mini_buf_free(&warnings);
 
-    /* mini_config_float and the float mark of YAML scalars. */
-    cJSON *f = mini_config_float(3);
-    CHECK(mini_config_is_float(f) && f->valuedouble == 3);
+    /* mini_json_create_float and the float mark of YAML scalars. */
+    cJSON *f = mini_json_create_float(3);
+    CHECK(mini_json_is_float(f) && f->valuedouble == 3);
     cJSON_Delete(f);
     cJSON *doc = y("a: 1.5\nb: 2\nc: .inf\nd: 1.0e+3\ne: '3.0'\n", &e);
-    CHECK(doc && mini_config_is_float(mini_config_get(doc, "a")) && !mini_config_is_float(mini_config_get(doc, "b")) &&
-          mini_config_is_float(mini_config_get(doc, "c")) && mini_config_is_float(mini_config_get(doc, "d")) &&
+    CHECK(doc && mini_json_is_float(mini_config_get(doc, "a")) && !mini_json_is_float(mini_config_get(doc, "b")) &&
+          mini_json_is_float(mini_config_get(doc, "c")) && mini_json_is_float(mini_config_get(doc, "d")) &&
           cJSON_IsString(mini_config_get(doc, "e")));
     cJSON_Delete(doc);
     if (old_dir)
