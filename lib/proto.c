@@ -24,7 +24,7 @@ static const char *const limit_names[MINI_LIMIT_COUNT] = {
     [MINI_LIMIT_CANCELLED] = "cancelled", [MINI_LIMIT_MEMORY] = "memory",
     [MINI_LIMIT_PIDS] = "pids",           [MINI_LIMIT_CPU] = "cpu",
     [MINI_LIMIT_FILE_SIZE] = "file_size", [MINI_LIMIT_DISCONNECT] = "disconnect",
-    [MINI_LIMIT_SHUTDOWN] = "shutdown",
+    [MINI_LIMIT_SHUTDOWN] = "shutdown",   [MINI_LIMIT_DISK] = "disk",
 };
 
 static int lookup(const char *const *names, int n, const char *name)

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include "mini/buf.h"
 #include "mini/err.h"
@@ -34,6 +35,15 @@ void mini_close(int fd);
  * filesystem), making unreadable directories readable first.  0, or -1
  * with e filled on the first failure (the rest is still attempted). */
 int mini_rm_rf(const char *path, struct mini_err *e);
+/* The disk space used by the directory tree at dirfd (its own blocks and
+ * everything under it, st_blocks * 512, so sparse files count what they
+ * hold), on its filesystem only, symlinks never followed, a file with
+ * several links counted once.  Walks by fd (safe against a tree changed
+ * under it).  what names the tree in messages.  0 with *bytes set, or -1
+ * with e filled: MINI_E_LIMIT (errno E2BIG) past max_entries entries,
+ * MINI_E_IO with errno EAGAIN when a directory was moved during the walk,
+ * EACCES for one it may not read. */
+int mini_disk_usage(int dirfd, const char *what, uint64_t max_entries, uint64_t *bytes, struct mini_err *e);
 /* Create directory `path` and its missing parents with `mode` (existing
  * ones are left as they are).  0, or -1 with e filled (MINI_E_IO), also
  * when path exists but is not a directory. */

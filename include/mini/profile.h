@@ -54,6 +54,7 @@ struct mini_limits {
     uint64_t file_size_bytes; /* RLIMIT_FSIZE; 0: unlimited */
     uint64_t open_files;      /* RLIMIT_NOFILE; must be > 0 */
     uint64_t output_bytes;    /* output kept (head + tail); must be > 0 */
+    uint64_t disk_bytes;      /* what a session may add to its workspace and overlay; 0: unlimited */
 };
 
 enum mini_seccomp_default { MINI_SECCOMP_ALLOW = 0, MINI_SECCOMP_ERRNO, MINI_SECCOMP_KILL };

@@ -219,6 +219,7 @@ enum mini_limit {
     MINI_LIMIT_FILE_SIZE,
     MINI_LIMIT_DISCONNECT,
     MINI_LIMIT_SHUTDOWN,
+    MINI_LIMIT_DISK,
     MINI_LIMIT_COUNT
 };
 const char *mini_limit_name(enum mini_limit l); /* "none" -> JSON null */

@@ -18,6 +18,11 @@
 enum { CHECK_OK = 0, CHECK_REFUSED = 1, CHECK_ERROR = 2 };
 #define MAX_PROFILES 64
 
+/* The workspace quota, as `check` describes it. */
+#define WS_WATCH_TEXT                                                                               \
+    "a profile's limits.disk_mb is watched by the daemon: it polls the filesystem while a command " \
+    "runs and kills it once the session has added more"
+
 static void check_usage(FILE *f)
 {
     fprintf(f,
@@ -110,11 +115,12 @@ static void print_machine(const struct mini_caps *c)
         snprintf(d, sizeof d, "failed at %s: %s", c->overlay_stage, strerror(c->overlay_err ? c->overlay_err : EINVAL));
     row("overlayfs in user ns", yes(c->overlay_userns), d);
     row("inside a container", c->in_container ? (c->container[0] ? c->container : "yes") : "no", c->container_hints);
-    char why[256];
+    char why[256], d2[512];
     _cleanup_close_ int cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (cwd >= 0) {
-        bool q = mini_ws_quota_probe(cwd, why, sizeof why);
-        row("workspace quota (cwd)", yes(q), why);
+        mini_ws_quota_probe(cwd, why, sizeof why);
+        snprintf(d2, sizeof d2, "%s; %s", WS_WATCH_TEXT, why);
+        row("workspace quota (cwd)", "yes", d2);
     }
 }
 
@@ -212,8 +218,11 @@ int mini_cli_check(int argc, char **argv)
         _cleanup_close_ int cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
         cJSON *q = m && cwd >= 0 ? cJSON_AddObjectToObject(m, "workspace_quota") : NULL;
         if (q) {
-            cJSON_AddBoolToObject(q, "enforced", mini_ws_quota_probe(cwd, why, sizeof why));
-            cJSON_AddStringToObject(q, "reason", why);
+            cJSON_AddBoolToObject(q, "enforced", true);
+            cJSON_AddStringToObject(q, "mechanism", "watch");
+            cJSON_AddBoolToObject(q, "kernel_project_quota", mini_ws_quota_probe(cwd, why, sizeof why));
+            cJSON_AddStringToObject(q, "reason", WS_WATCH_TEXT);
+            cJSON_AddStringToObject(q, "kernel", why);
         }
         if (!root || !m || !cJSON_AddItemToObject(root, "machine", m) ||
             !(jprof = cJSON_AddObjectToObject(root, "profiles"))) {

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <sys/resource.h>
 #include <sys/types.h>
+#include <cjson/cJSON.h>
 #include "caps.h"
 #include "cgroup.h"
 #include "outbuf.h"
@@ -57,7 +58,19 @@
 #define MINI_STR(x) MINI_STR_(x)
 #define READ_CHUNK (256u * 1024u)
 
-enum ev_kind { EV_LISTEN, EV_SIGNAL, EV_CLIENT, EV_CTL, EV_OUT, EV_PID, EV_TIMER, EV_STDIN, EV_POOL_CTL, EV_POOL_PID };
+enum ev_kind {
+    EV_LISTEN,
+    EV_SIGNAL,
+    EV_CLIENT,
+    EV_CTL,
+    EV_OUT,
+    EV_PID,
+    EV_TIMER,
+    EV_STDIN,
+    EV_POOL_CTL,
+    EV_POOL_PID,
+    EV_DISK
+};
 
 /* Prepared sandboxes: each session keeps one more than it has commands
  * running (at most POOL_SESSION_MAX), and the daemon at most POOL_TOTAL_MAX
@@ -72,6 +85,23 @@ struct ev {
 
 struct pooled;
 struct bpf_cache;
+
+/* The disk watch (disk.c): how often the filesystems' use is polled while
+ * a command runs, and the most entries a session's trees may hold to be
+ * measured (past it, disk_mb is reported as not enforced). */
+#define DISK_POLL_MS 50
+#define DISK_MAX_ENTRIES 2000000u
+
+struct disk_watch {
+    bool on;        /* enforced for this session */
+    uint64_t limit; /* the profile's disk_bytes; 0: none */
+    int fd[2], n;   /* the trees: the workspace, the overlay's upper */
+    dev_t dev[2];
+    uint64_t base, total; /* the trees' bytes at open, and at the last measure */
+    uint64_t mark;        /* filesystems' used bytes at which to measure again */
+    char *note;           /* while over the limit: said in every exit */
+    char why[320];        /* how it is enforced, or why not */
+};
 
 /* One sandbox and what the daemon made for it, released together
  * (slot_release): its process and channels, the command's cgroup, and on
@@ -111,6 +141,7 @@ struct session {
     struct mini_env env;
     struct mini_assessment assess; /* what this machine gives the profile */
     char *overlay_dir;             /* upper/work of the session's writable root, or NULL */
+    struct disk_watch disk;
 };
 
 struct pooled {
@@ -148,7 +179,8 @@ struct exec {
     int64_t id;
     struct sandbox_slot slot;
     int timer;
-    struct ev ev_ctl, ev_out, ev_pid, ev_timer, ev_stdin;
+    int disk_timer; /* the disk watch's poll, or -1 */
+    struct ev ev_ctl, ev_out, ev_pid, ev_timer, ev_stdin, ev_disk;
     bool stream;
     bool out_paused;
     bool out_eof, reaped, have_status;
@@ -269,5 +301,20 @@ void exec_timer(struct server *s, struct exec *x);
 void exec_write_stdin(struct server *s, struct exec *x);
 /* At stop: kill every command and reap it synchronously. */
 void kill_all(struct server *s);
+
+/* -------------------------------------------------------------- disk.c */
+
+/* Set up the session's disk watch (after its overlay): measures its trees. */
+void disk_open(struct server *s, struct session *ss);
+void disk_close(struct session *ss);
+/* isolation.workspace_quota of `opened`. */
+void disk_json(const struct session *ss, cJSON *o);
+/* A command starts (before it counts in ss->running): its poll timer,
+ * x->disk_timer (-1 when not watched; the caller adds it to epoll).  -1
+ * when the timer cannot be had. */
+int disk_exec_start(struct server *s, struct exec *x);
+void disk_tick(struct server *s, struct exec *x);
+/* A command ended (before its exit is sent): the last check, timer gone. */
+void disk_exec_end(struct server *s, struct exec *x);
 
 #endif

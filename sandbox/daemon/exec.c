@@ -31,6 +31,7 @@ void exec_free(struct exec *x)
 {
     slot_release(&x->slot);
     mini_close(x->timer);
+    mini_close(x->disk_timer);
     mini_outbuf_free(&x->out);
     free(x->argv);
     free(x->envp);
@@ -111,6 +112,7 @@ static void emit_output(struct server *s, struct exec *x, const char *p, size_t 
 static void exec_finish(struct server *s, struct exec *x)
 {
     int64_t ms = (mini_mono_ns() - x->start_ns) / 1000000;
+    disk_exec_end(s, x);
     if (x->err.code != MINI_OK) {
         send_error(s, x->client, x->id, &x->err);
         audit(s, x, 125, ms);
@@ -186,10 +188,12 @@ static void exec_finish(struct server *s, struct exec *x)
             ex->max_rss_kb = r.peak_memory_kb;
     }
     ex->limit = x->limit;
-    char *notes[3] = { NULL, NULL, NULL };
+    char *notes[4] = { NULL, NULL, NULL, NULL };
     size_t nn = 0;
     if (x->note)
         notes[nn++] = x->note;
+    if (x->session->disk.note)
+        notes[nn++] = x->session->disk.note;
     if (x->session->assess.status == MINI_ASSESS_DEGRADED)
         notes[nn++] = x->session->assess.summary;
     ex->notes = notes;
@@ -589,7 +593,7 @@ void do_exec(struct server *s, struct client *c, const struct mini_req *req)
         send_error(s, c, req->id, &e);
         return;
     }
-    x->timer = -1;
+    x->timer = x->disk_timer = -1;
     x->slot = (struct sandbox_slot)SANDBOX_SLOT_INIT;
     x->client = c;
     x->session = ss;
@@ -639,9 +643,11 @@ void do_exec(struct server *s, struct client *c, const struct mini_req *req)
     if (x->timer < 0 || timerfd_settime(x->timer, 0, &its, NULL) < 0 ||
         ep_add(s, x->timer, EPOLLIN, &x->ev_timer) < 0 || (!p && ep_add(s, x->slot.sb.ctl, EPOLLIN, &x->ev_ctl) < 0) ||
         ep_add(s, x->slot.sb.out, EPOLLIN, &x->ev_out) < 0 ||
-        (!p && ep_add(s, x->slot.sb.pidfd, EPOLLIN, &x->ev_pid) < 0)) {
+        (!p && ep_add(s, x->slot.sb.pidfd, EPOLLIN, &x->ev_pid) < 0) || disk_exec_start(s, x) < 0 ||
+        (x->disk_timer >= 0 && ep_add(s, x->disk_timer, EPOLLIN, &x->ev_disk) < 0)) {
         mini_err_sys(&e, MINI_E_SPAWN_FAILED, errno, "watching the sandbox");
         ep_del(s, x->timer);
+        ep_del(s, x->disk_timer);
         ep_del(s, x->slot.sb.ctl);
         ep_del(s, x->slot.sb.out);
         ep_del(s, x->slot.sb.pidfd);

@@ -589,6 +589,7 @@ static bool ev_dead(const struct ev *ev)
     case EV_OUT:
     case EV_PID:
     case EV_TIMER:
+    case EV_DISK:
     case EV_STDIN: return ((const struct exec *)ev->obj)->dead;
     case EV_POOL_CTL:
     case EV_POOL_PID: return ((const struct pooled *)ev->obj)->dead;
@@ -629,6 +630,7 @@ static void handle(struct server *s, struct ev *ev, uint32_t events)
     case EV_OUT: exec_read_out(s, ev->obj); break;
     case EV_PID: exec_reap(s, ev->obj); break;
     case EV_TIMER: exec_timer(s, ev->obj); break;
+    case EV_DISK: disk_tick(s, ev->obj); break;
     case EV_STDIN: exec_write_stdin(s, ev->obj); break;
     case EV_POOL_CTL:
     case EV_POOL_PID: pool_event(s, ev->obj, ev->kind == EV_POOL_PID); break;

@@ -34,6 +34,7 @@ void session_unref(struct session *ss)
             log_warn("session %s: %s", ss->id, e.msg);
         free(ss->overlay_dir);
     }
+    disk_close(ss);
     mini_profile_free(ss->profile);
     free(ss->workspace);
     mini_close(ss->ws_fd);
@@ -120,12 +121,7 @@ static cJSON *isolation_json(const struct server *s, const struct session *ss)
     cJSON_AddStringToObject(o, "workspace", ss->workspace);
     cJSON_AddBoolToObject(o, "workspace_writable", ss->profile->workspace_writable);
     cJSON_AddBoolToObject(o, "session_overlay", ss->overlay_dir != NULL);
-    char why[256];
-    cJSON *q = cJSON_AddObjectToObject(o, "workspace_quota");
-    if (q) {
-        cJSON_AddBoolToObject(q, "enforced", mini_ws_quota_probe(ss->ws_fd, why, sizeof why));
-        cJSON_AddStringToObject(q, "reason", why);
-    }
+    disk_json(ss, o);
     return o;
 }
 
@@ -720,6 +716,7 @@ void do_open(struct server *s, struct client *c, const struct mini_req *req)
     snprintf(ss->id, sizeof ss->id, "s%llu", (unsigned long long)++s->next_session);
     if (ss->profile->overlay_root && (ss->assess.features & MINI_FEAT_OVERLAY) && session_overlay(s, ss, &e) < 0)
         goto fail;
+    disk_open(s, ss);
     for (size_t i = 0; i < o->env.n; i++)
         if (mini_env_add(&ss->env, o->env.keys[i], o->env.values[i]) < 0) {
             mini_err_set(&e, MINI_E_NOMEM, "out of memory");

@@ -210,6 +210,7 @@ static const struct mini_limits default_limits = {
     .file_size_bytes = 256ull * MIB,
     .open_files = 1024,
     .output_bytes = 1048576,
+    .disk_bytes = 1024ull * MIB,
 };
 #define DEFAULT_TMP_MB 128
 
@@ -732,9 +733,10 @@ static const struct limit_key {
     { "file_size_mb", offsetof(struct mini_limits, file_size_bytes), MIB, 0, MB_MAX },
     { "open_files", offsetof(struct mini_limits, open_files), 1, 1, OPEN_FILES_MAX },
     { "output_bytes", offsetof(struct mini_limits, output_bytes), 1, 1, OUTPUT_BYTES_MAX },
+    { "disk_mb", offsetof(struct mini_limits, disk_bytes), MIB, 0, MB_MAX },
 };
 static const char *const limits_allowed[] = {
-    "timeout_s", "memory_mb", "pids", "cpu_s", "file_size_mb", "open_files", "output_bytes",
+    "timeout_s", "memory_mb", "pids", "cpu_s", "file_size_mb", "open_files", "output_bytes", "disk_mb",
 };
 
 static uint64_t *limit_field(struct mini_limits *l, const struct limit_key *k)

@@ -512,28 +512,14 @@ bool mini_ws_quota_probe(int dir, char *why, size_t size)
     int err = ENOSYS;
 #endif
     switch (err) {
-    case 0:
-        snprintf(why, size,
-                 "project quotas are on for this filesystem, but mini sets none yet: "
-                 "the workspace is bounded only by file_size per file");
-        break;
-    case ENOSYS:
-        snprintf(why, size,
-                 "no quotactl_fd (Linux 5.14+ with CONFIG_QUOTA): "
-                 "the workspace is bounded only by file_size per file");
-        break;
+    case 0: snprintf(why, size, "kernel project quotas: on for this filesystem (mini does not set them)"); break;
+    case ENOSYS: snprintf(why, size, "kernel project quotas: no quotactl_fd (Linux 5.14+ with CONFIG_QUOTA)"); break;
     case ESRCH:
         snprintf(why, size,
-                 "project quotas are off on this filesystem (ext4: mkfs -O quota,project and "
-                 "mount -o prjquota; XFS: mount -o prjquota): the workspace is bounded only by "
-                 "file_size per file");
+                 "kernel project quotas: off on this filesystem (ext4: mkfs -O quota,project and mount "
+                 "-o prjquota; XFS: mount -o prjquota)");
         break;
-    default:
-        snprintf(why, size,
-                 "no project quotas on this filesystem (%s): the workspace is bounded only by "
-                 "file_size per file",
-                 strerror(err));
-        break;
+    default: snprintf(why, size, "kernel project quotas: none on this filesystem (%s)", strerror(err)); break;
     }
-    return false;
+    return err == 0;
 }

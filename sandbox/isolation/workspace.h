@@ -83,11 +83,11 @@ gid_t mini_ws_owner_group(uid_t uid);
 
 /* A user namespace whose only mapping is uid `from` -> `to` and gid
  * `gfrom` -> `gto`, for an idmapped mount (root only).  An fd, or -1. */
-/* Whether the filesystem holding the directory `dir` could bound a
- * session's disk use with a project quota (quotactl_fd, Q_GETINFO,
- * PRJQUOTA).  mini sets no quota yet (docs/isolation.md, "Workspace disk
- * use"): the answer is reported so that a user sees the workspace is
- * unbounded and why.  Always returns false; `why` gets the reason. */
+/* Whether the filesystem holding the directory `dir` has project quotas
+ * on (quotactl_fd, Q_GETINFO, PRJQUOTA).  mini does not use them: a
+ * profile's disk_mb is enforced by the daemon's watch (sandbox/daemon/
+ * disk.c, docs/isolation.md "Workspace disk use"); this is reported by
+ * `check` beside it.  `why` gets a short description either way. */
 bool mini_ws_quota_probe(int dir, char *why, size_t size);
 
 int mini_idmap_userns(uid_t from, uid_t to, gid_t gfrom, gid_t gto, struct mini_err *e);

@@ -98,7 +98,7 @@ def _is_id(v):
 
 def _is_limit(v):
     return v is None or v in ("timeout", "cancelled", "memory", "pids", "cpu",
-                              "file_size", "disconnect", "shutdown")
+                              "file_size", "disconnect", "shutdown", "disk")
 
 
 # Every field of every message the daemon sends (besides op and id), and

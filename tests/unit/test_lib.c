@@ -12,7 +12,9 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -210,9 +212,128 @@ static void test_path_clock(void)
     CHECK(mini_elapsed_s(&ts) >= 0.002 && mini_elapsed_s(&ts) < 60);
 }
 
+/* ---- mini_disk_usage: blocks, links once, no symlinks, any depth ---- */
+
+static uint64_t du_of(const char *dir, uint64_t max, int *rc, struct mini_err *e)
+{
+    uint64_t b = 0;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    *rc = mini_disk_usage(fd, "the tree", max, &b, e);
+    close(fd);
+    return b;
+}
+
+static int write_mib(int dir, const char *name, int mib)
+{
+    int fd = openat(dir, name, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0644);
+    static char buf[1 << 20];
+    memset(buf, 'x', sizeof buf);
+    for (int i = 0; fd >= 0 && i < mib; i++)
+        if (write(fd, buf, sizeof buf) != (ssize_t)sizeof buf)
+            return -1;
+    if (fd >= 0)
+        fsync(fd);
+    return fd < 0 ? -1 : close(fd);
+}
+
+static void test_disk_usage(void)
+{
+    char base[] = "/tmp/mini-du.XXXXXX";
+    CHECK(mkdtemp(base) != NULL);
+    char tree[256], outside[256];
+    snprintf(tree, sizeof tree, "%s/tree", base);
+    snprintf(outside, sizeof outside, "%s/outside", base);
+    struct mini_err e;
+    int rc;
+    CHECK(mkdir(tree, 0755) == 0 && mkdir(outside, 0755) == 0);
+    int t = open(tree, O_RDONLY | O_DIRECTORY | O_CLOEXEC), o = open(outside, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    uint64_t empty = du_of(tree, 1000, &rc, &e);
+    CHECK(rc == 0);
+
+    /* 4 MiB in a file, then 5 hard links to it: 4 MiB once. */
+    CHECK(mkdirat(t, "a", 0755) == 0);
+    int a = openat(t, "a", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    CHECK(write_mib(a, "four", 4) == 0);
+    uint64_t one = du_of(tree, 1000, &rc, &e);
+    CHECK(rc == 0 && one >= empty + (4u << 20) && one < empty + (5u << 20));
+    for (int i = 0; i < 5; i++) {
+        char n[16];
+        snprintf(n, sizeof n, "l%d", i);
+        CHECK(linkat(a, "four", t, n, 0) == 0);
+    }
+    uint64_t linked = du_of(tree, 1000, &rc, &e);
+    CHECK_MSG(rc == 0 && linked < one + 65536, "%llu vs %llu", (unsigned long long)linked, (unsigned long long)one);
+
+    /* A symlink to 8 MiB outside is not followed; a sparse 1 GiB file
+     * counts what it holds. */
+    CHECK(write_mib(o, "eight", 8) == 0);
+    CHECK(symlinkat(outside, t, "out") == 0);
+    int sp = openat(t, "sparse", O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+    CHECK(sp >= 0 && ftruncate(sp, 1ll << 30) == 0);
+    close(sp);
+    uint64_t more = du_of(tree, 1000, &rc, &e);
+    CHECK_MSG(rc == 0 && more < linked + 65536, "%llu vs %llu", (unsigned long long)more, (unsigned long long)linked);
+
+    /* A mode-000 directory: refused (EACCES) as non-root, counted as root. */
+    CHECK(mkdirat(t, "locked", 0755) == 0);
+    int l = openat(t, "locked", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    CHECK(write_mib(l, "two", 2) == 0);
+    close(l);
+    CHECK(fchmodat(t, "locked", 0, 0) == 0);
+    uint64_t locked = du_of(tree, 1000, &rc, &e);
+    if (geteuid() == 0)
+        CHECK(rc == 0 && locked >= more + (2u << 20));
+    else
+        CHECK(rc < 0 && e.sys_errno == EACCES);
+    CHECK(fchmodat(t, "locked", 0755, 0) == 0);
+
+    /* The entry cap. */
+    du_of(tree, 3, &rc, &e);
+    CHECK(rc < 0 && e.code == MINI_E_LIMIT);
+
+    /* 3000 levels deep (past PATH_MAX): counted, with a few fds. */
+    int fd = openat(t, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    for (int i = 0; fd >= 0 && i < 3000; i++) {
+        CHECK(mkdirat(fd, "dd", 0755) == 0);
+        int next = openat(fd, "dd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (i == 2999)
+            CHECK(write_mib(next, "deep", 1) == 0);
+        close(fd);
+        fd = next;
+    }
+    close(fd);
+    uint64_t deep = du_of(tree, 100000, &rc, &e);
+    CHECK(rc == 0 && deep >= more + (3u << 20));
+
+    /* A race: a child swaps a directory for a symlink to outside while the
+     * tree is measured: the walk ends in EAGAIN or a count that never
+     * includes outside's 8 MiB. */
+    CHECK(mkdirat(t, "sub", 0755) == 0);
+    for (int round = 0; round < 100; round++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            for (int i = 0; i < 100; i++)
+                if (renameat(t, "sub", t, "moved") == 0) {
+                    symlinkat(outside, t, "sub");
+                    unlinkat(t, "sub", 0);
+                    renameat(t, "moved", t, "sub");
+                }
+            _exit(0);
+        }
+        uint64_t b = du_of(tree, 100000, &rc, &e);
+        waitpid(pid, NULL, 0);
+        CHECK_MSG(rc == 0 ? b < deep + (4u << 20) : e.sys_errno == EAGAIN, "rc %d, %s", rc, e.msg);
+    }
+    close(a);
+    close(t);
+    close(o);
+    CHECK(mini_rm_rf(base, &e) == 0);
+}
+
 int main(void)
 {
     test_rm_rf();
+    test_disk_usage();
     test_path_clock();
     test_atomic_killed();
     struct mini_err e;
