@@ -166,6 +166,8 @@ void mini_agent_add_message(struct mini_agent *a, cJSON *msg)
     cJSON_AddItemToArray(a->messages, msg);
     if (a->ops->on_message)
         a->ops->on_message(a->ops_arg, msg, mini_model_calls(a->model), mini_model_cost(a->model));
+    if (a->on_progress)
+        a->on_progress(a->progress_arg, mini_model_calls(a->model), mini_model_cost(a->model));
 }
 
 void mini_agent_add_messages(struct mini_agent *a, struct mini_flow *f)
@@ -279,7 +281,10 @@ cJSON *mini_agent_template_vars(struct mini_agent *a)
         return NULL;
     }
     merge_into(v, counters);
-    /* The task last: get_template_vars's extra_template_vars. */
+    /* The task last: get_template_vars's extra_template_vars (a batch
+     * task's own fields, then the task). */
+    if (a->extra_vars)
+        merge_into(v, a->extra_vars);
     const cJSON *task = cJSON_GetObjectItemCaseSensitive(a->template_vars, "task");
     if (task) {
         cJSON_DeleteItemFromObjectCaseSensitive(v, "task");
@@ -316,6 +321,8 @@ static cJSON *serialize(struct mini_agent *a)
     cJSON_AddStringToObject(info, "submission", a->submission ? a->submission : "");
     cJSON_AddItemReferenceToObject(root, "messages", a->messages);
     cJSON_AddStringToObject(root, "trajectory_format", TRAJECTORY_FORMAT);
+    if (a->traj_extra)
+        merge_into(root, a->traj_extra);
     return root;
 }
 

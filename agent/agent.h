@@ -52,6 +52,14 @@ struct mini_agent {
     const char *output_path;          /* trajectory file; NULL: not saved */
     const struct mini_agent_ops *ops; /* the plain agent's unless a front end sets its own */
     void *ops_arg;                    /* the front end's, for its ops */
+    /* A batch run's (each may be NULL, all borrowed): told after each
+     * message (calls and cost so far); more template variables (a task's
+     * own fields, given before `task`, as mini-swe-agent's run(task,
+     * **kwargs)); more trajectory fields (instance_id), merged in last. */
+    void (*on_progress)(void *arg, long calls, double cost);
+    void *progress_arg;
+    const cJSON *extra_vars;
+    const cJSON *traj_extra;
 
     /* limits, from config.agent */
     long step_limit;

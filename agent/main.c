@@ -1,5 +1,6 @@
 /* mini: a minimal software-engineering agent whose commands run in a sandbox. */
 #include "agent.h"
+#include "batch/batch.h"
 #include "mini/json.h"
 #include "config/command.h"
 #include "config/config.h"
@@ -382,6 +383,8 @@ int main(int argc, char **argv)
     _cleanup_free_ const char **specs = calloc((size_t)argc + 1, sizeof *specs);
     if (argc > 1 && !strcmp(argv[1], "config"))
         return mini_config_command(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "batch"))
+        return mini_batch_main(argc - 1, argv + 1);
     struct args o = { .specs = specs };
     int rc = parse_args(argc, argv, &o);
     return rc >= 0 ? rc : run(&o);

@@ -41,6 +41,11 @@ char *mini_client_abspath(const char *path);
  * this connection (it exits when the connection closes).  Says hello. */
 int mini_client_connect(struct mini_client *c, const char *socket_path, bool allow_private, struct mini_err *e);
 void mini_client_close(struct mini_client *c);
+/* Start a mini-sandboxd listening on socket_path, for several clients (a
+ * batch's workers): in its own session, stopped by SIGTERM when this
+ * process dies, waited for until it listens (at most 10 s).  Its pid, for
+ * the caller to stop with SIGTERM and reap; or -1 with e filled. */
+pid_t mini_client_start_daemon(const char *socket_path, struct mini_err *e);
 
 /* Send a request (id assigned here, req->id is overwritten) and wait for
  * its reply, skipping nothing: events for other ids are an error in this

@@ -100,14 +100,14 @@ static int connect_path(const char *path)
  * all) stays with the client. */
 static const char *const daemon_env[] = { "PATH", "HOME", "LANG", "XDG_RUNTIME_DIR", "MINI_PROFILE_DIR", NULL };
 
-static int start_private(struct mini_client *c, struct mini_err *e)
+/* Start mini-sandboxd with argv[1..] (argv[0] is filled in here), in a
+ * session of its own (a Ctrl-C typed at the client's terminal goes to the
+ * terminal's foreground process group, which is the client's to handle),
+ * dying with this process, with stdin and stdout on /dev/null and only
+ * daemon_env.  keep_fd stays open in it (-1: none).  Its pid, or -1. */
+static pid_t spawn_daemon(char **argv, int keep_fd, struct mini_err *e)
 {
-    int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-        return mini_err_sys(e, MINI_E_IO, errno, "socketpair");
     _cleanup_free_ char *prog = mini_sandboxd_path();
-    char fdarg[16];
-    snprintf(fdarg, sizeof fdarg, "%d", sv[1]);
     char *envp[8];
     char *envbuf[8] = { 0 };
     size_t k = 0;
@@ -117,33 +117,23 @@ static int start_private(struct mini_client *c, struct mini_err *e)
             envp[k] = envbuf[k], k++;
     }
     envp[k] = NULL;
+    argv[0] = prog;
     pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid < 0) {
-        int err = errno;
-        close(sv[0]);
-        close(sv[1]);
-        for (size_t i = 0; i < k; i++)
-            free(envbuf[i]);
-        return mini_err_sys(e, MINI_E_IO, err, "fork");
-    }
+    pid_t pid = prog ? fork() : -1;
+    int err = errno;
     if (pid == 0) {
-        /* Its own session: a Ctrl-C typed at the client's terminal goes to
-         * the terminal's foreground process group, which is the client's
-         * to handle (mini cancels the command and asks), not the daemon's. */
         setsid();
-        /* The private daemon dies with its client. */
         prctl(PR_SET_PDEATHSIG, SIGTERM);
         if (getppid() != parent)
             _exit(1);
-        mini_set_cloexec(sv[1], 0);
+        if (keep_fd >= 0)
+            mini_set_cloexec(keep_fd, 0);
         /* Nothing to read, nothing to print but its errors (stderr). */
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (null >= 0) {
             dup2(null, 0);
             dup2(null, 1);
         }
-        char *argv[] = { prog, "--inherit-fd", fdarg, "--foreground", NULL };
         execve(prog, argv, envp);
         if (!strchr(prog, '/'))
             execvpe(prog, argv, envp);
@@ -152,10 +142,55 @@ static int start_private(struct mini_client *c, struct mini_err *e)
     }
     for (size_t i = 0; i < k; i++)
         free(envbuf[i]);
+    if (pid < 0)
+        mini_err_sys(e, MINI_E_IO, prog ? err : ENOMEM, "starting mini-sandboxd");
+    return pid;
+}
+
+static int start_private(struct mini_client *c, struct mini_err *e)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+        return mini_err_sys(e, MINI_E_IO, errno, "socketpair");
+    char fdarg[16];
+    snprintf(fdarg, sizeof fdarg, "%d", sv[1]);
+    char *argv[] = { NULL, "--inherit-fd", fdarg, "--foreground", NULL };
+    pid_t pid = spawn_daemon(argv, sv[1], e);
     close(sv[1]);
+    if (pid < 0) {
+        close(sv[0]);
+        return -1;
+    }
     c->fd = sv[0];
     c->private_daemon = pid;
     return 0;
+}
+
+pid_t mini_client_start_daemon(const char *socket_path, struct mini_err *e)
+{
+    char *argv[] = { NULL, "--socket", (char *)socket_path, "--foreground", NULL };
+    pid_t pid = spawn_daemon(argv, -1, e);
+    if (pid < 0)
+        return -1;
+    /* Listening once a connection is taken; at most 10 s. */
+    for (int i = 0; i < 1000; i++) {
+        int fd = connect_path(socket_path);
+        if (fd >= 0) {
+            close(fd);
+            return pid;
+        }
+        int st;
+        if (waitpid(pid, &st, WNOHANG) == pid) {
+            mini_err_set(e, MINI_E_IO, "mini-sandboxd on %s exited (status %d) before listening", socket_path,
+                         WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+            return -1;
+        }
+        usleep(10000);
+    }
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+    mini_err_set(e, MINI_E_IO, "mini-sandboxd on %s did not listen within 10 s", socket_path);
+    return -1;
 }
 
 int mini_client_connect(struct mini_client *c, const char *socket_path, bool allow_private, struct mini_err *e)

@@ -1,0 +1,679 @@
+/* `mini batch TASKS`: the command line, the pool of worker processes, the
+ * progress display and Ctrl-C (batch.h, docs/batch.md).
+ *
+ * Each task runs in a fork of this process (worker.c), so that a task that
+ * crashes or is killed takes nothing else with it; this process alone
+ * writes preds.json and summary.json, from each worker's result.json.
+ * Workers die with the batch (PR_SET_PDEATHSIG): a batch killed with -9
+ * leaves only tasks that never reached preds.json, which the next run of
+ * the same command runs again. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "batch/batch.h"
+#include "config/config.h"
+#include "config/dotenv.h"
+#include "mini/buf.h"
+#include "mini/clock.h"
+#include "mini/cleanup.h"
+#include "mini/client.h"
+#include "mini/io.h"
+#include "mini/json.h"
+
+#define WORKERS_MAX 256
+
+struct opts {
+    const char *tasks, *out, *model, *model_class, *filter, *slice, *env_class, *sandbox, *ws_owner;
+    unsigned workers, shard, nshards;
+    double cost_total;
+    bool redo;
+    const char **specs;
+    size_t n_specs;
+};
+
+struct running {
+    pid_t pid;
+    const struct mini_task *task;
+    int fd; /* its progress pipe */
+    char buf[128];
+    size_t len;
+    long calls;
+    double cost;
+    double start;
+};
+
+static volatile sig_atomic_t interrupted, chld;
+
+static void on_int(int sig)
+{
+    (void)sig;
+    interrupted++;
+}
+static void on_chld(int sig)
+{
+    (void)sig;
+    chld = 1;
+}
+
+static void usage(FILE *f)
+{
+    fputs("Usage: mini batch TASKS [OPTION]...\n"
+          "       mini batch slurm TASKS -o DIR --shards N [OPTION]... [-- SBATCH OPTION...]\n"
+          "       mini batch merge DIR... -o OUT\n"
+          "Run the agent on every task of TASKS (JSON Lines, a JSON array or YAML; see\n"
+          "docs/batch.md), each in a fresh workspace and sandbox session, several at once.\n"
+          "\n"
+          "  -c, --config SPEC          as mini takes it (repeatable; default: mini's)\n"
+          "  -m, --model NAME           model name\n"
+          "      --model-class NAME     model class (deterministic, replay, openai, ...)\n"
+          "  -w, --workers N            tasks at once (default 1)\n"
+          "  -o, --output DIR           output directory (default: .)\n"
+          "      --filter REGEX         only instance ids that REGEX matches at their start\n"
+          "      --slice START:STOP     only these of them (a Python slice)\n"
+          "      --shard I/N            only shard I of N (0 <= I < N; every task is in one)\n"
+          "      --redo-existing        run tasks that finished in an earlier run again\n"
+          "      --cost-limit-total USD start no task once the batch has spent this\n"
+          "      --sandbox P|FILE|off   sandbox profile, or off (run on the host)\n"
+          "      --environment-class C  local or sandbox\n"
+          "      --workspace-owner U    root with a sandbox: give workspaces to user U\n"
+          "                             (default nobody, 65534:65534)\n"
+          "  -h, --help\n"
+          "\n"
+          "Output: DIR/ID/ID.traj.json, DIR/preds.json, DIR/summary.json.  Running the\n"
+          "same command again skips the tasks in preds.json.  Ctrl-C stops starting\n"
+          "tasks and ends the running ones (run again to resume); a second Ctrl-C\n"
+          "kills them.  Exit status: 0 when every selected task ran, 1 on an error of\n"
+          "the batch itself, 2 for bad usage, 130 when interrupted.\n",
+          f);
+}
+
+static int bad_usage(const char *what, const char *arg)
+{
+    fprintf(stderr, "mini batch: %s%s (see mini batch --help)\n", what, arg);
+    return 2;
+}
+
+/* -1: go on; else the exit code. */
+static int parse(int argc, char **argv, struct opts *o)
+{
+    enum { O_MODEL_CLASS = 256, O_FILTER, O_SLICE, O_SHARD, O_REDO, O_COST, O_SANDBOX, O_ENV, O_OWNER };
+    static const struct option lo[] = {
+        { "config", required_argument, NULL, 'c' },
+        { "model", required_argument, NULL, 'm' },
+        { "model-class", required_argument, NULL, O_MODEL_CLASS },
+        { "workers", required_argument, NULL, 'w' },
+        { "output", required_argument, NULL, 'o' },
+        { "filter", required_argument, NULL, O_FILTER },
+        { "slice", required_argument, NULL, O_SLICE },
+        { "shard", required_argument, NULL, O_SHARD },
+        { "redo-existing", no_argument, NULL, O_REDO },
+        { "cost-limit-total", required_argument, NULL, O_COST },
+        { "sandbox", required_argument, NULL, O_SANDBOX },
+        { "environment-class", required_argument, NULL, O_ENV },
+        { "workspace-owner", required_argument, NULL, O_OWNER },
+        { "help", no_argument, NULL, 'h' },
+        { 0 },
+    };
+    o->workers = 1;
+    o->out = ".";
+    optind = 1;
+    opterr = 0;
+    int c;
+    char *end;
+    while ((c = getopt_long(argc, argv, ":c:m:w:o:h", lo, NULL)) != -1) {
+        switch (c) {
+        case 'c': o->specs[o->n_specs++] = optarg; break;
+        case 'm': o->model = optarg; break;
+        case O_MODEL_CLASS: o->model_class = optarg; break;
+        case 'w': {
+            long v = strtol(optarg, &end, 10);
+            if (*end || v < 1 || v > WORKERS_MAX)
+                return bad_usage("--workers: expected 1 to 256, got ", optarg);
+            o->workers = (unsigned)v;
+            break;
+        }
+        case 'o': o->out = optarg; break;
+        case O_FILTER: o->filter = optarg; break;
+        case O_SLICE: o->slice = optarg; break;
+        case O_SHARD: {
+            unsigned i, n;
+            char tail;
+            if (sscanf(optarg, "%u/%u%c", &i, &n, &tail) != 2 || n == 0 || i >= n)
+                return bad_usage("--shard: expected I/N with 0 <= I < N, got ", optarg);
+            o->shard = i;
+            o->nshards = n;
+            break;
+        }
+        case O_REDO: o->redo = true; break;
+        case O_COST: {
+            o->cost_total = strtod(optarg, &end);
+            if (*end || !(o->cost_total > 0))
+                return bad_usage("--cost-limit-total: expected a positive number, got ", optarg);
+            break;
+        }
+        case O_SANDBOX: o->sandbox = optarg; break;
+        case O_ENV: o->env_class = optarg; break;
+        case O_OWNER: o->ws_owner = optarg; break;
+        case 'h': usage(stdout); return 0;
+        case ':': return bad_usage("a value is needed after ", argv[optind - 1]);
+        default: return bad_usage("unknown option ", argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        return bad_usage("no TASKS file given", "");
+    o->tasks = argv[optind++];
+    if (optind < argc)
+        return bad_usage("unexpected argument ", argv[optind]);
+    return -1;
+}
+
+static void warn(const char *msg, void *ud)
+{
+    (void)ud;
+    fprintf(stderr, "mini batch: warning: %s\n", msg);
+}
+
+/* The config, as mini builds it (the global .env, the files, the flags),
+ * with what a batch needs: the plain agent, nobody to ask. */
+static cJSON *load_config(const struct opts *o, struct mini_err *e)
+{
+    _cleanup_free_ char *dotenv = NULL;
+    const char *gdir = mini_config_global_dir();
+    mini_config_set_warn(warn, NULL);
+    if (gdir && asprintf(&dotenv, "%s/.env", gdir) >= 0 && access(dotenv, F_OK) == 0 &&
+        mini_config_load_dotenv(dotenv, e) < 0)
+        return NULL;
+    _cleanup_cjson_ cJSON *cfg = mini_config_load(o->specs, o->n_specs, e);
+    if (!cfg)
+        return NULL;
+    bool off = o->sandbox && strcmp(o->sandbox, "off") == 0;
+    if ((o->model && mini_config_set(cfg, "model.model_name", cJSON_CreateString(o->model), e) < 0) ||
+        (o->model_class && mini_config_set(cfg, "model.model_class", cJSON_CreateString(o->model_class), e) < 0) ||
+        (o->sandbox &&
+         mini_config_set(cfg, "environment.environment_class", cJSON_CreateString(off ? "local" : "sandbox"), e) < 0) ||
+        (o->sandbox && !off && mini_config_set(cfg, "environment.profile", cJSON_CreateString(o->sandbox), e) < 0) ||
+        (o->env_class &&
+         mini_config_set(cfg, "environment.environment_class", cJSON_CreateString(o->env_class), e) < 0) ||
+        mini_config_set(cfg, "agent.agent_class", cJSON_CreateString("default"), e) < 0 ||
+        mini_config_validate(cfg, e) < 0)
+        return NULL;
+    return TAKE_PTR(cfg);
+}
+
+/* ---- progress ---- */
+
+struct progress {
+    bool tty;
+    int lines; /* drawn last time */
+    size_t total, done, failed, skipped;
+    double cost, start;
+};
+
+static void fmt_secs(char *b, size_t n, double s)
+{
+    if (s < 60)
+        snprintf(b, n, "%.0fs", s);
+    else if (s < 3600)
+        snprintf(b, n, "%dm%02ds", (int)s / 60, (int)s % 60);
+    else
+        snprintf(b, n, "%dh%02dm", (int)s / 3600, (int)s % 3600 / 60);
+}
+
+static void draw(struct progress *p, const struct running *r, size_t nr, bool final)
+{
+    if (!p->tty)
+        return;
+    double now = mini_mono_s(), el = now - p->start;
+    double run_cost = 0;
+    for (size_t i = 0; i < nr; i++)
+        run_cost += r[i].cost;
+    char els[16], eta[16] = "?";
+    size_t finished = p->done;
+    if (finished > 0 && p->total > finished + p->skipped)
+        fmt_secs(eta, sizeof eta, el / (double)finished * (double)(p->total - p->skipped - finished));
+    else if (p->total <= finished + p->skipped)
+        snprintf(eta, sizeof eta, "-");
+    fmt_secs(els, sizeof els, el);
+    if (p->lines > 0)
+        fprintf(stderr, "\033[%dA", p->lines);
+    fprintf(stderr, "\r\033[Jmini batch: %zu/%zu done, %zu failed, %zu running, $%.4f, %s elapsed, ETA %s\n",
+            p->done + p->skipped, p->total, p->failed, nr, p->cost + run_cost, els, eta);
+    p->lines = 1;
+    for (size_t i = 0; i < nr && !final; i++) {
+        char t[16];
+        fmt_secs(t, sizeof t, now - r[i].start);
+        fprintf(stderr, "  %-40.40s step %3ld  $%.4f  %s\n", r[i].task->id, r[i].calls, r[i].cost, t);
+        p->lines++;
+    }
+    fflush(stderr);
+}
+
+/* A finished task, in one line (every time without a terminal). */
+static void say_done(struct progress *p, const cJSON *res, const char *id, const char *why)
+{
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(res, "exit_status");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(res, "verify"), "status");
+    const cJSON *steps = cJSON_GetObjectItemCaseSensitive(res, "steps");
+    const cJSON *cost = cJSON_GetObjectItemCaseSensitive(res, "cost");
+    const cJSON *wall = cJSON_GetObjectItemCaseSensitive(res, "wall_s");
+    if (p->tty && p->lines > 0) {
+        fprintf(stderr, "\033[%dA\r\033[J", p->lines);
+        p->lines = 0;
+    }
+    fprintf(stderr, "mini batch: [%zu/%zu] %s: %s", p->done + p->skipped, p->total, id,
+            why                      ? why
+                : cJSON_IsString(st) ? st->valuestring
+                                     : "?");
+    if (cJSON_IsString(v))
+        fprintf(stderr, ", verify %s", v->valuestring);
+    if (cJSON_IsNumber(steps))
+        fprintf(stderr, ", %d steps, $%.4f, %.1f s", steps->valueint, cJSON_IsNumber(cost) ? cost->valuedouble : 0,
+                cJSON_IsNumber(wall) ? wall->valuedouble : 0);
+    fputc('\n', stderr);
+}
+
+/* ---- the pool ---- */
+
+struct batch {
+    struct opts *o;
+    struct batch_ctx ctx;
+    struct batch_out out;
+    struct mini_tasks tasks;
+    const struct mini_task **todo;
+    size_t n_todo, next;
+    struct running run[WORKERS_MAX];
+    size_t nr;
+    struct progress pg;
+    bool cost_stop;
+    int errors; /* of the batch itself */
+};
+
+static int start_task(struct batch *b, const struct mini_task *t)
+{
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC) < 0)
+        return -1;
+    struct mini_err e;
+    if (batch_out_forget(&b->out, t->id, &e) < 0) {
+        fprintf(stderr, "mini batch: %s\n", e.msg);
+        close(pfd[0]);
+        close(pfd[1]);
+        return -1;
+    }
+    fflush(NULL);
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(pfd[0]);
+        close(pfd[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(1);
+        close(pfd[0]);
+        signal(SIGCHLD, SIG_DFL);
+        b->ctx.progress_fd = pfd[1];
+        int rc = batch_worker(&b->ctx, t);
+        close(pfd[1]);
+        exit(rc);
+    }
+    close(pfd[1]);
+    mini_set_nonblock(pfd[0], 1);
+    b->run[b->nr++] = (struct running){ .pid = pid, .task = t, .fd = pfd[0], .start = mini_mono_s() };
+    return 0;
+}
+
+static void read_progress(struct running *r)
+{
+    for (;;) {
+        ssize_t n = read(r->fd, r->buf + r->len, sizeof r->buf - 1 - r->len);
+        if (n <= 0)
+            return;
+        r->len += (size_t)n;
+        r->buf[r->len] = '\0';
+        char *nl;
+        while ((nl = strchr(r->buf, '\n'))) {
+            *nl = '\0';
+            long calls;
+            double cost;
+            if (sscanf(r->buf, "P %ld %lf", &calls, &cost) == 2) {
+                r->calls = calls;
+                r->cost = cost;
+            }
+            size_t rest = r->len - (size_t)(nl + 1 - r->buf);
+            memmove(r->buf, nl + 1, rest + 1);
+            r->len = rest;
+        }
+        if (r->len == sizeof r->buf - 1)
+            r->len = 0; /* a line too long: not ours */
+    }
+}
+
+/* A worker has ended: record its result (never an interrupted one: the
+ * next run does that task again). */
+static void finish_task(struct batch *b, size_t i, int status)
+{
+    struct running r = b->run[i];
+    b->run[i] = b->run[--b->nr];
+    read_progress(&r);
+    close(r.fd);
+    _cleanup_free_ char *path = NULL;
+    struct mini_err e;
+    mini_err_clear(&e);
+    if (asprintf(&path, "%s/%s/result.json", b->ctx.out_dir, r.task->id) < 0)
+        return;
+    _cleanup_buf_ struct mini_buf text = MINI_BUF_INIT;
+    cJSON *res = NULL;
+    if (mini_read_file(path, &text, 64u << 20, &e) == 0)
+        res = mini_json_parse(text.data ? text.data : "", text.len, &e);
+    if (!res) {
+        /* It died before writing one (a crash, a kill): recorded as such. */
+        char why[64];
+        snprintf(why, sizeof why, "WorkerDied (%s %d)", WIFSIGNALED(status) ? "signal" : "status",
+                 WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+        if (interrupted) {
+            b->pg.done++;
+            say_done(&b->pg, NULL, r.task->id, "interrupted; it runs again next time");
+            return;
+        }
+        res = cJSON_CreateObject();
+        cJSON_AddStringToObject(res, "instance_id", r.task->id);
+        cJSON_AddStringToObject(res, "exit_status", "WorkerDied");
+        cJSON_AddStringToObject(res, "submission", "");
+        cJSON_AddStringToObject(res, "model_name", mini_config_get_string(b->ctx.cfg, "model.model_name") ?: "");
+        cJSON_AddNumberToObject(res, "steps", (double)r.calls);
+        cJSON_AddItemToObject(res, "cost", mini_json_create_float(r.cost));
+        cJSON_AddNullToObject(res, "verify");
+        cJSON_AddItemToObject(res, "wall_s", mini_json_create_float(mini_mono_s() - r.start));
+        cJSON_AddStringToObject(res, "error", why);
+    }
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(res, "exit_status");
+    const cJSON *cost = cJSON_GetObjectItemCaseSensitive(res, "cost");
+    b->pg.done++;
+    if (cJSON_IsString(st) && strcmp(st->valuestring, "KeyboardInterrupt") == 0) {
+        say_done(&b->pg, res, r.task->id, "interrupted; it runs again next time");
+        cJSON_Delete(res);
+        return;
+    }
+    if (!cJSON_IsString(st) || strcmp(st->valuestring, "Submitted") != 0)
+        b->pg.failed++;
+    b->pg.cost += cJSON_IsNumber(cost) ? cost->valuedouble : 0;
+    say_done(&b->pg, res, r.task->id, NULL);
+    if (batch_out_record(&b->out, res, &e) < 0) {
+        fprintf(stderr, "mini batch: %s\n", e.msg);
+        b->errors++;
+    }
+}
+
+static double spent(const struct batch *b)
+{
+    double c = b->pg.cost;
+    for (size_t i = 0; i < b->nr; i++)
+        c += b->run[i].cost;
+    return c;
+}
+
+static void reap(struct batch *b)
+{
+    int st;
+    pid_t pid;
+    while ((pid = waitpid(-1, &st, WNOHANG)) > 0)
+        for (size_t i = 0; i < b->nr; i++)
+            if (b->run[i].pid == pid) {
+                finish_task(b, i, st);
+                break;
+            }
+}
+
+static void pool(struct batch *b)
+{
+    int seen_int = 0;
+    while (b->nr > 0 || (b->next < b->n_todo && !interrupted && !b->cost_stop)) {
+        while (b->nr < b->o->workers && b->next < b->n_todo && !interrupted && !b->cost_stop) {
+            if (b->o->cost_total > 0 && spent(b) >= b->o->cost_total) {
+                b->cost_stop = true;
+                break;
+            }
+            if (start_task(b, b->todo[b->next]) < 0) {
+                fprintf(stderr, "mini batch: starting a worker: %s\n", strerror(errno));
+                b->errors++;
+                b->cost_stop = true; /* stop starting; finish the others */
+                break;
+            }
+            b->next++;
+        }
+        if (b->nr == 0)
+            break;
+        struct pollfd pf[WORKERS_MAX];
+        for (size_t i = 0; i < b->nr; i++)
+            pf[i] = (struct pollfd){ .fd = b->run[i].fd, .events = POLLIN };
+        chld = 0;
+        poll(pf, b->nr, b->pg.tty ? 250 : 1000);
+        for (size_t i = 0; i < b->nr; i++)
+            if (pf[i].revents)
+                read_progress(&b->run[i]);
+        if (interrupted != seen_int) {
+            if (interrupted == 1)
+                fprintf(stderr,
+                        "\nmini batch: interrupted: starting no more tasks; the running ones end (Ctrl-C "
+                        "again kills them)\n");
+            if (interrupted >= 2)
+                for (size_t i = 0; i < b->nr; i++)
+                    kill(b->run[i].pid, SIGKILL);
+            seen_int = interrupted;
+        }
+        reap(b);
+        draw(&b->pg, b->run, b->nr, false);
+    }
+}
+
+/* Tasks in preds.json but not in summary.json (a crash between the two
+ * writes): their result.json fills the gap. */
+static void summary_catch_up(struct batch *b)
+{
+    cJSON *tasks = cJSON_GetObjectItemCaseSensitive(b->out.summary, "tasks");
+    const cJSON *p;
+    bool changed = false;
+    cJSON_ArrayForEach (p, b->out.preds) {
+        if (cJSON_GetObjectItemCaseSensitive(tasks, p->string))
+            continue;
+        _cleanup_free_ char *path = NULL;
+        _cleanup_buf_ struct mini_buf text = MINI_BUF_INIT;
+        struct mini_err e;
+        cJSON *res = NULL;
+        if (asprintf(&path, "%s/%s/result.json", b->ctx.out_dir, p->string) >= 0 &&
+            mini_read_file(path, &text, 64u << 20, &e) == 0 &&
+            (res = mini_json_parse(text.data ? text.data : "", text.len, &e))) {
+            cJSON_AddItemToObject(tasks, p->string, res);
+            changed = true;
+        }
+    }
+    struct mini_err e;
+    if (changed && batch_out_write(&b->out, &e) < 0)
+        fprintf(stderr, "mini batch: %s\n", e.msg);
+}
+
+static int owner_ids(const char *spec, uid_t *uid, gid_t *gid)
+{
+    if (!spec) {
+        *uid = *gid = 65534;
+        return 0;
+    }
+    unsigned u, g;
+    char tail;
+    if (sscanf(spec, "%u:%u%c", &u, &g, &tail) == 2) {
+        *uid = u;
+        *gid = g;
+        return 0;
+    }
+    const struct passwd *pw = getpwnam(spec);
+    if (!pw)
+        return -1;
+    *uid = pw->pw_uid;
+    *gid = pw->pw_gid;
+    return 0;
+}
+
+/* The daemon the workers share: the configured or default one when it
+ * answers, else one started for the batch (stopped at the end).  0, or -1
+ * with e. */
+static int shared_daemon(struct batch *b, pid_t *pid, char **sock, struct mini_err *e)
+{
+    *pid = -1;
+    const char *want = mini_config_get_string(b->ctx.cfg, "environment.socket");
+    struct mini_client c;
+    if (mini_client_connect(&c, want && *want ? want : NULL, false, e) == 0) {
+        mini_client_close(&c);
+        return 0;
+    }
+    if (want && *want)
+        return mini_err_prefix(e, "environment.socket");
+    _cleanup_free_ char *rt = mini_runtime_dir(e);
+    if (!rt || asprintf(sock, "%s/batch-%d.sock", rt, (int)getpid()) < 0)
+        return -1;
+    unlink(*sock);
+    if ((*pid = mini_client_start_daemon(*sock, e)) < 0)
+        return -1;
+    return mini_config_set(b->ctx.cfg, "environment.socket", cJSON_CreateString(*sock), e);
+}
+
+static int run_batch(struct opts *o)
+{
+    struct mini_err e;
+    mini_err_clear(&e);
+    struct batch b = { .o = o };
+    _cleanup_cjson_ cJSON *cfg = load_config(o, &e);
+    if (!cfg) {
+        fprintf(stderr, "mini batch: %s\n", e.msg);
+        return 2;
+    }
+    if (mini_tasks_load(o->tasks, &b.tasks, &e) < 0 ||
+        mini_tasks_select(&b.tasks, o->filter, o->slice, o->shard, o->nshards, &e) < 0) {
+        fprintf(stderr, "mini batch: %s\n", e.msg);
+        mini_tasks_free(&b.tasks);
+        return 2;
+    }
+    _cleanup_free_ char *out_abs = mini_client_abspath(o->out);
+    int rc = 1;
+    int lock = -1;
+    pid_t daemon = -1;
+    _cleanup_free_ char *sock = NULL, *lockp = NULL;
+    if (!out_abs || batch_out_open(&b.out, out_abs, &e) < 0) {
+        fprintf(stderr, "mini batch: %s\n", out_abs ? e.msg : "out of memory");
+        goto out;
+    }
+    /* One batch per output directory at a time. */
+    if (asprintf(&lockp, "%s/.mini-batch.lock", out_abs) < 0 ||
+        (lock = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0 || flock(lock, LOCK_EX | LOCK_NB) < 0) {
+        fprintf(stderr, "mini batch: %s: %s\n", lockp ? lockp : out_abs,
+                errno == EWOULDBLOCK ? "another mini batch writes to this directory" : strerror(errno));
+        goto out;
+    }
+    b.ctx.cfg = cfg;
+    b.ctx.out_dir = out_abs;
+    b.ctx.progress_fd = -1;
+    const char *cls = mini_config_get_string(cfg, "environment.environment_class");
+    b.ctx.sandbox = cls && strcmp(cls, "sandbox") == 0;
+    if (b.ctx.sandbox && geteuid() == 0) {
+        if (owner_ids(o->ws_owner, &b.ctx.ws_uid, &b.ctx.ws_gid) < 0) {
+            fprintf(stderr, "mini batch: --workspace-owner %s: no such user\n", o->ws_owner);
+            rc = 2;
+            goto out;
+        }
+        b.ctx.chown_ws = b.ctx.ws_uid != 0;
+    }
+    summary_catch_up(&b);
+    b.todo = calloc(b.tasks.n ? b.tasks.n : 1, sizeof *b.todo);
+    if (!b.todo)
+        goto out;
+    for (size_t i = 0; i < b.tasks.n; i++) {
+        if (!o->redo && batch_out_done(&b.out, b.tasks.v[i].id))
+            b.pg.skipped++;
+        else
+            b.todo[b.n_todo++] = &b.tasks.v[i];
+    }
+    b.pg.total = b.tasks.n;
+    b.pg.tty = isatty(STDERR_FILENO);
+    b.pg.start = mini_mono_s();
+    fprintf(stderr,
+            "mini batch: %zu tasks selected, %zu done in an earlier run, %zu to run with %u worker%s; output %s\n",
+            b.tasks.n, b.pg.skipped, b.n_todo, o->workers, o->workers == 1 ? "" : "s", out_abs);
+    if (b.ctx.chown_ws)
+        fprintf(stderr, "mini batch: as root, the sandbox refuses root-owned workspaces: they go to %u:%u\n",
+                (unsigned)b.ctx.ws_uid, (unsigned)b.ctx.ws_gid);
+    if (b.n_todo && b.ctx.sandbox && shared_daemon(&b, &daemon, &sock, &e) < 0) {
+        fprintf(stderr, "mini batch: the sandbox daemon: %s\n", e.msg);
+        goto out;
+    }
+    struct sigaction sa = { .sa_handler = on_int };
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    struct sigaction sc = { .sa_handler = on_chld, .sa_flags = SA_NOCLDSTOP };
+    sigemptyset(&sc.sa_mask);
+    sigaction(SIGCHLD, &sc, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    pool(&b);
+    draw(&b.pg, b.run, 0, true);
+    if (batch_out_write(&b.out, &e) < 0) {
+        fprintf(stderr, "mini batch: %s\n", e.msg);
+        b.errors++;
+    }
+    const cJSON *tot = cJSON_GetObjectItemCaseSensitive(b.out.summary, "totals");
+    const cJSON *rr = cJSON_GetObjectItemCaseSensitive(tot, "resolve_rate");
+    fprintf(stderr, "mini batch: this run: %zu tasks ran, %zu failed, $%.4f; in %s: %d tasks, %d submitted", b.pg.done,
+            b.pg.failed, b.pg.cost, out_abs, cJSON_GetObjectItemCaseSensitive(tot, "tasks")->valueint,
+            cJSON_GetObjectItemCaseSensitive(tot, "submitted")->valueint);
+    if (cJSON_IsNumber(rr))
+        fprintf(stderr, ", resolved %d of %d verified (%.1f%%)",
+                cJSON_GetObjectItemCaseSensitive(tot, "resolved")->valueint,
+                cJSON_GetObjectItemCaseSensitive(tot, "verified")->valueint, rr->valuedouble * 100);
+    fputc('\n', stderr);
+    if (b.cost_stop && !b.errors)
+        fprintf(stderr, "mini batch: stopped starting tasks at the total cost limit ($%.4f); %zu not run\n",
+                o->cost_total, b.n_todo - b.next);
+    rc = interrupted ? 130 : b.errors ? 1 : 0;
+out:
+    if (daemon > 0) {
+        kill(daemon, SIGTERM);
+        while (waitpid(daemon, NULL, 0) < 0 && errno == EINTR)
+            ;
+        if (sock)
+            unlink(sock);
+    }
+    mini_close(lock);
+    free(b.todo);
+    batch_out_free(&b.out);
+    mini_tasks_free(&b.tasks);
+    return rc;
+}
+
+int mini_batch_main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "slurm") == 0)
+        return batch_slurm_main(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "merge") == 0)
+        return batch_merge_main(argc - 1, argv + 1);
+    _cleanup_free_ const char **specs = calloc((size_t)argc + 1, sizeof *specs);
+    if (!specs)
+        return 1;
+    struct opts o = { .specs = specs };
+    int rc = parse(argc, argv, &o);
+    return rc >= 0 ? rc : run_batch(&o);
+}

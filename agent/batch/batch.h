@@ -1,0 +1,67 @@
+/* `mini batch`: many tasks, each run by a worker process of its own (a
+ * fork of the batch), sharing one sandbox daemon; resumable output in the
+ * layout of mini-swe-agent's batch runs.  docs/batch.md.
+ *
+ *   batch.c    the command line, the pool of workers, progress, Ctrl-C
+ *   worker.c   one task: workspace, setup, the agent, verify, result.json
+ *   output.c   preds.json and summary.json: loaded, updated atomically
+ *   slurm.c    `mini batch slurm` (an sbatch array) and `mini batch merge`
+ *   tasks.c    the TASKS file and the selection (tasks.h) */
+#ifndef MINI_AGENT_BATCH_BATCH_H
+#define MINI_AGENT_BATCH_BATCH_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+#include <cjson/cJSON.h>
+#include "batch/tasks.h"
+#include "mini/err.h"
+
+/* `mini batch ...`: argv[0] is "batch".  The exit code. */
+int mini_batch_main(int argc, char **argv);
+
+/* What every worker gets. */
+struct batch_ctx {
+    cJSON *cfg;          /* the merged config; each task gets a copy */
+    const char *out_dir; /* absolute */
+    bool sandbox;        /* environment_class sandbox */
+    bool chown_ws;       /* root with a sandbox: workspaces go to ws_uid:ws_gid */
+    uid_t ws_uid;
+    gid_t ws_gid;
+    int progress_fd; /* the worker writes "P calls cost\n" here, or -1 */
+};
+
+/* Run one task in this (forked) process: its directory OUT/ID is made
+ * fresh, the result goes to OUT/ID/result.json.  The exit code (0 when
+ * result.json was written). */
+int batch_worker(const struct batch_ctx *b, const struct mini_task *t);
+
+/* ---- output.c ---- */
+
+struct batch_out {
+    char *dir;
+    cJSON *preds;   /* preds.json: {id: {model_name_or_path, instance_id, model_patch}} */
+    cJSON *summary; /* summary.json: {"tasks": {id: result}, "totals": {...}} */
+};
+
+/* Load what an earlier run left in dir (created if missing).  -1 with e
+ * when a file is there but unreadable: it is never overwritten then. */
+int batch_out_open(struct batch_out *o, const char *dir, struct mini_err *e);
+/* Whether the task finished in an earlier run (it is in preds.json). */
+bool batch_out_done(const struct batch_out *o, const char *id);
+/* Forget a task (--redo-existing, or a worker about to run it again). */
+int batch_out_forget(struct batch_out *o, const char *id, struct mini_err *e);
+/* Record a finished task's result (taken): preds.json and summary.json
+ * rewritten atomically. */
+int batch_out_record(struct batch_out *o, cJSON *result, struct mini_err *e);
+/* Recompute the totals and write summary.json. */
+int batch_out_write(struct batch_out *o, struct mini_err *e);
+void batch_out_free(struct batch_out *o);
+/* Write json to path atomically, as Python's json.dump(indent=2). */
+int batch_write_json(const char *path, const cJSON *json, struct mini_err *e);
+
+/* ---- slurm.c ---- */
+
+int batch_slurm_main(int argc, char **argv);
+int batch_merge_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,323 @@
+/* One task of a batch, in a worker process of its own (batch.h): a fresh
+ * workspace, the task's setup command, the agent, its verify command in a
+ * fresh sandbox, and OUT/ID/result.json for the batch to record. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "agent.h"
+#include "batch/batch.h"
+#include "config/config.h"
+#include "environment.h"
+#include "mini/buf.h"
+#include "mini/clock.h"
+#include "mini/cleanup.h"
+#include "mini/io.h"
+#include "mini/json.h"
+#include "model.h"
+
+extern char **environ;
+
+/* Bytes of the verify command's output kept in the summary (its tail). */
+#define VERIFY_TAIL 4000
+
+static struct mini_agent *volatile w_agent;
+static struct mini_environment *volatile w_env;
+
+static void on_signal(int sig)
+{
+    struct mini_agent *a = w_agent;
+    if (a) {
+        a->interrupt = 1;
+        if (sig != SIGINT)
+            a->terminate = 1;
+    }
+    if (w_env)
+        mini_environment_interrupt(w_env);
+}
+
+/* Run argv (no shell) with stdout and stderr appended to log; 0 when it
+ * exits 0, else -1 with e naming it and the log. */
+static int host_run(char *const argv[], const char *log, struct mini_err *e)
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    pid_t pid;
+    int r = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (r != 0)
+        return mini_err_sys(e, MINI_E_IO, r, "running %s", argv[0]);
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return mini_err_sys(e, MINI_E_IO, errno, "waiting for %s", argv[0]);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        return mini_err_set(e, MINI_E_IO, "%s failed (status %d); see %s", argv[0],
+                            WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), log);
+    return 0;
+}
+
+/* The task's workspace, made fresh: a copy of a directory, a clone at a
+ * commit, or empty; given to the sandbox's user when root runs a sandbox. */
+static int make_workspace(const struct batch_ctx *b, const struct mini_task *t, const char *ws, const char *log,
+                          struct mini_err *e)
+{
+    if (mini_rm_rf(ws, e) < 0)
+        return mini_err_prefix(e, "removing the last run's workspace");
+    if (t->ws_git) {
+        char *clone[] = {
+            "git",      "-c", "core.hooksPath=/dev/null", "clone", "--quiet", "--no-hardlinks", "--", (char *)t->ws_git,
+            (char *)ws, NULL
+        };
+        if (host_run(clone, log, e) < 0)
+            return mini_err_prefix(e, "workspace: cloning %s", t->ws_git);
+        if (t->ws_commit) {
+            char *co[] = { "git",
+                           "-C",
+                           (char *)ws,
+                           "-c",
+                           "core.hooksPath=/dev/null",
+                           "-c",
+                           "advice.detachedHead=false",
+                           "checkout",
+                           "--quiet",
+                           (char *)t->ws_commit,
+                           "--",
+                           NULL };
+            if (host_run(co, log, e) < 0)
+                return mini_err_prefix(e, "workspace: checking out %s", t->ws_commit);
+        }
+    } else {
+        if (mkdir(ws, 0755) < 0)
+            return mini_err_sys(e, MINI_E_IO, errno, "creating %s", ws);
+        if (t->ws_path) {
+            _cleanup_free_ char *src = NULL;
+            if (asprintf(&src, "%s/.", t->ws_path) < 0)
+                return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+            char *cp[] = { "cp", "-a", "--", src, (char *)ws, NULL };
+            if (host_run(cp, log, e) < 0)
+                return mini_err_prefix(e, "workspace: copying %s", t->ws_path);
+        }
+    }
+    if (b->chown_ws) {
+        char owner[64];
+        snprintf(owner, sizeof owner, "%u:%u", (unsigned)b->ws_uid, (unsigned)b->ws_gid);
+        char *ch[] = { "chown", "-R", "-h", "--", owner, (char *)ws, NULL };
+        if (host_run(ch, log, e) < 0)
+            return mini_err_prefix(e, "workspace: giving it to %s", owner);
+    }
+    return 0;
+}
+
+struct progress {
+    int fd;
+};
+
+static void on_progress(void *arg, long calls, double cost)
+{
+    const struct progress *p = arg;
+    char line[64];
+    int n = snprintf(line, sizeof line, "P %ld %.6f\n", calls, cost);
+    if (p->fd >= 0 && n > 0)
+        (void)!write(p->fd, line, (size_t)n); /* a pipe: short lines are atomic */
+}
+
+static void env_freep(struct mini_environment **env)
+{
+    w_env = NULL;
+    mini_environment_free(*env);
+}
+
+static struct mini_environment *new_env(const cJSON *cfg, struct mini_err *e)
+{
+    const cJSON *cls = mini_config_get(cfg, "environment.environment_class");
+    return mini_environment_new(mini_config_get(cfg, "environment"), cJSON_IsString(cls) ? cls->valuestring : "local",
+                                e);
+}
+
+/* A command of the task's (setup, verify) in an environment of its own.
+ * The result object, or NULL with e. */
+static cJSON *run_command(const cJSON *cfg, const char *command, double *secs, struct mini_err *e)
+{
+    _cleanup_(env_freep) struct mini_environment *env = new_env(cfg, e);
+    if (!env)
+        return NULL;
+    w_env = env;
+    cJSON *res = NULL;
+    double t0 = mini_mono_s();
+    int r = mini_environment_execute(env, command, NULL, 0, NULL, NULL, &res, e);
+    *secs = mini_mono_s() - t0;
+    if (r < 0) {
+        cJSON_Delete(res);
+        return NULL;
+    }
+    return res;
+}
+
+static const char *res_str(const cJSON *r, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(r, key);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* {"status": resolved|unresolved|error, "returncode", "output_tail",
+ * "duration_s"[, "error"]} */
+static cJSON *verify(const cJSON *cfg, const char *command)
+{
+    struct mini_err e;
+    mini_err_clear(&e);
+    double secs = 0;
+    _cleanup_cjson_ cJSON *res = run_command(cfg, command, &secs, &e);
+    cJSON *v = cJSON_CreateObject();
+    const cJSON *rc = cJSON_GetObjectItemCaseSensitive(res, "returncode");
+    const char *exc = res_str(res, "exception_info");
+    const char *status = !res || !cJSON_IsNumber(rc) || *exc ? "error" : rc->valueint == 0 ? "resolved" : "unresolved";
+    cJSON_AddStringToObject(v, "status", status);
+    if (cJSON_IsNumber(rc))
+        cJSON_AddNumberToObject(v, "returncode", rc->valuedouble);
+    else
+        cJSON_AddNullToObject(v, "returncode");
+    const char *out = res_str(res, "output");
+    size_t n = strlen(out);
+    size_t from = n > VERIFY_TAIL ? n - VERIFY_TAIL : 0;
+    while (from < n && ((unsigned char)out[from] & 0xC0) == 0x80)
+        from++; /* not inside a character */
+    cJSON_AddStringToObject(v, "output_tail", out + from);
+    cJSON_AddItemToObject(v, "duration_s", mini_json_create_float(secs));
+    if (!res)
+        cJSON_AddStringToObject(v, "error", e.msg);
+    else if (*exc)
+        cJSON_AddStringToObject(v, "error", exc);
+    return v;
+}
+
+static void model_freep(struct mini_model **m) { mini_model_free(*m); }
+static void agent_finip(struct mini_agent *a)
+{
+    w_agent = NULL;
+    mini_agent_fini(a);
+}
+
+int batch_worker(const struct batch_ctx *b, const struct mini_task *t)
+{
+    struct sigaction sa = { .sa_handler = on_signal };
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    double t0 = mini_mono_s();
+    struct mini_err e;
+    mini_err_clear(&e);
+    _cleanup_free_ char *dir = NULL, *ws = NULL, *traj = NULL, *result_path = NULL, *log = NULL;
+    if (asprintf(&dir, "%s/%s", b->out_dir, t->id) < 0 || asprintf(&ws, "%s/workspace", dir) < 0 ||
+        asprintf(&traj, "%s/%s.traj.json", dir, t->id) < 0 || asprintf(&result_path, "%s/result.json", dir) < 0 ||
+        asprintf(&log, "%s/workspace.log", dir) < 0)
+        return 1;
+    if (mini_mkdir_p(dir, 0755, &e) < 0) {
+        fprintf(stderr, "mini batch: %s: %s\n", t->id, e.msg);
+        return 1;
+    }
+    /* The last run's files of this task go first: none is taken for this run's. */
+    unlink(result_path);
+    unlink(traj);
+    unlink(log);
+
+    _cleanup_cjson_ cJSON *cfg = cJSON_Duplicate(b->cfg, true);
+    _cleanup_cjson_ cJSON *result = cJSON_CreateObject();
+    _cleanup_cjson_ cJSON *extra = cJSON_CreateObject();
+    if (!cfg || !result || !extra)
+        return 1;
+    cJSON_AddStringToObject(extra, "instance_id", t->id);
+    const char *exit_status = NULL;
+    _cleanup_free_ char *submission = NULL;
+    long calls = 0;
+    double cost = 0;
+    bool ran = false;
+    _cleanup_free_ char *status_copy = NULL, *model_name = NULL;
+    const char *cfg_name = mini_config_get_string(cfg, "model.model_name");
+    if (cfg_name && !(model_name = strdup(cfg_name)))
+        return 1;
+
+    if (make_workspace(b, t, ws, log, &e) < 0 ||
+        mini_config_set(cfg, "environment.workspace", cJSON_CreateString(ws), &e) < 0 ||
+        mini_config_set(cfg, "environment.cwd", cJSON_CreateString(ws), &e) < 0 ||
+        (t->image && mini_config_set(cfg, "environment.image", cJSON_CreateString(t->image), &e) < 0)) {
+        exit_status = "WorkspaceError";
+    }
+    struct stat lst;
+    if (!exit_status && stat(log, &lst) == 0 && lst.st_size == 0)
+        unlink(log); /* nothing went wrong: no log */
+    if (!exit_status && t->setup) {
+        double secs;
+        _cleanup_cjson_ cJSON *r = run_command(cfg, t->setup, &secs, &e);
+        const cJSON *rc = cJSON_GetObjectItemCaseSensitive(r, "returncode");
+        if (!r || !cJSON_IsNumber(rc) || rc->valueint != 0) {
+            exit_status = "SetupError";
+            if (r)
+                mini_err_set(&e, MINI_E_IO, "setup exited %d: %.*s", cJSON_IsNumber(rc) ? rc->valueint : -1, 2000,
+                             res_str(r, "output"));
+        }
+    }
+    if (!exit_status) {
+        _cleanup_(model_freep) struct mini_model *model = mini_model_new(mini_config_get(cfg, "model"), NULL, &e);
+        _cleanup_(env_freep) struct mini_environment *env = model ? new_env(cfg, &e) : NULL;
+        _cleanup_(agent_finip) struct mini_agent agent = { 0 };
+        if (!model || !env) {
+            exit_status = model ? "EnvironmentError" : "ModelError";
+        } else if (mini_agent_init(&agent, cfg, model, env, traj, &e) < 0) {
+            exit_status = "ConfigError";
+        } else {
+            struct progress pg = { b->progress_fd };
+            agent.on_progress = on_progress;
+            agent.progress_arg = &pg;
+            agent.extra_vars = t->record;
+            agent.traj_extra = extra;
+            mini_model_set_cancel(model, &agent.interrupt);
+            w_env = env;
+            w_agent = &agent;
+            mini_agent_run(&agent, t->problem, &e); /* the exit status says how it ended */
+            ran = true;
+            w_agent = NULL;
+            if (!(status_copy = strdup(agent.exit_status ? agent.exit_status : "Unknown")) ||
+                (agent.submission && !(submission = strdup(agent.submission))))
+                return 1;
+            exit_status = status_copy;
+            calls = mini_model_calls(model);
+            cost = mini_model_cost(model);
+            if (!model_name && mini_model_name(model) && !(model_name = strdup(mini_model_name(model))))
+                return 1;
+        }
+    }
+    cJSON_AddStringToObject(result, "instance_id", t->id);
+    cJSON_AddStringToObject(result, "exit_status", exit_status);
+    cJSON_AddStringToObject(result, "submission", submission ? submission : "");
+    cJSON_AddStringToObject(result, "model_name", model_name ? model_name : "");
+    cJSON_AddNumberToObject(result, "steps", (double)calls);
+    cJSON_AddItemToObject(result, "cost", mini_json_create_float(cost));
+    bool interrupted = strcmp(exit_status, "KeyboardInterrupt") == 0;
+    if (ran && !interrupted && t->verify)
+        cJSON_AddItemToObject(result, "verify", verify(cfg, t->verify));
+    else
+        cJSON_AddNullToObject(result, "verify");
+    cJSON_AddItemToObject(result, "wall_s", mini_json_create_float(mini_mono_s() - t0));
+    if (!ran || (e.code != MINI_OK && e.msg[0]))
+        cJSON_AddStringToObject(result, "error", e.msg[0] ? e.msg : exit_status);
+    else
+        cJSON_AddNullToObject(result, "error");
+    cJSON_AddStringToObject(result, "trajectory", ran ? traj : "");
+    struct mini_err we;
+    if (batch_write_json(result_path, result, &we) < 0) {
+        fprintf(stderr, "mini batch: %s: %s\n", t->id, we.msg);
+        return 1;
+    }
+    return 0;
+}
