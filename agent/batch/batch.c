@@ -219,7 +219,7 @@ static cJSON *load_config(const struct opts *o, struct mini_err *e)
 struct progress {
     bool tty;
     int lines; /* drawn last time */
-    size_t total, done, failed, skipped;
+    size_t total, done, failed, skipped, interrupted;
     double cost, start;
 };
 
@@ -388,7 +388,8 @@ static void finish_task(struct batch *b, size_t i, int status)
         snprintf(why, sizeof why, "WorkerDied (%s %d)", WIFSIGNALED(status) ? "signal" : "status",
                  WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
         if (interrupted) {
-            b->pg.done++;
+            b->pg.interrupted++;
+            b->pg.cost += r.cost;
             say_done(&b->pg, NULL, r.task->id, "interrupted; it runs again next time");
             return;
         }
@@ -405,12 +406,14 @@ static void finish_task(struct batch *b, size_t i, int status)
     }
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(res, "exit_status");
     const cJSON *cost = cJSON_GetObjectItemCaseSensitive(res, "cost");
-    b->pg.done++;
     if (cJSON_IsString(st) && strcmp(st->valuestring, "KeyboardInterrupt") == 0) {
+        b->pg.interrupted++;
+        b->pg.cost += cJSON_IsNumber(cost) ? cost->valuedouble : 0;
         say_done(&b->pg, res, r.task->id, "interrupted; it runs again next time");
         cJSON_Delete(res);
         return;
     }
+    b->pg.done++;
     if (!cJSON_IsString(st) || strcmp(st->valuestring, "Submitted") != 0)
         b->pg.failed++;
     b->pg.cost += cJSON_IsNumber(cost) ? cost->valuedouble : 0;
@@ -441,6 +444,27 @@ static void reap(struct batch *b)
             }
 }
 
+/* Ctrl-C: said once; the second kills the running tasks. */
+static void on_interrupts(struct batch *b, int *seen)
+{
+    if (interrupted == *seen)
+        return;
+    if (*seen == 0) {
+        if (b->pg.tty && b->pg.lines > 0) {
+            fprintf(stderr, "\033[%dA\r\033[J", b->pg.lines);
+            b->pg.lines = 0;
+        }
+        fprintf(stderr,
+                "mini batch: interrupted: starting no more tasks; the %zu running end now (Ctrl-C again "
+                "kills them); the same command resumes\n",
+                b->nr);
+    }
+    if (interrupted >= 2)
+        for (size_t i = 0; i < b->nr; i++)
+            kill(b->run[i].pid, SIGKILL);
+    *seen = interrupted;
+}
+
 static void pool(struct batch *b)
 {
     int seen_int = 0;
@@ -468,19 +492,11 @@ static void pool(struct batch *b)
         for (size_t i = 0; i < b->nr; i++)
             if (pf[i].revents)
                 read_progress(&b->run[i]);
-        if (interrupted != seen_int) {
-            if (interrupted == 1)
-                fprintf(stderr,
-                        "\nmini batch: interrupted: starting no more tasks; the running ones end (Ctrl-C "
-                        "again kills them)\n");
-            if (interrupted >= 2)
-                for (size_t i = 0; i < b->nr; i++)
-                    kill(b->run[i].pid, SIGKILL);
-            seen_int = interrupted;
-        }
+        on_interrupts(b, &seen_int);
         reap(b);
         draw(&b->pg, b->run, b->nr, false);
     }
+    on_interrupts(b, &seen_int);
 }
 
 /* Tasks in preds.json but not in summary.json (a crash between the two
@@ -551,6 +567,12 @@ static int shared_daemon(struct batch *b, pid_t *pid, char **sock, struct mini_e
     if ((*pid = mini_client_start_daemon(*sock, e)) < 0)
         return -1;
     return mini_config_set(b->ctx.cfg, "environment.socket", cJSON_CreateString(*sock), e);
+}
+
+static double tot_num(const cJSON *tot, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(tot, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : 0;
 }
 
 static int run_batch(struct opts *o)
@@ -636,14 +658,13 @@ static int run_batch(struct opts *o)
         b.errors++;
     }
     const cJSON *tot = cJSON_GetObjectItemCaseSensitive(b.out.summary, "totals");
-    const cJSON *rr = cJSON_GetObjectItemCaseSensitive(tot, "resolve_rate");
-    fprintf(stderr, "mini batch: this run: %zu tasks ran, %zu failed, $%.4f; in %s: %d tasks, %d submitted", b.pg.done,
-            b.pg.failed, b.pg.cost, out_abs, cJSON_GetObjectItemCaseSensitive(tot, "tasks")->valueint,
-            cJSON_GetObjectItemCaseSensitive(tot, "submitted")->valueint);
-    if (cJSON_IsNumber(rr))
-        fprintf(stderr, ", resolved %d of %d verified (%.1f%%)",
-                cJSON_GetObjectItemCaseSensitive(tot, "resolved")->valueint,
-                cJSON_GetObjectItemCaseSensitive(tot, "verified")->valueint, rr->valuedouble * 100);
+    fprintf(stderr,
+            "mini batch: this run: %zu finished, %zu failed, %zu interrupted, $%.4f; in %s: %d tasks, %d submitted",
+            b.pg.done, b.pg.failed, b.pg.interrupted, b.pg.cost, out_abs, (int)tot_num(tot, "tasks"),
+            (int)tot_num(tot, "submitted"));
+    if (tot_num(tot, "verified") > 0)
+        fprintf(stderr, ", resolved %d of %d verified (%.1f%%)", (int)tot_num(tot, "resolved"),
+                (int)tot_num(tot, "verified"), tot_num(tot, "resolve_rate") * 100);
     fputc('\n', stderr);
     if (b.cost_stop && !b.errors)
         fprintf(stderr, "mini batch: stopped starting tasks at the total cost limit ($%.4f); %zu not run\n",
