@@ -459,9 +459,10 @@ static void on_interrupts(struct batch *b, int *seen)
                 "kills them); the same command resumes\n",
                 b->nr);
     }
-    if (interrupted >= 2)
-        for (size_t i = 0; i < b->nr; i++)
-            kill(b->run[i].pid, SIGKILL);
+    /* The running tasks end as mini does at a SIGTERM (a terminal's Ctrl-C
+     * has reached them already; a SIGTERM of the batch has not). */
+    for (size_t i = 0; i < b->nr; i++)
+        kill(b->run[i].pid, interrupted >= 2 ? SIGKILL : SIGTERM);
     *seen = interrupted;
 }
 
