@@ -48,7 +48,8 @@ struct opts {
 struct running {
     pid_t pid;
     const struct mini_task *task;
-    int fd; /* its progress pipe */
+    int fd;   /* its progress pipe */
+    bool eof; /* the worker has closed it: it is exiting */
     char buf[128];
     size_t len;
     long calls;
@@ -299,7 +300,8 @@ struct batch {
     size_t nr;
     struct progress pg;
     bool cost_stop;
-    int errors; /* of the batch itself */
+    int errors;     /* of the batch itself */
+    cJSON *pending; /* results read, not yet written */
 };
 
 static int start_task(struct batch *b, const struct mini_task *t)
@@ -328,6 +330,9 @@ static int start_task(struct batch *b, const struct mini_task *t)
             _exit(1);
         close(pfd[0]);
         signal(SIGCHLD, SIG_DFL);
+        sigset_t none; /* pool() blocks these until its ppoll */
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
         b->ctx.progress_fd = pfd[1];
         int rc = batch_worker(&b->ctx, t);
         close(pfd[1]);
@@ -343,6 +348,8 @@ static void read_progress(struct running *r)
 {
     for (;;) {
         ssize_t n = read(r->fd, r->buf + r->len, sizeof r->buf - 1 - r->len);
+        if (n == 0)
+            r->eof = true;
         if (n <= 0)
             return;
         r->len += (size_t)n;
@@ -418,9 +425,19 @@ static void finish_task(struct batch *b, size_t i, int status)
         b->pg.failed++;
     b->pg.cost += cJSON_IsNumber(cost) ? cost->valuedouble : 0;
     say_done(&b->pg, res, r.task->id, NULL);
-    if (batch_out_record(&b->out, res, &e) < 0) {
-        fprintf(stderr, "mini batch: %s\n", e.msg);
-        b->errors++;
+    /* Written once the next task has been started (record_pending). */
+    cJSON_AddItemToArray(b->pending, res);
+}
+
+static void record_pending(struct batch *b)
+{
+    cJSON *res;
+    while ((res = cJSON_DetachItemFromArray(b->pending, 0))) {
+        struct mini_err e;
+        if (batch_out_record(&b->out, res, &e) < 0) {
+            fprintf(stderr, "mini batch: %s\n", e.msg);
+            b->errors++;
+        }
     }
 }
 
@@ -466,10 +483,19 @@ static void on_interrupts(struct batch *b, int *seen)
     *seen = interrupted;
 }
 
+/* Start tasks while workers are free; write what finished (after the
+ * start, so that a worker runs meanwhile); wait for progress, an exit or a
+ * signal (only then delivered: ppoll), and again. */
 static void pool(struct batch *b)
 {
     int seen_int = 0;
-    while (b->nr > 0 || (b->next < b->n_todo && !interrupted && !b->cost_stop)) {
+    sigset_t block, waiting;
+    sigemptyset(&block);
+    sigaddset(&block, SIGCHLD);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigprocmask(SIG_BLOCK, &block, &waiting);
+    for (;;) {
         while (b->nr < b->o->workers && b->next < b->n_todo && !interrupted && !b->cost_stop) {
             if (b->o->cost_total > 0 && spent(b) >= b->o->cost_total) {
                 b->cost_stop = true;
@@ -483,13 +509,15 @@ static void pool(struct batch *b)
             }
             b->next++;
         }
+        record_pending(b);
         if (b->nr == 0)
             break;
         struct pollfd pf[WORKERS_MAX];
         for (size_t i = 0; i < b->nr; i++)
-            pf[i] = (struct pollfd){ .fd = b->run[i].fd, .events = POLLIN };
+            pf[i] = (struct pollfd){ .fd = b->run[i].eof ? -1 : b->run[i].fd, .events = POLLIN };
+        struct timespec ts = { .tv_sec = b->pg.tty ? 0 : 1, .tv_nsec = b->pg.tty ? 250000000 : 0 };
         chld = 0;
-        poll(pf, b->nr, b->pg.tty ? 250 : 1000);
+        ppoll(pf, b->nr, &ts, &waiting);
         for (size_t i = 0; i < b->nr; i++)
             if (pf[i].revents)
                 read_progress(&b->run[i]);
@@ -498,6 +526,7 @@ static void pool(struct batch *b)
         draw(&b->pg, b->run, b->nr, false);
     }
     on_interrupts(b, &seen_int);
+    sigprocmask(SIG_SETMASK, &waiting, NULL);
 }
 
 /* Tasks in preds.json but not in summary.json (a crash between the two
@@ -623,7 +652,8 @@ static int run_batch(struct opts *o)
     }
     summary_catch_up(&b);
     b.todo = calloc(b.tasks.n ? b.tasks.n : 1, sizeof *b.todo);
-    if (!b.todo)
+    b.pending = cJSON_CreateArray();
+    if (!b.todo || !b.pending)
         goto out;
     for (size_t i = 0; i < b.tasks.n; i++) {
         if (!o->redo && batch_out_done(&b.out, b.tasks.v[i].id))
@@ -681,6 +711,7 @@ out:
     }
     mini_close(lock);
     free(b.todo);
+    cJSON_Delete(b.pending);
     batch_out_free(&b.out);
     mini_tasks_free(&b.tasks);
     return rc;

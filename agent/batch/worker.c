@@ -3,6 +3,7 @@
  * fresh sandbox, and OUT/ID/result.json for the batch to record. */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -66,6 +67,25 @@ static int host_run(char *const argv[], const char *log, struct mini_err *e)
     return 0;
 }
 
+/* chown of a tree this process has just made (nothing else writes there
+ * yet): symlinks themselves, never what they name; one filesystem. */
+static uid_t give_uid;
+static gid_t give_gid;
+static int give_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return lchown(path, give_uid, give_gid);
+}
+
+static int give_tree(const char *dir, uid_t uid, gid_t gid)
+{
+    give_uid = uid;
+    give_gid = gid;
+    return nftw(dir, give_one, 64, FTW_PHYS | FTW_MOUNT);
+}
+
 /* The task's workspace, made fresh: a copy of a directory, a clone at a
  * commit, or empty; given to the sandbox's user when root runs a sandbox. */
 static int make_workspace(const struct batch_ctx *b, const struct mini_task *t, const char *ws, const char *log,
@@ -108,13 +128,9 @@ static int make_workspace(const struct batch_ctx *b, const struct mini_task *t, 
                 return mini_err_prefix(e, "workspace: copying %s", t->ws_path);
         }
     }
-    if (b->chown_ws) {
-        char owner[64];
-        snprintf(owner, sizeof owner, "%u:%u", (unsigned)b->ws_uid, (unsigned)b->ws_gid);
-        char *ch[] = { "chown", "-R", "-h", "--", owner, (char *)ws, NULL };
-        if (host_run(ch, log, e) < 0)
-            return mini_err_prefix(e, "workspace: giving it to %s", owner);
-    }
+    if (b->chown_ws && give_tree(ws, b->ws_uid, b->ws_gid) < 0)
+        return mini_err_sys(e, MINI_E_IO, errno, "workspace: giving %s to %u:%u", ws, (unsigned)b->ws_uid,
+                            (unsigned)b->ws_gid);
     return 0;
 }
 

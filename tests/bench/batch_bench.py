@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Benchmark of `mini batch` (issue P10): N deterministic tasks of S steps
+each under the strict sandbox, for several worker counts.  Prints, per
+worker count: tasks per second, the batch's own overhead per task, and the
+peak RSS of the batch process and of the daemon; never pass/fail on time.
+
+    batch_bench.py MINI_BIN [N] [STEPS] [WORKERS,...]
+
+Overhead per task = (workers x wall - time in sandboxed commands - time in
+the model) / tasks, where the command and model times come from each
+trajectory's message timestamps (a command: from its assistant message to
+its observation; the model: from the previous observation, or the task's
+start, to the assistant message).  So it is what the batch adds around
+each task: forking the worker, making the workspace, opening the sandbox
+session, writing the trajectory and the outputs, and the time workers wait
+for a free core.  The baseline in the same run is a bare fork+exec of
+/bin/true per command, the floor of running anything at all.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def hwm_kb(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def main():
+    mini_bin = sys.argv[1]
+    n = int(sys.argv[2]) if len(sys.argv) > 2 else 200
+    steps = int(sys.argv[3]) if len(sys.argv) > 3 else 5
+    workers = [int(w) for w in (sys.argv[4] if len(sys.argv) > 4 else "1,2,4,8").split(",")]
+    tmp = tempfile.mkdtemp(prefix="mini-batch-bench.")
+    os.chmod(tmp, 0o755)
+    try:
+        outputs = [f"Step {i}.\n```mswea_bash_command\necho step {i}\n```" for i in range(steps - 1)]
+        outputs.append("Done.\n```mswea_bash_command\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```")
+        cfg = os.path.join(tmp, "cfg.json")
+        with open(cfg, "w") as f:
+            json.dump({"model": {"model_class": "deterministic", "cost_per_call": 0.0, "outputs": outputs}}, f)
+        tasks = os.path.join(tmp, "tasks.jsonl")
+        with open(tasks, "w") as f:
+            for i in range(n):
+                f.write(json.dumps({"instance_id": f"b{i:04d}", "problem_statement": "p"}) + "\n")
+        os.mkdir(os.path.join(tmp, "run"), 0o700)  # the daemon wants its socket's directory private
+        sock = os.path.join(tmp, "run", "sock")
+        daemon = subprocess.Popen([os.path.join(mini_bin, "mini-sandboxd"), "--socket", sock, "--state-dir",
+                                   os.path.join(tmp, "state"), "--foreground"], stdout=subprocess.DEVNULL,
+                                  stderr=open(os.path.join(tmp, "daemon.log"), "w"))
+        for _ in range(1000):
+            if os.path.exists(sock) or daemon.poll() is not None:
+                break
+            time.sleep(0.01)
+        if not os.path.exists(sock):
+            print("mini-sandboxd did not start:", open(os.path.join(tmp, "daemon.log")).read())
+            sys.exit(1)
+
+        # Baseline: fork+exec of /bin/true, once per command the batch runs.
+        t0 = time.monotonic()
+        for _ in range(min(n * steps, 1000)):
+            subprocess.run(["/bin/true"])
+        fork_exec_ms = (time.monotonic() - t0) / min(n * steps, 1000) * 1000
+
+        rows = []
+        for w in workers:
+            out = os.path.join(tmp, f"out-w{w}")
+            cmd = [os.path.join(mini_bin, "mini"), "batch", tasks, "-o", out, "-w", str(w), "-c", "mini", "-c",
+                   cfg, "-c", f"environment.socket={sock}", "--sandbox", "strict"]
+            t0 = time.monotonic()
+            p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            peak = 0
+            while p.poll() is None:
+                peak = max(peak, hwm_kb(p.pid))
+                time.sleep(0.02)
+            wall = time.monotonic() - t0
+            err = p.stderr.read()
+            if p.returncode != 0:
+                print(err)
+                sys.exit(1)
+            cmd_s = model_s = 0.0
+            submitted = 0
+            for i in range(n):
+                iid = f"b{i:04d}"
+                t = json.load(open(os.path.join(out, iid, iid + ".traj.json")))
+                submitted += t["info"]["exit_status"] == "Submitted"
+                last = None
+                for m in t["messages"]:
+                    ts = (m.get("extra") or {}).get("timestamp")
+                    if ts is None:
+                        continue
+                    if m["role"] == "assistant":
+                        if last is not None:
+                            model_s += ts - last
+                        last = ts
+                    elif last is not None:
+                        cmd_s += ts - last
+                        last = ts
+            overhead_ms = (w * wall - cmd_s - model_s) / n * 1000
+            rows.append((w, n / wall, wall, cmd_s / (n * steps) * 1000, overhead_ms, peak / 1024,
+                         hwm_kb(daemon.pid) / 1024, submitted))
+        daemon.terminate()
+        daemon.wait()
+        print(f"mini batch: {n} deterministic tasks x {steps} steps, strict sandbox; "
+              f"baseline fork+exec of /bin/true: {fork_exec_ms:.2f} ms")
+        print(f"{'workers':>7} {'tasks/s':>8} {'wall s':>7} {'ms/command':>10} {'overhead ms/task':>16} "
+              f"{'x fork+exec':>11} {'batch peak MiB':>14} {'daemon peak MiB':>15} {'submitted':>9}")
+        for w, tps, wall, per_cmd, ov, bp, dp, sub in rows:
+            print(f"{w:>7} {tps:>8.1f} {wall:>7.2f} {per_cmd:>10.2f} {ov:>16.2f} {ov / fork_exec_ms:>11.1f} "
+                  f"{bp:>14.1f} {dp:>15.1f} {sub:>6}/{n}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
