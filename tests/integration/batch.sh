@@ -181,6 +181,40 @@ run python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$B/c
 # 0.5 per task: the third starts at $1.0 < 1.2, no fourth at $1.5.
 same "--cost-limit-total 1.2 at \$0.50 a task: 3 tasks run" "3" "$OUT"
 
+# ---- 4b. a real API model (the mock OpenAI server), 4 workers ------------------
+# Every turn submits, so that the order in which the workers' requests
+# reach the mock does not matter; each request must carry its own task.
+python3 -c '
+import json
+print(json.dumps([{"text": "Done.", "tool_calls": [{"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT; echo patch-$(basename $PWD)"}],
+                   "usage": {"input": 100, "output": 10}} for _ in range(8)]))' >"$B/mock.json"
+python3 "$MINI_SOURCE_DIR/tests/mock_llm.py" --script "$B/mock.json" --record "$B/mock.jsonl" \
+    --port-file "$B/mock.port" --max-lifetime 300 >/dev/null 2>"$B/mock.log" &
+mock_pid=$!
+cleanup_cmd "kill $mock_pid"
+wait_until 10 test -s "$B/mock.port"
+run bounded env OPENAI_API_KEY=sk-test-mock MSWEA_COST_TRACKING=ignore_errors NO_COLOR=1 "$MINI" batch \
+    "$B/tasks.jsonl" --slice :8 -o "$B/api" -w 4 -c mini -m openai/mock-model \
+    -c "model.model_kwargs.api_base=http://127.0.0.1:$(cat "$B/mock.port")" -c "environment.socket=$SOCK" \
+    --sandbox strict
+rc_is "8 tasks against the mock OpenAI API with 4 workers: exit 0" 0
+run python3 - "$B" <<'PY'
+import json, sys
+b = sys.argv[1]
+preds = json.load(open(f"{b}/api/preds.json"))
+reqs = [json.loads(l) for l in open(f"{b}/mock.jsonl") if l.strip()]
+import re
+def task_of(r):  # the task text ("number N") of the request's first user message
+    user = next(m["content"] for m in r["body"]["messages"] if m["role"] == "user")
+    return "task-%02d" % int(re.search(r"number (\d+)", user if isinstance(user, str) else json.dumps(user)).group(1))
+asked = sorted(task_of(r) for r in reqs)
+ok = sorted(preds) == asked == [f"task-{i:02d}" for i in range(8)] and all(
+    p["model_patch"] == "patch-workspace\n" and p["model_name_or_path"] == "openai/mock-model" for p in preds.values())
+print("ok" if ok else f"preds {preds} asked {asked}")
+PY
+same "each worker's request carries its own task; 8 patches in preds.json" "ok" "$OUT"
+kill "$mock_pid" 2>/dev/null; wait "$mock_pid" 2>/dev/null || true
+
 # ---- 5. bad task files; a daemon of the batch's own -----------------------------
 bad_file() {  # NAME CONTENT WANT
     printf '%b' "$2" >"$B/$1"
