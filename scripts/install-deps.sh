@@ -7,7 +7,8 @@ PACKAGES="
   build-essential cmake pkg-config clang
   libcurl4-openssl-dev libcjson-dev libpcre2-dev libseccomp-dev libcap-dev libyaml-dev libedit-dev
   musl-tools python3 python3-jinja2 python3-yaml python3-dotenv
-  util-linux procps iproute2 bubblewrap tmux
+  util-linux procps iproute2 bubblewrap tmux git
+  slurmctld slurmd slurm-client munge
 "
 
 if [ "$(id -u)" -ne 0 ]; then
