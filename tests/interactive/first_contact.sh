@@ -16,7 +16,9 @@
 #  7. a command's output is shown once: live on a terminal (the observation
 #     then only named), as the observation in a pipe (also for the demo);
 #  8. -q: only the result and the summary; -v: each request's outcome and
-#     time; together: a usage error.
+#     time; together: a usage error;
+#  9. the quick start's scripts/demo.sh does not need root when every
+#     package is there (scripts/install-deps.sh).
 # Commands run on the host (--sandbox off): nothing here is about the sandbox.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/tmux.sh"
@@ -226,6 +228,28 @@ mini_pipe -v -q -y -t "look around"
 if [[ $RC == 2 ]] && contains "$ERR" "cannot be used together"; then pass "-v with -q: usage error 2"
 else fail "-v with -q: usage error 2"; fi
 expect_out "--help lists -v and -q" "-q, --quiet" bounded "$MINI_BIN/mini" --help
+
+# ---- 9. the quick start -----------------------------------------------------------------
+# scripts/demo.sh runs scripts/install-deps.sh first: with every package
+# present it must not need root (a newcomer is rarely root).
+if [[ $("$MINI_SOURCE_DIR/scripts/install-deps.sh" 2>&1 </dev/null) != "install-deps: all packages present" ]] && is_root; then
+    skip "install-deps.sh as an ordinary user" "packages are missing here"
+elif is_root; then
+    mini_setpriv_cmd
+    run bounded "${SETPRIV[@]}" "$MINI_SOURCE_DIR/scripts/install-deps.sh" </dev/null
+    if [[ $RC == 0 && $OUT == "install-deps: all packages present" ]]; then
+        pass "install-deps.sh as an ordinary user, every package present: status 0 (the demo goes on)"
+    else
+        fail "install-deps.sh as an ordinary user, every package present: status 0 (the demo goes on)"
+    fi
+else
+    run bounded "$MINI_SOURCE_DIR/scripts/install-deps.sh" </dev/null
+    if [[ $RC == 0 || $ERR == *"sudo apt-get install"* ]]; then
+        pass "install-deps.sh as an ordinary user: done, or names only the missing packages"
+    else
+        fail "install-deps.sh as an ordinary user: done, or names only the missing packages"
+    fi
+fi
 
 # ---- 5, 7. a terminal -------------------------------------------------------------------
 mock_start "$(turns "$(turn "Look." "echo live-$tag")" "$(submit_turn "Done." "result-$tag")")"
