@@ -1097,6 +1097,8 @@ static int api_call(struct mini_model *m, const struct mini_buf *body, cJSON **r
     struct mini_http_response r;
     mini_http_response_init(&r);
     char last[MINI_ERR_MSG_MAX] = "";
+    char shown[512]; /* the URL for notes: no query, which may carry a key */
+    mini_http_url_origin(m->url, true, shown, sizeof(shown));
     long delay = 0;
     for (int attempt = 1; attempt <= m->retry_attempts; attempt++) {
         if (attempt > 1) {
@@ -1130,7 +1132,7 @@ static int api_call(struct mini_model *m, const struct mini_buf *body, cJSON **r
                                     "model %s: nothing listens at %s (connection refused); is the server running?",
                                     m->model_name, m->base_shown);
             }
-            note(m, MINI_MODEL_NOTE_DETAIL, "model %s: POST %s: no answer after %s: %s", m->model_name, m->url, took,
+            note(m, MINI_MODEL_NOTE_DETAIL, "model %s: POST %s: no answer after %s: %s", m->model_name, shown, took,
                  he.msg);
             if (!r.retryable) {
                 mini_http_response_free(&r);
@@ -1142,7 +1144,7 @@ static int api_call(struct mini_model *m, const struct mini_buf *body, cJSON **r
             snprintf(last, sizeof(last), "%.900s", he.msg);
             continue;
         }
-        note(m, MINI_MODEL_NOTE_DETAIL, "model %s: POST %s: HTTP %ld after %s (%zu bytes)", m->model_name, m->url,
+        note(m, MINI_MODEL_NOTE_DETAIL, "model %s: POST %s: HTTP %ld after %s (%zu bytes)", m->model_name, shown,
              r.status, took, r.body.len);
         if (r.status >= 200 && r.status < 300) {
             struct mini_err pe;
