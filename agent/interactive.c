@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -55,8 +56,11 @@ struct mini_ui {
     pcre2_match_data *md;
     long step; /* model calls and cost, as of the last message */
     double cost;
-    int n_actions;            /* commands of the last step */
-    int shown_live;           /* commands of this step whose output was shown live */
+    int n_actions; /* commands of the last step */
+    /* This step's commands in order: bit i set when command i ended normally
+     * with its output shown live, so that its observation is only named. */
+    uint64_t live_mask;
+    int n_ended, n_observed;
     bool quiet;               /* only the final result (and what a question needs) */
     const cJSON *own_command; /* the message of the person's command (human mode) */
     /* Line editing. */
@@ -417,7 +421,7 @@ static void show_message(void *arg, const cJSON *msg, long step, double cost)
     if (cJSON_IsArray(actions))
         ui->n_actions = cJSON_GetArraySize(actions);
     if (strcmp(r, "assistant") == 0 || (strcmp(r, "user") == 0 && cJSON_GetArraySize(actions) > 0))
-        ui->shown_live = 0; /* a new step: the model's commands, or the person's own */
+        ui->live_mask = 0, ui->n_ended = ui->n_observed = 0; /* a new step: the model's commands or the person's */
     if (ui->quiet) {
         /* The result; and the commands when the person is asked about them. */
         const cJSON *content = cJSON_GetObjectItemCaseSensitive(msg, "content");
@@ -429,9 +433,11 @@ static void show_message(void *arg, const cJSON *msg, long step, double cost)
         }
         return;
     }
-    bool shown = ui->shown_live > 0 && is_observation(msg);
-    if (shown)
-        ui->shown_live--;
+    bool shown = false;
+    if (is_observation(msg)) {
+        shown = ui->n_observed < 64 && (ui->live_mask >> ui->n_observed & 1);
+        ui->n_observed++;
+    }
     mini_display_message(ui->d, msg, step, cost, shown);
 }
 
@@ -460,8 +466,13 @@ static void show_command(void *arg, const char *command, const cJSON *result)
         mini_display_command_start(ui->d, command, ui->n_actions > 1);
     } else {
         mini_display_command_end(ui->d, result);
-        if (mini_display_live(ui->d))
-            ui->shown_live++;
+        /* A command that timed out, was interrupted or could not run keeps
+         * its observation: it says what happened. */
+        const cJSON *type =
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(result, "extra"), "exception_type");
+        if (mini_display_live(ui->d) && !cJSON_IsString(type) && ui->n_ended < 64)
+            ui->live_mask |= (uint64_t)1 << ui->n_ended;
+        ui->n_ended++;
     }
 }
 

@@ -262,6 +262,13 @@ check "on a terminal the running line is shown" screen_has "running (Ctrl-C inte
 screen -e
 check "colours on a terminal (TERM=screen)" contains "$SCREEN" $'\e['
 
+# A command that timed out keeps its observation: it says what happened.
+mock_start "$(turns "$(turn "Wait." "echo early-$tag; sleep 30")" "$(submit_turn "Done." "result-$tag")")"
+mini_start -y --exit-immediately -c environment.timeout=1 -t "wait"
+mini_wait_exit
+check_rc "a run with a timed-out command ends: status 0" 0
+check "a timed-out command's observation is shown (it says so)" screen_has "timed out after 1 seconds"
+
 UI_TERM=dumb
 mock_start "$(turns "$(turn "Look." "echo live-$tag")" "$(submit_turn "Done." "result-$tag")")"
 mini_start -y --exit-immediately -t "look around"
