@@ -17,6 +17,7 @@ struct mini_display {
     FILE *out;
     bool color;
     bool live;
+    bool escapes; /* cursor control (the spinner, clearing a line): live and TERM is not dumb */
     bool utf8;
     /* Text shown through mini_display_text / _output. */
     bool bol;     /* at the start of a line */
@@ -46,6 +47,8 @@ struct mini_display *mini_display_new(FILE *out, bool color, bool live)
     d->out = out;
     d->color = color;
     d->live = live;
+    const char *term = getenv("TERM");
+    d->escapes = live && !(term && strcmp(term, "dumb") == 0);
     const char *cs = nl_langinfo(CODESET);
     d->utf8 = cs && strcmp(cs, "UTF-8") == 0;
     d->bol = true;
@@ -88,6 +91,22 @@ void mini_display_free(struct mini_display *d)
 }
 
 bool mini_display_utf8(const struct mini_display *d) { return d->utf8; }
+
+bool mini_display_live(const struct mini_display *d) { return d->live; }
+
+void mini_display_note(struct mini_display *d, FILE *err, const char *line)
+{
+    /* The spinner's line on the same terminal is cleared first (it is drawn
+     * again within 100 ms). */
+    flockfile(d->out);
+    if (d->spinning) {
+        fputs("\r\033[K", d->out);
+        fflush(d->out);
+    }
+    fprintf(err, "mini: %s\n", line);
+    fflush(err);
+    funlockfile(d->out);
+}
 
 const char *mini_display_sgr(const struct mini_display *d, enum mini_style s)
 {
@@ -341,7 +360,7 @@ static const char *note_name(const cJSON *msg)
 
 static void cost_text(char *buf, size_t cap, double cost) { snprintf(buf, cap, cost < 10 ? "$%.4f" : "$%.2f", cost); }
 
-void mini_display_message(struct mini_display *d, const cJSON *msg, long step, double cost)
+void mini_display_message(struct mini_display *d, const cJSON *msg, long step, double cost, bool output_shown)
 {
     const cJSON *role = cJSON_GetObjectItemCaseSensitive(msg, "role");
     const char *r = cJSON_IsString(role) ? role->valuestring : "unknown";
@@ -381,10 +400,16 @@ void mini_display_message(struct mini_display *d, const cJSON *msg, long step, d
         snprintf(name, sizeof name, "%s", r);
         name[0] = (char)(name[0] >= 'a' && name[0] <= 'z' ? name[0] - 32 : name[0]);
         if (note)
-            mini_display_printf(d, MINI_STYLE_ROLE, "%s (%s):\n", name, note);
+            mini_display_printf(d, MINI_STYLE_ROLE, "%s (%s):", name, note);
         else
-            mini_display_printf(d, MINI_STYLE_ROLE, "%s:\n", name);
-        show_content(d, content, strcmp(r, "system") == 0 ? MINI_STYLE_DIM : MINI_STYLE_PLAIN);
+            mini_display_printf(d, MINI_STYLE_ROLE, "%s:", name);
+        if (output_shown) {
+            /* The command's output went by live: not twice on the screen. */
+            mini_display_printf(d, MINI_STYLE_DIM, " (the output above)\n");
+        } else {
+            mini_display_printf(d, MINI_STYLE_PLAIN, "\n");
+            show_content(d, content, strcmp(r, "system") == 0 ? MINI_STYLE_DIM : MINI_STYLE_PLAIN);
+        }
     }
     fflush(d->out);
 }
@@ -393,6 +418,8 @@ void mini_display_command_start(struct mini_display *d, const char *command, boo
 {
     clock_gettime(CLOCK_MONOTONIC, &d->cmd_start);
     mini_display_flush(d);
+    if (!d->live)
+        return; /* a log: the command is in the message above, its output comes as the observation */
     const char *arrow = d->utf8 ? "\u25b6" : ">";
     if (show_command) {
         size_t line = strcspn(command, "\n");
@@ -409,6 +436,8 @@ void mini_display_command_start(struct mini_display *d, const char *command, boo
 
 void mini_display_output(struct mini_display *d, const char *data, size_t len)
 {
+    if (!d->live)
+        return; /* shown once, as the observation */
     flockfile(d->out);
     if (!d->n_secrets) {
         put_text(d, data, len);
@@ -435,7 +464,7 @@ void mini_display_command_end(struct mini_display *d, const cJSON *result)
     int code = cJSON_IsNumber(rc) ? rc->valueint : -1;
     const char *ok = d->utf8 ? "\u2714" : "ok:";
     const char *bad = d->utf8 ? "\u2718" : "!!";
-    if (t && strcmp(t, "Interrupted") == 0 && d->live)
+    if (t && strcmp(t, "Interrupted") == 0 && d->escapes)
         /* The terminal echoed ^C on a line of its own: clear it. */
         mini_display_printf(d, MINI_STYLE_PLAIN, "\r\033[K");
     if (t && strcmp(t, "Interrupted") == 0)
@@ -485,7 +514,7 @@ static void *spin(void *arg)
 
 void mini_display_spinner_start(struct mini_display *d, const char *label)
 {
-    if (!d->live || d->spinning)
+    if (!d->escapes || d->spinning)
         return;
     mini_display_flush(d);
     free(d->label);

@@ -34,7 +34,10 @@ enum mini_style {
 };
 
 /* `out` is where everything goes (borrowed).  `color`: use ANSI colours;
- * `live`: out is a terminal (spinner, rule width). */
+ * `live`: out is a terminal (spinner, rule width, a command's output as it
+ * comes).  Not live (a pipe, a CI log): no "running" line and no streamed
+ * output, each command's output is shown once, as its observation
+ * message.  TERM=dumb: no cursor control (no spinner). */
 struct mini_display *mini_display_new(FILE *out, bool color, bool live);
 void mini_display_free(struct mini_display *d);
 /* Never show this text (an API key): it is replaced by *** wherever it
@@ -43,6 +46,9 @@ void mini_display_free(struct mini_display *d);
 void mini_display_add_secret(struct mini_display *d, const char *value);
 
 bool mini_display_utf8(const struct mini_display *d);
+bool mini_display_live(const struct mini_display *d);
+/* "mini: LINE" on err (stderr), the spinner's line cleared first. */
+void mini_display_note(struct mini_display *d, FILE *err, const char *line);
 /* The escape sequence starting a style ("" without colours), and the one
  * ending it. */
 const char *mini_display_sgr(const struct mini_display *d, enum mini_style s);
@@ -56,8 +62,9 @@ void mini_display_text(struct mini_display *d, enum mini_style s, const char *te
 
 /* A horizontal rule across the terminal, with a label at its right end. */
 void mini_display_rule(struct mini_display *d, const char *label);
-/* One message of the trajectory. */
-void mini_display_message(struct mini_display *d, const cJSON *msg, long step, double cost);
+/* One message of the trajectory; output_shown: it is the observation of a
+ * command whose output was just shown live, so only its title is. */
+void mini_display_message(struct mini_display *d, const cJSON *msg, long step, double cost, bool output_shown);
 /* Commands as highlighted blocks (a list of actions {"command": ...}). */
 void mini_display_actions(struct mini_display *d, const cJSON *actions);
 

@@ -64,7 +64,7 @@ static void response_reset(struct mini_http_response *r)
     mini_buf_reset(&r->body);
     r->status = 0;
     r->retry_after[0] = r->retry_after_ms[0] = r->request_id[0] = '\0';
-    r->transport_error = r->retryable = r->cancelled = false;
+    r->transport_error = r->retryable = r->cancelled = r->refused = false;
 }
 
 struct transfer {
@@ -135,26 +135,42 @@ static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off
     return t->cancel && *t->cancel ? 1 : 0;
 }
 
-/* "scheme://host:port" of a URL for messages (never its path or query,
- * which might carry credentials). */
-static void url_origin(const char *url, char *out, size_t cap)
+void mini_http_url_origin(const char *url, bool with_path, char *out, size_t cap)
 {
     snprintf(out, cap, "%s", "(invalid URL)");
     CURLU *u = curl_url();
     if (!u)
         return;
     if (curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK) {
-        char *scheme = NULL, *host = NULL, *port = NULL;
+        char *scheme = NULL, *host = NULL, *port = NULL, *path = NULL;
         curl_url_get(u, CURLUPART_SCHEME, &scheme, 0);
         curl_url_get(u, CURLUPART_HOST, &host, 0);
         curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT);
+        if (with_path)
+            curl_url_get(u, CURLUPART_PATH, &path, 0);
         if (scheme && host)
-            snprintf(out, cap, "%s://%s%s%s", scheme, host, port ? ":" : "", port ? port : "");
+            snprintf(out, cap, "%s://%s%s%s%s", scheme, host, port ? ":" : "", port ? port : "",
+                     path && strcmp(path, "/") ? path : "");
         curl_free(scheme);
         curl_free(host);
         curl_free(port);
+        curl_free(path);
     }
     curl_url_cleanup(u);
+}
+
+bool mini_http_url_loopback(const char *url)
+{
+    bool yes = false;
+    CURLU *u = curl_url();
+    char *host = NULL;
+    if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK && host)
+        yes = strcasecmp(host, "localhost") == 0 || strncmp(host, "127.", 4) == 0 || strcmp(host, "[::1]") == 0 ||
+            strcmp(host, "::1") == 0;
+    curl_free(host);
+    curl_url_cleanup(u);
+    return yes;
 }
 
 static bool curl_code_retryable(CURLcode rc)
@@ -239,8 +255,9 @@ int mini_http_post(struct mini_http *h, const struct mini_http_request *req, str
         curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, req->connect_timeout_ms);
 
     CURLcode rc = curl_easy_perform(c);
-    long status = 0;
+    long status = 0, os_errno = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_getinfo(c, CURLINFO_OS_ERRNO, &os_errno);
     /* Forget the pointers into this frame (the connection stays cached). */
     curl_easy_reset(c);
     curl_slist_free_all(headers);
@@ -250,7 +267,7 @@ int mini_http_post(struct mini_http *h, const struct mini_http_request *req, str
         resp->status = status;
         return 0;
     }
-    url_origin(req->url, origin, sizeof(origin));
+    mini_http_url_origin(req->url, false, origin, sizeof(origin));
     resp->transport_error = true;
     if (t.too_big) {
         resp->status = status;
@@ -262,8 +279,11 @@ int mini_http_post(struct mini_http *h, const struct mini_http_request *req, str
         return mini_err_set(e, MINI_E_IO, "POST %s: interrupted", origin);
     }
     resp->retryable = curl_code_retryable(rc);
+    resp->refused = rc == CURLE_COULDNT_CONNECT && os_errno == ECONNREFUSED;
     if (rc == CURLE_WRITE_ERROR)
         return mini_err_set(e, MINI_E_NOMEM, "POST %s: out of memory", origin);
+    if (resp->refused)
+        return mini_err_set(e, MINI_E_IO, "POST %s: connection refused", origin);
     if (rc == CURLE_OPERATION_TIMEDOUT)
         return mini_err_set(e, MINI_E_IO, "POST %s: timed out after %ld ms", origin, req->timeout_ms);
     return mini_err_set(e, MINI_E_IO, "POST %s: %s", origin, errbuf[0] ? errbuf : curl_easy_strerror(rc));

@@ -39,9 +39,16 @@ struct mini_http_response {
     bool transport_error; /* no complete response (connect, timeout, reset, ...) */
     bool retryable;       /* worth another attempt */
     bool cancelled;       /* *cancel was set */
+    bool refused;         /* the connection was refused (nothing listens) */
 };
 
 #define MINI_HTTP_MAX_RESPONSE ((size_t)64 << 20)
+
+/* "scheme://host:port" of a URL, with its path when with_path, for
+ * messages: never its user info or query, which may carry credentials. */
+void mini_http_url_origin(const char *url, bool with_path, char *out, size_t cap);
+/* The URL's host is this machine's loopback (localhost, 127.x, ::1). */
+bool mini_http_url_loopback(const char *url);
 
 /* NULL with e filled when curl cannot be initialised. */
 struct mini_http *mini_http_new(struct mini_err *e);

@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -55,7 +56,12 @@ struct mini_ui {
     pcre2_match_data *md;
     long step; /* model calls and cost, as of the last message */
     double cost;
-    int n_actions;            /* commands of the last step */
+    int n_actions; /* commands of the last step */
+    /* This step's commands in order: bit i set when command i ended normally
+     * with its output shown live, so that its observation is only named. */
+    uint64_t live_mask;
+    int n_ended, n_observed;
+    bool quiet;               /* only the final result (and what a question needs) */
     const cJSON *own_command; /* the message of the person's command (human mode) */
     /* Line editing. */
     EditLine *el;
@@ -398,20 +404,48 @@ int mini_ui_ask_task(struct mini_ui *ui, char **task)
 
 /* ---- the display of a run ------------------------------------------------- */
 
+/* The message that gives a command's output to the model. */
+static bool is_observation(const cJSON *msg)
+{
+    return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(msg, "extra"), "raw_output") != NULL;
+}
+
 static void show_message(void *arg, const cJSON *msg, long step, double cost)
 {
     struct mini_ui *ui = arg;
     ui->step = step;
     ui->cost = cost;
     const cJSON *actions = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(msg, "extra"), "actions");
+    const cJSON *role = cJSON_GetObjectItemCaseSensitive(msg, "role");
+    const char *r = cJSON_IsString(role) ? role->valuestring : "";
     if (cJSON_IsArray(actions))
         ui->n_actions = cJSON_GetArraySize(actions);
-    mini_display_message(ui->d, msg, step, cost);
+    if (strcmp(r, "assistant") == 0 || (strcmp(r, "user") == 0 && cJSON_GetArraySize(actions) > 0))
+        ui->live_mask = 0, ui->n_ended = ui->n_observed = 0; /* a new step: the model's commands or the person's */
+    if (ui->quiet) {
+        /* The result; and the commands when the person is asked about them. */
+        const cJSON *content = cJSON_GetObjectItemCaseSensitive(msg, "content");
+        if (strcmp(r, "exit") == 0 && cJSON_IsString(content) && *content->valuestring) {
+            mini_display_text(ui->d, MINI_STYLE_PLAIN, content->valuestring, strlen(content->valuestring));
+            mini_display_flush(ui->d);
+        } else if (strcmp(r, "assistant") == 0 && ui->asks && ui->mode != MINI_MODE_YOLO) {
+            mini_display_message(ui->d, msg, step, cost, false);
+        }
+        return;
+    }
+    bool shown = false;
+    if (is_observation(msg)) {
+        shown = ui->n_observed < 64 && (ui->live_mask >> ui->n_observed & 1);
+        ui->n_observed++;
+    }
+    mini_display_message(ui->d, msg, step, cost, shown);
 }
 
 static void show_query(void *arg, bool start)
 {
     struct mini_ui *ui = arg;
+    if (ui->quiet)
+        return;
     if (start) {
         char label[64];
         snprintf(label, sizeof label, "step %ld, %s mode", ui->step + 1, mini_ui_mode_name(ui->mode));
@@ -425,18 +459,31 @@ static void show_query(void *arg, bool start)
 static void show_command(void *arg, const char *command, const cJSON *result)
 {
     struct mini_ui *ui = arg;
-    if (!result)
+    if (ui->quiet)
+        return;
+    if (!result) {
         /* The command was just shown; name it again when the step has several. */
         mini_display_command_start(ui->d, command, ui->n_actions > 1);
-    else
+    } else {
         mini_display_command_end(ui->d, result);
+        /* A command that timed out, was interrupted or could not run keeps
+         * its observation: it says what happened. */
+        const cJSON *type =
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(result, "extra"), "exception_type");
+        if (mini_display_live(ui->d) && !cJSON_IsString(type) && ui->n_ended < 64)
+            ui->live_mask |= (uint64_t)1 << ui->n_ended;
+        ui->n_ended++;
+    }
 }
 
 static void show_output(void *arg, const char *data, size_t len)
 {
     struct mini_ui *ui = arg;
-    mini_display_output(ui->d, data, len);
+    if (!ui->quiet)
+        mini_display_output(ui->d, data, len);
 }
+
+void mini_ui_note(struct mini_ui *ui, const char *line) { mini_display_note(ui->d, stderr, line); }
 
 /* ---- the questions of a step ---------------------------------------------- */
 
@@ -900,6 +947,7 @@ struct mini_ui *mini_ui_new(const struct mini_ui_opts *o, struct mini_err *e)
     bool dflt = default_class(o->agent);
     ui->mode = dflt ? MINI_MODE_YOLO : (enum mini_mode)m;
     ui->asks = o->interactive && !dflt;
+    ui->quiet = o->quiet;
     const cJSON *ce = cJSON_GetObjectItemCaseSensitive(o->agent, "confirm_exit");
     ui->confirm_exit = !cJSON_IsFalse(ce);
     if (compile_whitelist(ui, cJSON_GetObjectItemCaseSensitive(o->agent, "whitelist_actions"), e) < 0)

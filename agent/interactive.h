@@ -54,6 +54,9 @@ struct mini_ui_opts {
     /* Where everything is shown (stdout), and whether with colours. */
     FILE *out;
     bool color;
+    /* -q: show only the final result (the submission) and what a question
+     * needs; the summary and errors are main's, on stderr. */
+    bool quiet;
     /* Directory for the line-editing history (the global config
      * directory); NULL: none kept. */
     const char *history_dir;
@@ -72,6 +75,8 @@ bool mini_ui_needs_terminal(const cJSON *agent, const char **mode);
  * (MINI_E_CONFIG, naming the entry), out of memory. */
 struct mini_ui *mini_ui_new(const struct mini_ui_opts *opts, struct mini_err *e);
 void mini_ui_free(struct mini_ui *ui);
+/* "mini: LINE" on stderr, clear of the spinner (a model retry, details). */
+void mini_ui_note(struct mini_ui *ui, const char *line);
 
 /* Make the agent interactive: its ops become the front end's (the display,
  * and the stages that ask: mini-swe-agent's InteractiveAgent). */

@@ -11,6 +11,8 @@
 #include "mini/cleanup.h"
 #include "mini/io.h"
 #include "mini/log.h"
+#include "mini/profile.h"
+#include "mini/str.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -20,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static void usage(FILE *f)
@@ -46,6 +49,9 @@ static void usage(FILE *f)
             "      --sandbox P|FILE|off   run commands in the sandbox with profile P (strict, standard,\n"
             "                             permissive) or a profile file; off: on the host, unconfined\n"
             "      --workspace DIR        the directory the commands work in (default: .)\n"
+            "  -v, --verbose              more detail on stderr: each model request's outcome and time\n"
+            "  -q, --quiet                show only the result (the submission on stdout) and, on\n"
+            "                             stderr, errors and the summary\n"
             "  -h, --help, --version\n\n"
             "       mini config set KEY VALUE | unset KEY | edit\n"
             "                             change the global .env file (mini-extra config)\n\n"
@@ -81,12 +87,22 @@ static int set_path(cJSON *cfg, const char *path, cJSON *v, struct mini_err *e)
     return mini_config_set(cfg, path, v, e);
 }
 
-static char *default_output(void)
+/* The trajectory's default place; NULL with e filled when there is none
+ * (no home directory). */
+static char *default_output(struct mini_err *e)
 {
     const char *dir = mini_config_global_dir();
     char *p = NULL;
-    if (!dir || asprintf(&p, "%s/last_mini_run.traj.json", dir) < 0)
+    if (!dir) {
+        _cleanup_free_ char *d = mini_config_global_dir_new(false, e);
+        if (d)
+            mini_err_set(e, MINI_E_NOMEM, "out of memory");
         return NULL;
+    }
+    if (asprintf(&p, "%s/last_mini_run.traj.json", dir) < 0) {
+        mini_err_set(e, MINI_E_NOMEM, "out of memory");
+        return NULL;
+    }
     return p;
 }
 
@@ -101,6 +117,9 @@ static int prepare_output(const char *path, struct mini_err *e)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     if (mini_mkdir_p(dir, 0755, e) < 0)
         return mini_err_prefix(e, "trajectory %s", path);
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return mini_err_set(e, MINI_E_IO, "trajectory %s: is a directory", path);
     _cleanup_close_ int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
     if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL) && access(dir, W_OK | X_OK) == 0)
         return 0;
@@ -113,7 +132,7 @@ static int prepare_output(const char *path, struct mini_err *e)
 struct args {
     const char *task, *model_name, *cost_limit, *output;
     const char *model_class, *agent_class, *env_class, *sandbox, *workspace;
-    bool yolo, exit_immediately;
+    bool yolo, exit_immediately, verbose, quiet;
     const char **specs; /* argc + 1 slots */
     size_t n_specs;
 };
@@ -135,12 +154,14 @@ static int parse_args(int argc, char **argv, struct args *o)
         { "environment-class", required_argument, NULL, OPT_ENV_CLASS },
         { "sandbox", required_argument, NULL, OPT_SANDBOX },
         { "workspace", required_argument, NULL, OPT_WORKSPACE },
+        { "verbose", no_argument, NULL, 'v' },
+        { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, OPT_VERSION },
         { 0 },
     };
     int c;
-    while ((c = getopt_long(argc, argv, "t:m:c:yl:o:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "t:m:c:yl:o:vqh", opts, NULL)) != -1) {
         switch (c) {
         case 't': o->task = optarg; break;
         case 'm': o->model_name = optarg; break;
@@ -154,6 +175,8 @@ static int parse_args(int argc, char **argv, struct args *o)
         case OPT_ENV_CLASS: o->env_class = optarg; break;
         case OPT_SANDBOX: o->sandbox = optarg; break;
         case OPT_WORKSPACE: o->workspace = optarg; break;
+        case 'v': o->verbose = true; break;
+        case 'q': o->quiet = true; break;
         case 'h': usage(stdout); return 0;
         case OPT_VERSION: printf("mini %s\n", MINI_VERSION); return 0;
         default: usage(stderr); return 2;
@@ -163,6 +186,10 @@ static int parse_args(int argc, char **argv, struct args *o)
         fprintf(stderr, "mini: unexpected argument: %s (the task goes after -t)\n", argv[optind]);
         return 2;
     }
+    if (o->verbose && o->quiet) {
+        fprintf(stderr, "mini: -v/--verbose and -q/--quiet cannot be used together\n");
+        return 2;
+    }
     return -1;
 }
 
@@ -170,6 +197,44 @@ static int fail(const struct mini_err *e)
 {
     fprintf(stderr, "mini: %s\n", e->msg);
     return e->code == MINI_E_CONFIG ? 2 : 1;
+}
+
+/* A built-in profile name that does not exist is a usage error, said before
+ * anything else is looked at (the API key, the daemon).  The names are
+ * those of the directory a private daemon would read (MINI_PROFILE_DIR or
+ * the one beside mini); when it cannot be read, the daemon decides.  0, or
+ * 2 (said). */
+static int check_profile(const cJSON *cfg, const struct args *o)
+{
+    const cJSON *cls = mini_config_get(cfg, "environment.environment_class");
+    const cJSON *prof = mini_config_get(cfg, "environment.profile");
+    if (!cJSON_IsString(cls) || strcmp(cls->valuestring, "sandbox") != 0)
+        return 0;
+    const char *name = cJSON_IsString(prof) ? prof->valuestring : "standard";
+    if (strchr(name, '/'))
+        return 0; /* a profile file: the daemon reads it */
+    const char *dir = mini_profile_default_dir();
+    char *names[64];
+    size_t n = 0;
+    if (mini_profile_list(dir, names, MINI_ARRAY_SIZE(names), &n) < 0 || n == 0)
+        return 0;
+    int rc = 0;
+    bool found = false;
+    for (size_t i = 0; i < n; i++)
+        found |= strcmp(names[i], name) == 0;
+    if (!found) {
+        _cleanup_buf_ struct mini_buf list = MINI_BUF_INIT;
+        for (size_t i = 0; i < n; i++)
+            mini_buf_printf(&list, "%s%s", i ? ", " : "", names[i]);
+        const char *near = mini_closest(name, (const char *const *)names, n);
+        fprintf(stderr, "mini: %s %s: no such sandbox profile%s%s%s (built-in: %s; or a profile file, or off)\n",
+                o->sandbox ? "--sandbox" : "environment.profile", name, near ? "; did you mean " : "", near ? near : "",
+                near ? "?" : "", list.data ? list.data : "");
+        rc = 2;
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    return rc;
 }
 
 /* The flags win over the config files.  0; -1 with e; 2 for bad usage
@@ -207,6 +272,9 @@ static int apply_flags(cJSON *cfg, const struct args *o, struct mini_err *e)
         return -1;
     if (o->workspace && set_path(cfg, "environment.workspace", cJSON_CreateString(o->workspace), e) < 0)
         return -1;
+    int rc = check_profile(cfg, o);
+    if (rc != 0)
+        return rc;
     return mini_config_validate(cfg, e) < 0 ? -1 : 0;
 }
 
@@ -268,15 +336,18 @@ static int check_usage(const cJSON *cfg, bool tty, const char **task)
 }
 
 /* The front end: it shows the run, and asks when there is a terminal. */
-static struct mini_ui *new_ui(const cJSON *cfg, bool tty, struct mini_err *e)
+static struct mini_ui *new_ui(const cJSON *cfg, bool tty, bool quiet, struct mini_err *e)
 {
+    /* no-color.org; and a terminal that says it understands no escapes */
     const char *no_color = getenv("NO_COLOR");
+    const char *term = getenv("TERM");
     struct mini_ui_opts uo = {
         .agent = mini_config_get(cfg, "agent"),
         .model = mini_config_get(cfg, "model"),
         .interactive = tty,
         .out = stdout,
-        .color = isatty(STDOUT_FILENO) && !(no_color && *no_color),
+        .color = isatty(STDOUT_FILENO) && !(no_color && *no_color) && !(term && strcmp(term, "dumb") == 0),
+        .quiet = quiet,
         .history_dir = mini_config_global_dir(),
     };
     return mini_ui_new(&uo, e);
@@ -295,13 +366,27 @@ static void catch_signals(void)
 }
 
 /* The run's summary on stderr, and mini's exit code. */
-static int report(const struct mini_agent *agent, const struct mini_model *model, const char *output, int r,
-                  const struct mini_err *e)
+/* What the trajectory file was before the run (st_ino 0: none), to tell
+ * whether this run wrote it. */
+static struct stat output_before(const char *output)
+{
+    struct stat st = { 0 };
+    if (!output || stat(output, &st) < 0)
+        memset(&st, 0, sizeof st);
+    return st;
+}
+
+static int report(const struct mini_agent *agent, const struct mini_model *model, const char *output,
+                  const struct stat *before, int r, const struct mini_err *e)
 {
     fflush(stdout);
     bool stopped = agent->exit_status && strcmp(agent->exit_status, "KeyboardInterrupt") == 0;
-    /* Never name a file that was not written. */
-    bool written = output && access(output, F_OK) == 0;
+    /* Never name a file that was not written (by this run: a file from an
+     * earlier one is replaced, never written in place). */
+    struct stat st;
+    bool written = output && stat(output, &st) == 0 &&
+        (st.st_ino != before->st_ino || st.st_dev != before->st_dev || st.st_mtim.tv_sec != before->st_mtim.tv_sec ||
+         st.st_mtim.tv_nsec != before->st_mtim.tv_nsec);
     fprintf(stderr, "mini: %s after %ld model calls, cost $%.4f; trajectory: %s\n",
             agent->exit_status ? agent->exit_status : "stopped", mini_model_calls(model), mini_model_cost(model),
             written      ? output
@@ -326,6 +411,20 @@ static void env_freep(struct mini_environment **env)
     mini_environment_free(*env);
 }
 
+/* The model's notes (retries, with -v each request) on stderr. */
+struct notes {
+    struct mini_ui *ui;
+    bool verbose, quiet;
+};
+
+static void on_note(void *arg, enum mini_model_note kind, const char *line)
+{
+    const struct notes *n = arg;
+    if (n->quiet || (kind == MINI_MODEL_NOTE_DETAIL && !n->verbose))
+        return;
+    mini_ui_note(n->ui, line);
+}
+
 static void model_freep(struct mini_model **m) { mini_model_free(*m); }
 static void ui_freep(struct mini_ui **ui) { mini_ui_free(*ui); }
 
@@ -348,7 +447,7 @@ static int run(struct args *o)
         mini_config_get(cfg, "environment"), cJSON_IsString(ecls) ? ecls->valuestring : "local", &e);
     if (!env)
         return fail(&e);
-    _cleanup_(ui_freep) struct mini_ui *ui = new_ui(cfg, tty, &e);
+    _cleanup_(ui_freep) struct mini_ui *ui = new_ui(cfg, tty, o->quiet, &e);
     if (!ui)
         return fail(&e);
     _cleanup_(agent_finip) struct mini_agent agent = { 0 };
@@ -363,16 +462,24 @@ static int run(struct args *o)
         }
         o->task = asked_task;
     }
-    if (!o->output)
-        o->output = out_default = default_output();
-    if (o->output && prepare_output(o->output, &e) < 0)
-        return fail(&e);
+    if (!o->output && !(o->output = out_default = default_output(&e))) {
+        fprintf(stderr, "mini: no place for the trajectory: %s; give one with -o FILE\n", e.msg);
+        return 1;
+    }
+    if (prepare_output(o->output, &e) < 0) {
+        if (out_default)
+            fprintf(stderr, "mini: %s; give another place with -o FILE (or MSWEA_GLOBAL_CONFIG_DIR)\n", e.msg);
+        return out_default ? 1 : fail(&e);
+    }
+    struct stat before = output_before(o->output);
     if (mini_agent_init(&agent, cfg, model, env, o->output, &e) < 0)
         return fail(&e);
     mini_model_set_cancel(model, &agent.interrupt);
+    struct notes notes = { ui, o->verbose, o->quiet };
+    mini_model_set_notes(model, on_note, &notes);
     mini_ui_attach(ui, &agent);
     current_agent = &agent;
-    return report(&agent, model, o->output, mini_agent_run(&agent, o->task, &e), &e);
+    return report(&agent, model, o->output, &before, mini_agent_run(&agent, o->task, &e), &e);
 }
 
 int main(int argc, char **argv)

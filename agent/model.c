@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -329,6 +330,7 @@ void mini_model_free(struct mini_model *m)
     free(m->api_model);
     pcre2_code_free(m->action_re);
     free(m->url);
+    free(m->base_shown);
     if (m->api_key) {
         explicit_bzero(m->api_key, strlen(m->api_key));
         free(m->api_key);
@@ -413,6 +415,10 @@ static int build_url(struct mini_model *m, const char *base, struct mini_err *e)
         b[--n] = '\0';
     if (strncasecmp(b, "http://", 7) != 0 && strncasecmp(b, "https://", 8) != 0)
         return mini_err_set(e, MINI_E_CONFIG, "api_base \"%.*s\" is not an http:// or https:// URL", MINI_JSON_SHOW(b));
+    char shown[512];
+    mini_http_url_origin(b, true, shown, sizeof(shown));
+    if (!(m->base_shown = strdup(shown)))
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     const char *suffix;
     if (m->provider == MINI_PROV_ANTHROPIC)
         suffix = ends_with(b, "/v1/messages") ? "" : ends_with(b, "/v1") ? "/messages" : "/v1/messages";
@@ -740,6 +746,12 @@ const char *mini_model_name(const struct mini_model *m) { return m->model_name; 
 const char *mini_model_class(const struct mini_model *m) { return m->class_name; }
 void mini_model_set_cancel(struct mini_model *m, const volatile int *flag) { m->cancel = flag; }
 
+void mini_model_set_notes(struct mini_model *m, mini_model_note_fn fn, void *arg)
+{
+    m->note = fn;
+    m->note_arg = arg;
+}
+
 static bool secret_header(const char *name)
 {
     static const char *const secret[] = { "authorization", "proxy-authorization", "x-api-key", "api-key", "cookie" };
@@ -1041,6 +1053,32 @@ static const char *status_hint(const struct mini_model *m, long status)
     }
 }
 
+/* A note for the person watching (mini_model_set_notes), with the API key
+ * taken out. */
+__attribute__((format(printf, 3, 4))) static void note(const struct mini_model *m, enum mini_model_note kind,
+                                                       const char *fmt, ...)
+{
+    if (!m->note)
+        return;
+    struct mini_err n;
+    mini_err_clear(&n);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(n.msg, sizeof(n.msg), fmt, ap);
+    va_end(ap);
+    mini_model_scrub(m, &n);
+    m->note(m->note_arg, kind, n.msg);
+}
+
+/* A time for a message: "40 ms", "4 s", "16.5 s". */
+static void time_text(char *out, size_t cap, double ms)
+{
+    if (ms < 1000)
+        snprintf(out, cap, "%.0f ms", ms);
+    else
+        snprintf(out, cap, "%.3g s", ms / 1000);
+}
+
 /* POST with retries.  0 with *resp_json set (a parsed 2xx body with a usable
  * shape) and *msg, *finish_reason, *u filled; -1 with e filled. */
 static int api_call(struct mini_model *m, const struct mini_buf *body, cJSON **resp_json, cJSON **msg,
@@ -1059,20 +1097,43 @@ static int api_call(struct mini_model *m, const struct mini_buf *body, cJSON **r
     struct mini_http_response r;
     mini_http_response_init(&r);
     char last[MINI_ERR_MSG_MAX] = "";
+    char shown[512]; /* the URL for notes: no query, which may carry a key */
+    mini_http_url_origin(m->url, true, shown, sizeof(shown));
     long delay = 0;
     for (int attempt = 1; attempt <= m->retry_attempts; attempt++) {
-        if (attempt > 1 && mini_http_sleep_ms(delay, m->cancel) < 0) {
-            mini_http_response_free(&r);
-            return mini_err_set(e, MINI_E_IO, "model %s: interrupted", m->model_name);
+        if (attempt > 1) {
+            char wait[32];
+            time_text(wait, sizeof(wait), (double)delay);
+            note(m, MINI_MODEL_NOTE_RETRY, "model %s: %s (attempt %d of %d; next try in %s)", m->model_name, last,
+                 attempt - 1, m->retry_attempts, wait);
+            if (mini_http_sleep_ms(delay, m->cancel) < 0) {
+                mini_http_response_free(&r);
+                return mini_err_set(e, MINI_E_IO, "model %s: interrupted", m->model_name);
+            }
         }
         delay = mini_model_backoff_ms(attempt + 1, m->retry_base_ms);
         struct mini_err he;
         mini_err_clear(&he);
-        if (mini_http_post(m->http, &req, &r, &he) < 0) {
+        double t0 = mini_model_now();
+        int prc = mini_http_post(m->http, &req, &r, &he);
+        char took[32];
+        time_text(took, sizeof(took), (mini_model_now() - t0) * 1000);
+        if (prc < 0) {
             if (r.cancelled) {
                 mini_http_response_free(&r);
                 return mini_err_set(e, MINI_E_IO, "model %s: interrupted", m->model_name);
             }
+            /* Nothing listens on this machine's loopback when the first
+             * request of the run is refused: a server not started or a
+             * wrong port, which no wait will mend (see docs/models.md). */
+            if (r.refused && m->calls == 0 && attempt == 1 && mini_http_url_loopback(m->url)) {
+                mini_http_response_free(&r);
+                return mini_err_set(e, MINI_E_MODEL,
+                                    "model %s: nothing listens at %s (connection refused); is the server running?",
+                                    m->model_name, m->base_shown);
+            }
+            note(m, MINI_MODEL_NOTE_DETAIL, "model %s: POST %s: no answer after %s: %s", m->model_name, shown, took,
+                 he.msg);
             if (!r.retryable) {
                 mini_http_response_free(&r);
                 *e = he;
@@ -1083,6 +1144,8 @@ static int api_call(struct mini_model *m, const struct mini_buf *body, cJSON **r
             snprintf(last, sizeof(last), "%.900s", he.msg);
             continue;
         }
+        note(m, MINI_MODEL_NOTE_DETAIL, "model %s: POST %s: HTTP %ld after %s (%zu bytes)", m->model_name, shown,
+             r.status, took, r.body.len);
         if (r.status >= 200 && r.status < 300) {
             struct mini_err pe;
             cJSON *j = parse_body(&r, &pe);

@@ -94,6 +94,15 @@ const char *mini_model_class(const struct mini_model *m);
  * request in flight or a retry wait: the query fails with MINI_E_IO. */
 void mini_model_set_cancel(struct mini_model *m, const volatile int *flag);
 
+/* What a query is doing, for the person watching: MINI_MODEL_NOTE_RETRY
+ * when an attempt failed and another follows (what failed, attempt N of
+ * M, the wait), MINI_MODEL_NOTE_DETAIL for each request's outcome and
+ * timing.  One line each, without a trailing newline; API keys are never
+ * in it. */
+enum mini_model_note { MINI_MODEL_NOTE_RETRY, MINI_MODEL_NOTE_DETAIL };
+typedef void (*mini_model_note_fn)(void *arg, enum mini_model_note kind, const char *line);
+void mini_model_set_notes(struct mini_model *m, mini_model_note_fn fn, void *arg);
+
 /* Process-wide totals over every model (mini-swe-agent's
  * GLOBAL_MODEL_STATS).  MSWEA_GLOBAL_COST_LIMIT and MSWEA_GLOBAL_CALL_LIMIT
  * (0: none) make a query fail once they are reached. */

@@ -47,6 +47,7 @@ struct mini_model {
 
     /* API models */
     char *url;
+    char *base_shown;     /* api_base for messages: scheme://host:port/path */
     char *api_key;        /* NULL: no key (local server) */
     const char *key_name; /* where the key came from, for messages */
     cJSON *kwargs;        /* model_kwargs that go into the request body */
@@ -73,6 +74,8 @@ struct mini_model {
     long calls;
     long format_errors;
     const volatile int *cancel;
+    mini_model_note_fn note;
+    void *note_arg;
 };
 
 /* ---- model.c ---- */

@@ -11,15 +11,6 @@ PACKAGES="
   slurmctld slurmd slurm-client munge
 "
 
-if [ "$(id -u)" -ne 0 ]; then
-    if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-        exec sudo -n "$0" "$@"
-    fi
-    echo "install-deps: not root. Install these Debian packages, then build:" >&2
-    echo "  sudo apt-get install -y" $PACKAGES >&2
-    exit 1
-fi
-
 missing=""
 for p in $PACKAGES; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
@@ -27,6 +18,15 @@ done
 if [ -z "$missing" ]; then
     echo "install-deps: all packages present"
     exit 0
+fi
+# Only installing needs root (scripts/demo.sh runs this as any user).
+if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+        exec sudo -n "$0" "$@"
+    fi
+    echo "install-deps: not root. Install these Debian packages, then build:" >&2
+    echo "  sudo apt-get install -y$missing" >&2
+    exit 1
 fi
 echo "install-deps: installing:$missing"
 export DEBIAN_FRONTEND=noninteractive

@@ -275,6 +275,31 @@ static char *with_yaml_suffix(const char *spec, bool *had_suffix, struct mini_er
     return mini_buf_steal(&b, NULL);
 }
 
+/* A path as a person would write it, for messages: no "." components,
+ * no repeated slashes ("./a//b/./c" is "a/b/c"). */
+static void tidy_path(char *p)
+{
+    char *w = p;
+    const char *r = p;
+    if (*r == '/')
+        *w++ = *r++;
+    while (*r) {
+        if (*r == '/') {
+            r++;
+        } else if (r[0] == '.' && (r[1] == '/' || r[1] == '\0')) {
+            r++;
+        } else {
+            if (w > p && w[-1] != '/')
+                *w++ = '/';
+            while (*r && *r != '/')
+                *w++ = *r++;
+        }
+    }
+    if (w == p)
+        *w++ = '.';
+    *w = '\0';
+}
+
 char *mini_config_find(const char *spec, struct mini_err *e)
 {
     if (!spec || !*spec)
@@ -316,11 +341,34 @@ char *mini_config_find(const char *spec, struct mini_err *e)
                 free(cands[i]);
         return found;
     }
-    if (oom)
+    if (oom) {
         nomem(e);
-    else
-        mini_err_set(e, MINI_E_CONFIG, "config \"%.*s\" not found (tried: %s, %s, %s, %s, %s)", MINI_JSON_SHOW(spec),
-                     cands[0], cands[1], cands[2], cands[3], cands[4]);
+    } else {
+        /* Each place once ("x.yaml" and "./x.yaml" are one; an absolute
+         * name is the same path in every directory), and a directory where
+         * a file was expected named as such. */
+        struct mini_buf tried = MINI_BUF_INIT;
+        const char *dir = is_dir(spec) ? spec : NULL;
+        for (size_t i = 0; i < N; i++) {
+            tidy_path(cands[i]);
+            bool seen = false;
+            for (size_t j = 0; j < i; j++)
+                seen |= strcmp(cands[i], cands[j]) == 0;
+            if (seen)
+                continue;
+            if (!dir && is_dir(cands[i]))
+                dir = cands[i];
+            mini_buf_printf(&tried, "%s%s", tried.len ? ", " : "", cands[i]);
+        }
+        if (dir)
+            mini_err_set(e, MINI_E_CONFIG,
+                         "config \"%.*s\" not found: %s is a directory, not a config file (tried: %s)",
+                         MINI_JSON_SHOW(spec), dir, tried.data ? tried.data : "");
+        else
+            mini_err_set(e, MINI_E_CONFIG, "config \"%.*s\" not found (tried: %s)", MINI_JSON_SHOW(spec),
+                         tried.data ? tried.data : "");
+        mini_buf_free(&tried);
+    }
     for (size_t i = 0; i < N; i++)
         free(cands[i]);
     return NULL;

@@ -28,7 +28,7 @@ check "the command is shown as interrupted" screen_has "interrupted after"
 screen
 check "it did not finish" test "$(printf '%s\n' "$SCREEN" | grep -cx "finished-$tag")" -eq 0
 type_line "please avoid sleeping $tag"
-screen_wait "after-$tag" 30 3 && pass "the run goes on after the comment (the sandbox still works)"
+screen_wait "after-$tag" 30 2 && pass "the run goes on after the comment (the sandbox still works)"
 request_has "the interrupted command's output reaches the model" 1 tool "was interrupted"
 request_has "the comment reaches the model" 1 user "please avoid sleeping $tag"
 
@@ -37,7 +37,7 @@ screen_wait "Waiting for the model" && pass "a spinner shows while the model thi
 keys C-c
 screen_wait "Interrupted." 30 2
 keys Enter
-screen_wait "resumed-$tag" 30 3 && pass "Enter at the interrupt question goes on"
+screen_wait "resumed-$tag" 30 2 && pass "Enter at the interrupt question goes on"
 check "the slow answer was dropped" test "$(screen_count "never-$tag")" -eq 0
 check "nothing was added for an empty comment" \
     test "$(request_py 3 'len(msgs)')" = "$(request_py 2 'len(msgs)')"

@@ -24,7 +24,7 @@ keys Enter
 screen_wait "Going on with limits of 10 steps" && pass "new limits let the run go on"
 screen_wait "The model wants to finish"
 type_line "now also print the second task $tag"
-screen_wait "second-task-$tag" 30 3 && pass "a new task at the exit question goes on"
+screen_wait "second-task-$tag" 30 2 && pass "a new task at the exit question goes on"
 request_has "the new task reaches the model" 2 user "now also print the second task $tag"
 screen_wait "The model wants to finish" 30 2
 keys Enter

@@ -18,7 +18,7 @@ screen_wait "Switched to yolo mode" && pass "/y switches to yolo mode"
 screen_wait "The model wants to finish"
 check "after /y nothing more was asked" test "$(screen_count "Run this command?")" -eq 1
 check "every command ran (two of them in one step)" \
-    test "$(screen_count "one-$tag")" -ge 3 -a "$(screen_count "two-$tag")" -ge 3 -a "$(screen_count "four-$tag")" -ge 3
+    test "$(screen_count "one-$tag")" -eq 2 -a "$(screen_count "two-$tag")" -eq 2 -a "$(screen_count "four-$tag")" -eq 3
 check "the rule shows the mode" screen_has "step 2, yolo mode"
 keys Enter
 mini_wait_exit
@@ -31,7 +31,7 @@ mock_start "$(turns "$(turn "Safe." "ls -d /")" "$(turn "Also safe." "echo safe-
 # re.match: anchored at the start only ("echo safe" matches "echo safe-N").
 mini_start --exit-immediately -c 'agent.whitelist_actions=["ls\\b", "echo safe"]' -t "look around"
 screen_wait "Run this command?"
-check "whitelisted commands ran without a question" test "$(screen_count "safe-$tag")" -ge 3
+check "whitelisted commands ran without a question" test "$(screen_count "safe-$tag")" -eq 2
 check "the whitelisted run is marked" screen_has "whitelisted"
 check "an unlisted command is asked about" test "$(screen_count "unlisted-$tag")" -eq 1
 keys Enter

@@ -467,10 +467,19 @@ class Retries(Base):
         self.assertEqual(len(m.requests()), 1)
 
     def test_unreachable_server(self):
+        # Nothing listens on this machine's loopback at the first request:
+        # said at once, not retried (docs/models.md, "Retries"); a refusal
+        # later in a run is retried (tests/interactive/first_contact.sh),
+        # as are dropped connections (test_dropped_connection_*).
         cfg = {"model_name": "gpt-4o", "model_kwargs": {"api_base": "http://127.0.0.1:9/v1"}}
-        rc, ev, out = run_probe(cfg, env=clean_env(OPENAI_API_KEY=KEY, MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT="2"))
+        start = time.monotonic()
+        rc, ev, out = run_probe(cfg, env=clean_env(OPENAI_API_KEY=KEY, MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT="2",
+                                                   MINI_RETRY_BASE_MS="1000"))
         self.assertEqual(rc, 1)
-        self.assertIn("failed 2 times", by_event(ev, "error")[0]["message"])
+        msg = by_event(ev, "error")[0]["message"]
+        self.assertIn("nothing listens at http://127.0.0.1:9/v1 (connection refused); is the server running?", msg)
+        self.assertNotIn("failed 2 times", msg)
+        self.assertLess(time.monotonic() - start, 3.5)  # the first wait alone would be 4 s
 
 
 class Cost(Base):

@@ -227,6 +227,12 @@ static void test_find_and_load(void)
     CHECK(p1 && contains(p1, "/agent/configs/mini.yaml"));
     CHECK(p2 && contains(p2, "/agent/configs/mini.yaml"));
     CHECK(!mini_config_find("no_such_config", &e) && contains(e.msg, "not found (tried: no_such_config.yaml"));
+    /* Each place once: "x.yaml" and "./x.yaml" are one; an absolute name is
+     * the same path in every directory; a directory is named as such. */
+    CHECK(!mini_config_find("no_such_config", &e) && !contains(e.msg, "./no_such_config.yaml"));
+    CHECK(!mini_config_find("/no-such-dir-mini/x", &e));
+    CHECK_STR(e.msg, "config \"/no-such-dir-mini/x\" not found (tried: /no-such-dir-mini/x.yaml)");
+    CHECK(!mini_config_find(cfgdir, &e) && contains(e.msg, " is a directory, not a config file (tried: "));
     CHECK(!mini_config_find("", &e));
 
     /* No specs: the built-in default alone. */
