@@ -5,6 +5,7 @@
 #include "config/command.h"
 #include "config/config.h"
 #include "config/dotenv.h"
+#include "config/setup.h"
 #include "environment.h"
 #include "interactive.h"
 #include "model.h"
@@ -199,44 +200,6 @@ static int fail(const struct mini_err *e)
     return e->code == MINI_E_CONFIG ? 2 : 1;
 }
 
-/* A built-in profile name that does not exist is a usage error, said before
- * anything else is looked at (the API key, the daemon).  The names are
- * those of the directory a private daemon would read (MINI_PROFILE_DIR or
- * the one beside mini); when it cannot be read, the daemon decides.  0, or
- * 2 (said). */
-static int check_profile(const cJSON *cfg, const struct args *o)
-{
-    const cJSON *cls = mini_config_get(cfg, "environment.environment_class");
-    const cJSON *prof = mini_config_get(cfg, "environment.profile");
-    if (!cJSON_IsString(cls) || strcmp(cls->valuestring, "sandbox") != 0)
-        return 0;
-    const char *name = cJSON_IsString(prof) ? prof->valuestring : "standard";
-    if (strchr(name, '/'))
-        return 0; /* a profile file: the daemon reads it */
-    const char *dir = mini_profile_default_dir();
-    char *names[64];
-    size_t n = 0;
-    if (mini_profile_list(dir, names, MINI_ARRAY_SIZE(names), &n) < 0 || n == 0)
-        return 0;
-    int rc = 0;
-    bool found = false;
-    for (size_t i = 0; i < n; i++)
-        found |= strcmp(names[i], name) == 0;
-    if (!found) {
-        _cleanup_buf_ struct mini_buf list = MINI_BUF_INIT;
-        for (size_t i = 0; i < n; i++)
-            mini_buf_printf(&list, "%s%s", i ? ", " : "", names[i]);
-        const char *near = mini_closest(name, (const char *const *)names, n);
-        fprintf(stderr, "mini: %s %s: no such sandbox profile%s%s%s (built-in: %s; or a profile file, or off)\n",
-                o->sandbox ? "--sandbox" : "environment.profile", name, near ? "; did you mean " : "", near ? near : "",
-                near ? "?" : "", list.data ? list.data : "");
-        rc = 2;
-    }
-    for (size_t i = 0; i < n; i++)
-        free(names[i]);
-    return rc;
-}
-
 /* The flags win over the config files.  0; -1 with e; 2 for bad usage
  * (said). */
 static int apply_flags(cJSON *cfg, const struct args *o, struct mini_err *e)
@@ -272,7 +235,7 @@ static int apply_flags(cJSON *cfg, const struct args *o, struct mini_err *e)
         return -1;
     if (o->workspace && set_path(cfg, "environment.workspace", cJSON_CreateString(o->workspace), e) < 0)
         return -1;
-    int rc = check_profile(cfg, o);
+    int rc = mini_config_check_profile(cfg, "mini", o->sandbox ? "--sandbox" : "environment.profile");
     if (rc != 0)
         return rc;
     return mini_config_validate(cfg, e) < 0 ? -1 : 0;
@@ -290,13 +253,9 @@ static cJSON *load_config(const struct args *o, int *rc)
 {
     struct mini_err e;
     mini_err_clear(&e);
-    _cleanup_free_ char *dotenv = NULL;
-    const char *gdir = mini_config_global_dir();
-    _cleanup_cjson_ cJSON *cfg = NULL;
     mini_config_set_warn(print_warning, NULL);
-    if ((gdir && asprintf(&dotenv, "%s/.env", gdir) >= 0 && access(dotenv, F_OK) == 0 &&
-         mini_config_load_dotenv(dotenv, &e) < 0) ||
-        !(cfg = mini_config_load(o->specs, o->n_specs, &e))) {
+    _cleanup_cjson_ cJSON *cfg = mini_config_setup(o->specs, o->n_specs, &e);
+    if (!cfg) {
         *rc = fail(&e);
         return NULL;
     }

@@ -26,7 +26,7 @@
 #include <unistd.h>
 #include "batch/batch.h"
 #include "config/config.h"
-#include "config/dotenv.h"
+#include "config/setup.h"
 #include "mini/buf.h"
 #include "mini/clock.h"
 #include "mini/cleanup.h"
@@ -190,15 +190,10 @@ static void warn(const char *msg, void *ud)
 
 /* The config, as mini builds it (the global .env, the files, the flags),
  * with what a batch needs: the plain agent, nobody to ask. */
-static cJSON *load_config(const struct opts *o, struct mini_err *e)
+static cJSON *load_config(const struct opts *o, int *bad, struct mini_err *e)
 {
-    _cleanup_free_ char *dotenv = NULL;
-    const char *gdir = mini_config_global_dir();
     mini_config_set_warn(warn, NULL);
-    if (gdir && asprintf(&dotenv, "%s/.env", gdir) >= 0 && access(dotenv, F_OK) == 0 &&
-        mini_config_load_dotenv(dotenv, e) < 0)
-        return NULL;
-    _cleanup_cjson_ cJSON *cfg = mini_config_load(o->specs, o->n_specs, e);
+    _cleanup_cjson_ cJSON *cfg = mini_config_setup(o->specs, o->n_specs, e);
     if (!cfg)
         return NULL;
     bool off = o->sandbox && strcmp(o->sandbox, "off") == 0;
@@ -209,8 +204,11 @@ static cJSON *load_config(const struct opts *o, struct mini_err *e)
         (o->sandbox && !off && mini_config_set(cfg, "environment.profile", cJSON_CreateString(o->sandbox), e) < 0) ||
         (o->env_class &&
          mini_config_set(cfg, "environment.environment_class", cJSON_CreateString(o->env_class), e) < 0) ||
-        mini_config_set(cfg, "agent.agent_class", cJSON_CreateString("default"), e) < 0 ||
-        mini_config_validate(cfg, e) < 0)
+        mini_config_set(cfg, "agent.agent_class", cJSON_CreateString("default"), e) < 0)
+        return NULL;
+    if ((*bad = mini_config_check_profile(cfg, "mini batch", o->sandbox ? "--sandbox" : "environment.profile")))
+        return NULL;
+    if (mini_config_validate(cfg, e) < 0)
         return NULL;
     return TAKE_PTR(cfg);
 }
@@ -610,9 +608,11 @@ static int run_batch(struct opts *o)
     struct mini_err e;
     mini_err_clear(&e);
     struct batch b = { .o = o };
-    _cleanup_cjson_ cJSON *cfg = load_config(o, &e);
+    int bad = 0;
+    _cleanup_cjson_ cJSON *cfg = load_config(o, &bad, &e);
     if (!cfg) {
-        fprintf(stderr, "mini batch: %s\n", e.msg);
+        if (!bad) /* else said */
+            fprintf(stderr, "mini batch: %s\n", e.msg);
         return 2;
     }
     if (mini_tasks_load(o->tasks, &b.tasks, &e) < 0 ||

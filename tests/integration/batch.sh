@@ -230,6 +230,10 @@ bad_file noid.yaml '- problem_statement: x\n' "instance_id (a string) is require
 bad_file list.yaml 'instance_id: a\n' "expected a list of tasks"
 bad_file ws.jsonl '{"instance_id": "a", "problem_statement": "x", "workspace": {"git": "r", "path": "p"}}\n' "either path or git"
 if [[ ! -e $B/never/preds.json ]]; then pass "a bad task file writes no preds.json"; else fail "a bad task file writes no preds.json"; fi
+run bounded "$MINI" batch "$B/tasks.jsonl" -o "$B/never" -c mini -c "$B/cfg.yaml" --sandbox stric
+if [[ $RC == 2 ]] && contains "$ERR" "mini batch: --sandbox stric: no such sandbox profile; did you mean strict?"; then
+    pass "an unknown profile: one line with the closest name, exit 2, before anything runs"
+else fail "an unknown profile: one line with the closest name, exit 2" "rc $RC: $ERR"; fi
 
 # The workers share one daemon, started for the batch when none listens.
 mkdir -m 0700 "$T/rt"
