@@ -1,6 +1,7 @@
 /* mini-sandbox: command-line client of mini-sandboxd. */
 #include "bench.h"
 #include "cli_check.h"
+#include "cli_image.h"
 #include "cli_util.h"
 #include "mini/client.h"
 #include "mini/cleanup.h"
@@ -61,6 +62,7 @@ static void usage(FILE *f)
             "                                  whether it runs in full, degraded or not at all\n"
             "  bench [--profile P] [-n N] [--concurrency C] [--command CMD] [--json]\n"
             "                                  latency and throughput against bare fork+exec and bwrap\n"
+            "  image import|ls|inspect|rm|prune  the image store (mini-sandbox image --help)\n"
             "  --help, --version\n\n"
             "Exit status (other commands): 0 on success, 2 for a usage error, 125 when\n"
             "the daemon cannot be reached or standard output cannot be written.\n");
@@ -411,19 +413,22 @@ static int dispatch(int argc, char **argv)
         return mini_cli_bench(argc - 1, argv + 1);
     if (strcmp(cmd, "check") == 0)
         return mini_cli_check(argc - 1, argv + 1);
+    if (strcmp(cmd, "image") == 0)
+        return mini_cli_image(argc - 1, argv + 1);
     if (cmd[0] == '-')
         return mini_cli_usage_error(NULL,
                                     "unknown option %s (a command comes first: run, ping, stats, profiles, "
-                                    "check, bench)",
+                                    "check, bench, image)",
                                     cmd);
-    return mini_cli_usage_error(NULL, "unknown command \"%s\" (run, ping, stats, profiles, check or bench)", cmd);
+    return mini_cli_usage_error(NULL, "unknown command \"%s\" (run, ping, stats, profiles, check, bench or image)",
+                                cmd);
 }
 
 int main(int argc, char **argv)
 {
     mini_log_init("mini-sandbox", MINI_LOG_WARN);
     if (argc < 2)
-        return mini_cli_usage_error(NULL, "no command given (run, ping, stats, profiles, check or bench)");
+        return mini_cli_usage_error(NULL, "no command given (run, ping, stats, profiles, check, bench or image)");
     int rc = dispatch(argc, argv);
     /* Output that did not reach standard output (a full disk, say) is a
      * failure, not a silent success. */
