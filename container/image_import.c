@@ -1175,7 +1175,8 @@ static struct archive *open_outer(const char *path, struct mini_err *e)
     archive_read_support_filter_all(a);
     archive_read_support_format_tar(a);
     if (archive_read_open_filename(a, path, BUF_SIZE) != ARCHIVE_OK) {
-        mini_err_set(e, MINI_E_BAD_REQUEST, "%s: %s", path, archive_error_string(a));
+        mini_err_set(e, MINI_E_BAD_REQUEST, "%s: not a tar archive (compressed or not): %s", path,
+                     archive_error_string(a));
         archive_read_free(a);
         return NULL;
     }
@@ -1184,7 +1185,47 @@ static struct archive *open_outer(const char *path, struct mini_err *e)
 
 /* First pass over a file: docker archive (its manifest.json read into m)
  * or root filesystem tarball?  1 docker, 0 rootfs, -1 error. */
-static int sniff_file(const char *path, struct mini_buf *manifest, struct mini_err *e)
+/* Small members that may be the config, kept from the first pass so that
+ * the second knows the layers' diff ids before it meets them (and skips
+ * those already stored), whatever the members' order. */
+struct stash {
+    char *name[16];
+    struct mini_buf data[16];
+    size_t n;
+};
+
+static void stash_free(struct stash *st)
+{
+    for (size_t i = 0; i < st->n; i++) {
+        free(st->name[i]);
+        mini_buf_free(&st->data[i]);
+    }
+    st->n = 0;
+}
+
+static bool config_like(const char *n)
+{
+    if (strlen(n) == 69 && hex64(n, 64) && strcmp(n + 64, ".json") == 0)
+        return true;
+    return strncmp(n, "blobs/sha256/", 13) == 0 && hex64(n + 13, strlen(n + 13));
+}
+
+static int read_member(struct archive *a, struct mini_buf *b, const char *what, struct mini_err *e)
+{
+    struct ar_src s = { a };
+    char chunk[65536];
+    for (;;) {
+        ssize_t k = ar_read(&s, chunk, sizeof chunk, e);
+        if (k < 0)
+            return -1;
+        if (k == 0)
+            return 0;
+        if (b->len + (size_t)k > MINI_IMAGE_META_MAX || mini_buf_append(b, chunk, (size_t)k) < 0)
+            return mini_err_set(e, MINI_E_BAD_REQUEST, "%s larger than %u bytes", what, MINI_IMAGE_META_MAX);
+    }
+}
+
+static int sniff_file(const char *path, struct mini_buf *manifest, struct stash *st, struct mini_err *e)
 {
     _cleanup_archive_ struct archive *a = open_outer(path, e);
     if (!a)
@@ -1206,18 +1247,15 @@ static int sniff_file(const char *path, struct mini_buf *manifest, struct mini_e
             if (archive_entry_size(ent) > (int64_t)MINI_IMAGE_META_MAX)
                 return mini_err_set(e, MINI_E_BAD_REQUEST, "%s: manifest.json larger than %u bytes", path,
                                     MINI_IMAGE_META_MAX);
-            struct ar_src s = { a };
-            char chunk[65536];
-            for (;;) {
-                ssize_t k = ar_read(&s, chunk, sizeof chunk, e);
-                if (k < 0)
-                    return -1;
-                if (k == 0)
-                    break;
-                if (manifest->len + (size_t)k > MINI_IMAGE_META_MAX || mini_buf_append(manifest, chunk, (size_t)k) < 0)
-                    return mini_err_set(e, MINI_E_BAD_REQUEST, "%s: manifest.json too large", path);
-            }
+            if (read_member(a, manifest, "manifest.json", e) < 0)
+                return -1;
             docker = true;
+        } else if (config_like(name) && st->n < MINI_ARRAY_SIZE(st->name) && archive_entry_size(ent) <= (1 << 20)) {
+            if (!(st->name[st->n] = strdup(name)))
+                return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+            memset(&st->data[st->n], 0, sizeof st->data[st->n]);
+            if (read_member(a, &st->data[st->n++], name, e) < 0)
+                return -1;
         }
     }
     if (!docker)
@@ -1226,8 +1264,9 @@ static int sniff_file(const char *path, struct mini_buf *manifest, struct mini_e
     return 1;
 }
 
-static int import_docker(struct import *im, const char *path, struct mini_buf *mbuf, struct mini_buf *config,
-                         char **name, struct mini_image_config *cfg, struct layers *ls, struct mini_err *e)
+static int import_docker(struct import *im, const char *path, struct mini_buf *mbuf, struct stash *st,
+                         struct mini_buf *config, char **name, struct mini_image_config *cfg, struct layers *ls,
+                         struct mini_err *e)
 {
     struct mini_docker_manifest m;
     int rc = -1;
@@ -1249,6 +1288,21 @@ static int import_docker(struct import *im, const char *path, struct mini_buf *m
     if (!(a = open_outer(path, e)))
         goto out;
     bool have_config = false;
+    for (size_t i = 0; i < st->n; i++) {
+        if (strcmp(st->name[i], m.config) != 0)
+            continue;
+        if (mini_buf_append(config, st->data[i].data ? st->data[i].data : "", st->data[i].len) < 0) {
+            mini_err_set(e, MINI_E_NOMEM, "out of memory");
+            goto out;
+        }
+        if (mini_image_parse_config(config->data ? config->data : "", config->len, cfg, e) < 0)
+            goto out;
+        if (cfg->n_diff_ids != m.n_layers) {
+            mini_err_set(e, MINI_E_BAD_REQUEST, "config has %zu diff_ids for %zu layers", cfg->n_diff_ids, m.n_layers);
+            goto out;
+        }
+        have_config = true;
+    }
     struct archive_entry *ent;
     for (;;) {
         int r = archive_read_next_header(a, &ent);
@@ -1264,19 +1318,8 @@ static int import_docker(struct import *im, const char *path, struct mini_buf *m
                 mini_err_set(e, MINI_E_BAD_REQUEST, "%s: config larger than %u bytes", path, MINI_IMAGE_META_MAX);
                 goto out;
             }
-            struct ar_src s = { a };
-            char chunk[65536];
-            for (;;) {
-                ssize_t k = ar_read(&s, chunk, sizeof chunk, e);
-                if (k < 0)
-                    goto out;
-                if (k == 0)
-                    break;
-                if (config->len + (size_t)k > MINI_IMAGE_META_MAX || mini_buf_append(config, chunk, (size_t)k) < 0) {
-                    mini_err_set(e, MINI_E_BAD_REQUEST, "config too large");
-                    goto out;
-                }
-            }
+            if (read_member(a, config, "config", e) < 0)
+                goto out;
             if (mini_image_parse_config(config->data ? config->data : "", config->len, cfg, e) < 0)
                 goto out;
             if (cfg->n_diff_ids != m.n_layers) {
@@ -1537,6 +1580,7 @@ int mini_image_import(struct mini_image_store *s, const char *src, const struct 
     int rc = -1;
     _cleanup_close_ int gl = -1;
     const char *format = NULL;
+    struct stash stash = { .n = 0 };
 
     if (split_tag(src, &dir, &tag) < 0)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
@@ -1551,9 +1595,11 @@ int mini_image_import(struct mini_image_store *s, const char *src, const struct 
     if (fmt != MINI_IMG_OCI && !S_ISREG(st.st_mode))
         return mini_err_set(e, MINI_E_BAD_REQUEST, "%s: not a regular file", dir);
     if (fmt == MINI_IMG_AUTO || fmt == MINI_IMG_DOCKER) {
-        int k = sniff_file(dir, &dmanifest, e);
-        if (k < 0)
+        int k = sniff_file(dir, &dmanifest, &stash, e);
+        if (k < 0) {
+            stash_free(&stash);
             return -1;
+        }
         if (fmt == MINI_IMG_DOCKER && k == 0)
             return mini_err_set(e, MINI_E_BAD_REQUEST, "%s: not a docker archive", dir);
         fmt = k ? MINI_IMG_DOCKER : MINI_IMG_ROOTFS;
@@ -1585,7 +1631,7 @@ int mini_image_import(struct mini_image_store *s, const char *src, const struct 
         r = import_oci(&im, dir, tag, &config, &name, &cfg, &ls, e);
     } else if (fmt == MINI_IMG_DOCKER) {
         format = "docker-archive";
-        r = import_docker(&im, dir, &dmanifest, &config, &name, &cfg, &ls, e);
+        r = import_docker(&im, dir, &dmanifest, &stash, &config, &name, &cfg, &ls, e);
     } else {
         format = "rootfs";
         r = import_rootfs(&im, dir, &config, &cfg, &ls, e);
@@ -1618,6 +1664,15 @@ int mini_image_import(struct mini_image_store *s, const char *src, const struct 
         free(name);
         name = NULL;
     }
+    if (name && !strchr(name, ':')) {
+        char *full = NULL;
+        if (asprintf(&full, "%s:latest", name) < 0) {
+            mini_err_set(e, MINI_E_NOMEM, "out of memory");
+            goto out;
+        }
+        free(name);
+        name = full;
+    }
     if (build_rootfs(&im, ls.diff_ids, ls.n, e) < 0)
         goto out;
     char id[MINI_DIGEST_LEN + 1];
@@ -1629,6 +1684,7 @@ int mini_image_import(struct mini_image_store *s, const char *src, const struct 
     res->name = TAKE_PTR(name);
     rc = 0;
 out:
+    stash_free(&stash);
     mini_image_config_free(&cfg);
     if (im.tmp && im.tmpfd >= 0) {
         struct mini_err ignored;

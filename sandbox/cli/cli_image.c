@@ -119,7 +119,7 @@ static int cmd_import(int argc, char **argv)
     int c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "+:hq", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":hq", opts, NULL)) != -1) {
         switch (c) {
         case 'n':
             if (!mini_image_name_valid(optarg))
@@ -203,7 +203,7 @@ static int simple_opts(int argc, char **argv, const char *sub, bool *json, int m
     int c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
         case 'j':
             if (!json) {

@@ -207,12 +207,15 @@ def hostile(kind, out, arg):
                        dirent("etc/sgiddir", mode=0o2775)]
     elif kind == "newline":
         ents = base + [ti("etc/bad\nname", data=b"x")]
-    elif kind == "huge":  # a header that claims a 100 GiB file
-        ents = base + [ti("etc/huge", data=b"", size=100 << 30)]
-        data = tar_bytes([e for e in ents if e[0].size < (1 << 30)], fmt=tarfile.GNU_FORMAT)
-        hdr = ents[-1][0]
-        hdr.size = 100 << 30
-        raw = data[:-1024] + hdr.tobuf(tarfile.GNU_FORMAT) + b"\0" * 4096
+    elif kind == "huge":  # a header that claims a 100 GiB file, and little data
+        raw = b""
+        for e, d in base:
+            raw += e.tobuf(tarfile.GNU_FORMAT)
+            if d:
+                raw += d + b"\0" * (-len(d) % 512)
+        big = ti("etc/huge")[0]
+        big.size = 100 << 30
+        raw += big.tobuf(tarfile.GNU_FORMAT) + b"x" * 4096
         open(out, "wb").write(raw)
         return
     elif kind == "bomb":  # 200 MiB of zeros, gzip'd to ~200 KiB
