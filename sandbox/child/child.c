@@ -45,6 +45,7 @@ struct child {
     int ws_fd;                /* the workspace looked up again in this mount namespace */
     int overlay_fd;           /* cfg->overlay_dir */
     int root_fd;              /* the new root, from mini_rootfs_base() */
+    int image_fd;             /* cfg->image_root */
     struct mini_err e;
 };
 
@@ -185,7 +186,7 @@ static void wait_for_go(struct child *c)
 static void build_root(struct child *c)
 {
     const struct mini_spawn_cfg *cfg = c->cfg;
-    if ((c->root_fd = mini_rootfs_base(cfg->root_dir, cfg->profile, &c->e)) < 0)
+    if ((c->root_fd = mini_rootfs_base(cfg->root_dir, cfg->profile, cfg->image_root != NULL, &c->e)) < 0)
         fail(c);
     if (c->ws_mount < 0) {
         struct stat a, b;
@@ -200,6 +201,10 @@ static void build_root(struct child *c)
     }
     if (cfg->overlay_dir && (c->overlay_fd = open(cfg->overlay_dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
         fail_sys(c, errno, "opening %s", cfg->overlay_dir);
+    /* The image's tree, opened with the daemon's credentials (a root
+     * daemon's store is private to root). */
+    if (cfg->image_root && (c->image_fd = open(cfg->image_root, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+        fail_sys(c, errno, "opening the image %s", cfg->image_root);
 }
 
 /* Become uid/gid 0 of the new namespace, which is the unprivileged host id
@@ -271,6 +276,7 @@ static void enter_root(struct child *c)
         .workspace = c->cfg->workspace,
         .workspace_fd = c->ws_mount >= 0 ? c->ws_mount : c->ws_fd,
         .workspace_detached = c->ws_mount >= 0,
+        .image_fd = c->image_fd,
     };
     if (mini_rootfs_enter(&rs, &c->e) < 0)
         fail(c);
@@ -283,8 +289,9 @@ static void close_setup_fds(struct child *c)
     mini_close(c->ws_fd);
     mini_close(c->overlay_fd);
     mini_close(c->root_fd);
+    mini_close(c->image_fd);
     close(MINI_FD_WS);
-    c->ws_mount = c->ws_fd = c->overlay_fd = c->root_fd = -1;
+    c->ws_mount = c->ws_fd = c->overlay_fd = c->root_fd = c->image_fd = -1;
 }
 
 /* The degraded path: lead a new session (the command cannot leave its
@@ -447,6 +454,7 @@ void mini_child_main(const struct mini_spawn_cfg *cfg, const char *overlay_work,
         .ws_fd = -1,
         .overlay_fd = -1,
         .root_fd = -1,
+        .image_fd = -1,
     };
     mini_err_clear(&c.e);
     if (cfg->landlock)

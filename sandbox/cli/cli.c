@@ -44,6 +44,7 @@ static void usage(FILE *f)
             "      --timeout S           wall-clock limit, at most the profile's\n"
             "      --network none|host   host only where the profile allows it\n"
             "      --env K=V             set a variable (repeatable); nothing else is inherited\n"
+            "      --image NAME          an imported image as the root (mini-sandbox image)\n"
             "      --socket PATH         daemon socket (default: the per-user one; without a\n"
             "                            listening daemon a private one is started)\n"
             "  -v, --verbose             also say how the sandbox is degraded, when it is\n"
@@ -144,13 +145,19 @@ static int env_add(struct mini_env *env, const char *kv)
 static int cmd_run(int argc, char **argv)
 {
     static const struct option opts[] = {
-        { "profile", required_argument, NULL, 'p' }, { "workspace", required_argument, NULL, 'w' },
-        { "cwd", required_argument, NULL, 'c' },     { "timeout", required_argument, NULL, 't' },
-        { "network", required_argument, NULL, 'n' }, { "env", required_argument, NULL, 'e' },
-        { "socket", required_argument, NULL, 's' },  { "help", no_argument, NULL, 'h' },
-        { "verbose", no_argument, NULL, 'v' },       { 0 },
+        { "profile", required_argument, NULL, 'p' },
+        { "workspace", required_argument, NULL, 'w' },
+        { "cwd", required_argument, NULL, 'c' },
+        { "timeout", required_argument, NULL, 't' },
+        { "network", required_argument, NULL, 'n' },
+        { "env", required_argument, NULL, 'e' },
+        { "socket", required_argument, NULL, 's' },
+        { "help", no_argument, NULL, 'h' },
+        { "verbose", no_argument, NULL, 'v' },
+        { "image", required_argument, NULL, 'i' },
+        { 0 },
     };
-    const char *profile = NULL, *workspace = ".", *cwd = NULL, *network = NULL, *socket = NULL;
+    const char *profile = NULL, *workspace = ".", *cwd = NULL, *network = NULL, *socket = NULL, *image = NULL;
     bool verbose = false;
     double timeout = 0;
     struct mini_env env = { 0 };
@@ -161,6 +168,7 @@ static int cmd_run(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "+:hv", opts, NULL)) != -1) {
         switch (c) {
         case 'p': profile = optarg; break;
+        case 'i': image = optarg; break;
         case 'v': verbose = true; break;
         case 'w': workspace = optarg; break;
         case 'c': cwd = optarg; break;
@@ -230,6 +238,7 @@ static int cmd_run(int argc, char **argv)
     open.u.open.workspace = ws;
     open.u.open.profile = pdata ? NULL : (char *)profile;
     open.u.open.profile_data = pdata;
+    open.u.open.image = (char *)image;
     if (network) {
         ov = cJSON_CreateObject();
         cJSON_AddStringToObject(ov, "network", network);

@@ -111,6 +111,8 @@ struct session {
     struct mini_env env;
     struct mini_assessment assess; /* what this machine gives the profile */
     char *overlay_dir;             /* upper/work of the session's writable root, or NULL */
+    char *image_root;              /* the root of the session's image (open.image), or NULL */
+    struct mini_env image_env;     /* its config's Env */
 };
 
 struct pooled {

@@ -458,6 +458,9 @@ static char **build_env(const struct session *ss, const struct mini_req_exec *r,
     }
     if (tmpdir)
         rc |= env_put(&b, "TMPDIR", tmpdir);
+    /* An image's own variables (its PATH is where its programs are). */
+    for (size_t i = 0; i < ss->image_env.n; i++)
+        rc |= env_put(&b, ss->image_env.keys[i], ss->image_env.values[i]);
     for (size_t i = 0; i < p->n_env_pass; i++) {
         const char *v = getenv(p->env_pass[i]);
         if (v)

@@ -4,6 +4,7 @@
 #include "daemon.h"
 #include "landlock.h"
 #include "seccomp_prog.h"
+#include "image.h"
 #include "mini/cleanup.h"
 #include "mini/io.h"
 #include "mini/log.h"
@@ -41,7 +42,43 @@ void session_unref(struct session *ss)
     if (ss->uids)
         mini_uid_range_put(ss->uids, ss->uid_slot);
     mini_env_free(&ss->env);
+    free(ss->image_root);
+    mini_env_free(&ss->image_env);
     free(ss);
+}
+
+/* open.image: the image's root in the daemon's store (the same rule as
+ * mini-sandbox image's: MINI_IMAGE_STORE, /var/lib/mini/images for root,
+ * else under XDG_DATA_HOME) and its config's Env. */
+static int session_image(struct session *ss, const char *ref, struct mini_err *e)
+{
+    if (ss->assess.path == MINI_PATH_LANDLOCK)
+        return mini_err_set(e, MINI_E_ISOLATION_UNAVAILABLE,
+                            "an image needs user and mount namespaces, which this machine does not give "
+                            "(mini-sandbox check says why)");
+    struct mini_image_store st;
+    if (mini_image_store_open(&st, NULL, e) < 0)
+        return mini_err_prefix(e, "image %s", ref);
+    _cleanup_cjson_ cJSON *j = mini_image_inspect(&st, ref, e);
+    mini_image_store_close(&st);
+    if (!j)
+        return -1;
+    const char *root = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "rootfs"));
+    if (!root || !(ss->image_root = strdup(root)))
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "config"), "config");
+    const cJSON *v;
+    cJSON_ArrayForEach (v, cJSON_GetObjectItemCaseSensitive(cfg, "Env")) {
+        const char *kv = cJSON_GetStringValue(v), *eq = kv ? strchr(kv, '=') : NULL;
+        if (!eq || eq == kv)
+            continue;
+        char *name = strndup(kv, (size_t)(eq - kv));
+        int r = name ? mini_env_add(&ss->image_env, name, eq + 1) : -1;
+        free(name);
+        if (r < 0)
+            return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    }
+    return 0;
 }
 
 struct session *session_find(struct client *c, const char *id)
@@ -306,6 +343,7 @@ static void session_spawn_cfg(const struct server *s, const struct session *ss, 
         .idmap_userns = ss->idmap_userns,
         .init_fd = s->init_fd,
         .overlay_dir = ss->overlay_dir,
+        .image_root = ss->image_root,
         .namespaces = ss->assess.namespaces,
         .cgroup_memory = ss->assess.cgroups && (s->cgroups.ctrls & (1u << MINI_CGC_MEMORY)),
         .cgroup_pids = ss->assess.cgroups && (s->cgroups.ctrls & (1u << MINI_CGC_PIDS)),
@@ -710,6 +748,8 @@ void do_open(struct server *s, struct client *c, const struct mini_req *req)
      * every reply) or refused with the reason and the remedy. */
     mini_caps_assess(&s->caps, ss->profile, &ss->assess);
     if (mini_assessment_check(&ss->assess, ss->profile->name, &e) < 0)
+        goto fail;
+    if (o->image && session_image(ss, o->image, &e) < 0)
         goto fail;
 
     if (!(ss->bpf = seccomp_for(s, ss->profile, &e)))
