@@ -404,7 +404,14 @@ static int image_root(struct build *b, bool *writable)
     }
     if (mkdirat(base, "root", 0755) < 0)
         return fail(b, errno, "creating the image's mount point", NULL);
-    snprintf(opts, sizeof opts, "lowerdir=/proc/self/fd/%d,upperdir=%s,workdir=%s,userxattr", s->image_fd, upper, work);
+    char lower[64];
+    snprintf(lower, sizeof lower, "/proc/self/fd/%d", s->image_fd);
+    if (s->image_detached) {
+        if (mkdirat(base, "lower", 0755) < 0 || move_mount(s->image_fd, "", base, "lower", MOVE_MOUNT_F_EMPTY_PATH) < 0)
+            return fail(b, errno, "attaching the image", NULL);
+        snprintf(lower, sizeof lower, "/proc/self/fd/%d/lower", base);
+    }
+    snprintf(opts, sizeof opts, "lowerdir=%s,upperdir=%s,workdir=%s,userxattr", lower, upper, work);
     snprintf(target, sizeof target, "/proc/self/fd/%d/root", base);
     if (mount("overlay", target, "overlay", MS_NOSUID | MS_NODEV, opts) < 0)
         return fail(b, errno, "mounting the image's overlay", NULL);

@@ -31,6 +31,7 @@ struct mini_rootfs_spec {
                                * an overlay on it (the session's writable one under overlay_root, else
                                * one on the base tmpfs, read-only in the end), the profile's binds and
                                * hidden paths are not used (no host path is in it) */
+    bool image_detached;      /* image_fd is a detached (idmapped) mount: attached first */
 };
 
 /* First step, still with the credentials the daemon cloned us with (a

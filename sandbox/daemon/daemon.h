@@ -113,6 +113,7 @@ struct session {
     char *overlay_dir;             /* upper/work of the session's writable root, or NULL */
     char *image_root;              /* the root of the session's image (open.image), or NULL */
     struct mini_env image_env;     /* its config's Env */
+    int image_userns;              /* root daemon: image uid 0 -> host_uid (an idmapping), else -1 */
 };
 
 struct pooled {

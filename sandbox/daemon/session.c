@@ -44,6 +44,7 @@ void session_unref(struct session *ss)
     mini_env_free(&ss->env);
     free(ss->image_root);
     mini_env_free(&ss->image_env);
+    mini_close(ss->image_userns);
     free(ss);
 }
 
@@ -78,6 +79,10 @@ static int session_image(struct session *ss, const char *ref, struct mini_err *e
         if (r < 0)
             return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     }
+    /* A root daemon's store keeps the image's owners: its root's files
+     * become the sandbox's uid 0 through an idmapped mount. */
+    if (geteuid() == 0 && (ss->image_userns = mini_idmap_userns(0, ss->host_uid, 0, ss->host_gid, e)) < 0)
+        return -1;
     return 0;
 }
 
@@ -344,6 +349,7 @@ static void session_spawn_cfg(const struct server *s, const struct session *ss, 
         .init_fd = s->init_fd,
         .overlay_dir = ss->overlay_dir,
         .image_root = ss->image_root,
+        .image_userns = ss->image_userns,
         .namespaces = ss->assess.namespaces,
         .cgroup_memory = ss->assess.cgroups && (s->cgroups.ctrls & (1u << MINI_CGC_MEMORY)),
         .cgroup_pids = ss->assess.cgroups && (s->cgroups.ctrls & (1u << MINI_CGC_PIDS)),
@@ -734,6 +740,7 @@ void do_open(struct server *s, struct client *c, const struct mini_req *req)
     }
     ss->ws_fd = -1;
     ss->idmap_userns = -1;
+    ss->image_userns = -1;
     ss->uid_slot = -1;
     ss->refs = 1;
     if (o->profile_data)
@@ -749,13 +756,12 @@ void do_open(struct server *s, struct client *c, const struct mini_req *req)
     mini_caps_assess(&s->caps, ss->profile, &ss->assess);
     if (mini_assessment_check(&ss->assess, ss->profile->name, &e) < 0)
         goto fail;
-    if (o->image && session_image(ss, o->image, &e) < 0)
-        goto fail;
 
     if (!(ss->bpf = seccomp_for(s, ss->profile, &e)))
         goto fail;
     if (mini_ws_open(o->workspace, &ss->workspace, &ss->ws_fd, &e) < 0 || session_hide_secrets(s, ss, &e) < 0 ||
-        mini_ws_check(&s->guard, ss->profile, ss->workspace, ss->ws_fd, &e) < 0 || session_ids(s, ss, &e) < 0)
+        mini_ws_check(&s->guard, ss->profile, ss->workspace, ss->ws_fd, &e) < 0 || session_ids(s, ss, &e) < 0 ||
+        (o->image && session_image(ss, o->image, &e) < 0))
         goto fail;
     snprintf(ss->id, sizeof ss->id, "s%llu", (unsigned long long)++s->next_session);
     if (ss->profile->overlay_root && (ss->assess.features & MINI_FEAT_OVERLAY) && session_overlay(s, ss, &e) < 0)
