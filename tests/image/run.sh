@@ -1,0 +1,38 @@
+#!/bin/bash
+# An imported image as the sandbox's root (run --image, open.image):
+# the image's files, whiteouts applied, its Env; nothing of the host's
+# root; the root read-only under strict and writable (per session) under
+# standard; the workspace writable; the image's files readable as in the
+# image (a 0600 file of its root); as root and rootless.
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+mini_test_init "$@"
+. "$(dirname "${BASH_SOURCE[0]}")/image_lib.sh"
+have python3 || skip_all "python3 is not installed"
+[[ -x /bin/busybox ]] || skip_all "busybox-static is not installed"
+
+python3 "$MKIMAGE" oci "$T/bb-oci"
+img import -q "$T/bb-oci" >/dev/null || { log "FAIL: import"; exit 1; }
+start_daemon
+
+for SBX_PROFILE in strict standard; do
+    p=$SBX_PROFILE
+    expect_eq "$p: the image's file" "hello from layer 2" sbx --image bb-oci:test -- cat /etc/motd
+    expect_eq "$p: whiteouts applied" "b" sbx --image bb-oci:test -- 'ls /opq; test ! -e /etc/removed.txt'
+    expect_eq "$p: the image's Env" "from-image" sbx --image bb-oci:test -- 'echo $IMAGE_VAR'
+    expect_eq "$p: its root-owned 0600 file is readable" "root only" sbx --image bb-oci:test -- cat /etc/secret
+    expect_eq "$p: nothing of the host's root" "none" sbx --image bb-oci:test -- \
+        'test -e /etc/debian_version -o -e /usr/bin/python3 -o -e /lib || echo none'
+    expect_eq "$p: the workspace is writable" "ok" sbx --image bb-oci:test -- "echo ok >$WS/f-$p; cat $WS/f-$p"
+    expect_eq "$p: /tmp is a writable tmpfs" "ok" sbx --image bb-oci:test -- 'echo ok >/tmp/x; cat /tmp/x'
+    expect_eq "$p: no capabilities" "CapEff:	0000000000000000" sbx --image bb-oci:test -- 'grep CapEff /proc/self/status'
+done
+SBX_PROFILE=strict
+expect_rc "strict: the root is read-only" 1 sbx --image bb-oci:test -- 'touch /etc/new'
+SBX_PROFILE=standard
+expect_eq "standard: the root is writable" "ok" sbx --image bb-oci:test -- 'echo ok >/etc/new; cat /etc/new'
+R=$(image_root bb-oci:test)
+check "the store's image is never written" test ! -e "$R/etc/new"
+expect_rc "an unknown image is refused (125)" 125 sbx --image nosuch -- true
+contains "$ERR" "no such image" && pass "the refusal names the image" || fail "the refusal names the image"
+
+finish
