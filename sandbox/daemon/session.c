@@ -761,7 +761,7 @@ void do_open(struct server *s, struct client *c, const struct mini_req *req)
         goto fail;
     if (mini_ws_open(o->workspace, &ss->workspace, &ss->ws_fd, &e) < 0 || session_hide_secrets(s, ss, &e) < 0 ||
         mini_ws_check(&s->guard, ss->profile, ss->workspace, ss->ws_fd, &e) < 0 || session_ids(s, ss, &e) < 0 ||
-        (o->image && session_image(ss, o->image, &e) < 0))
+        ((o->image || ss->profile->image) && session_image(ss, o->image ? o->image : ss->profile->image, &e) < 0))
         goto fail;
     snprintf(ss->id, sizeof ss->id, "s%llu", (unsigned long long)++s->next_session);
     if (ss->profile->overlay_root && (ss->assess.features & MINI_FEAT_OVERLAY) && session_overlay(s, ss, &e) < 0)

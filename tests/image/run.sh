@@ -32,6 +32,21 @@ SBX_PROFILE=standard
 expect_eq "standard: the root is writable" "ok" sbx --image bb-oci:test -- 'echo ok >/etc/new; cat /etc/new'
 R=$(image_root bb-oci:test)
 check "the store's image is never written" test ! -e "$R/etc/new"
+# The agent: mini --image NAME (environment.image), a deterministic model.
+outs=$(python3 -c 'import json, sys
+b = lambda c: "THOUGHT: step.\n\n```mswea_bash_command\n%s\n```" % c
+print(json.dumps([b("cat /etc/motd > " + sys.argv[1] + "/motd.txt"), b("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")]))' "$WS")
+run bounded env -i PATH=/usr/bin:/bin HOME="$T" MINI_IMAGE_STORE="$STORE" "$MINI_BIN/mini" -y -t x -c mini \
+    --model-class deterministic -c "model.outputs=$outs" --image bb-oci:test --workspace "$WS" \
+    -c "environment.socket=$SOCK" -o "$T/traj.json"
+check "mini --image: the command ran in the image" grep -q "hello from layer 2" "$WS/motd.txt"
+
+# A profile's "image" key.
+printf '{"name": "imaged", "image": "bb-oci:test"}\n' >"$T/imaged.json"
+SBX_PROFILE=$T/imaged.json
+expect_eq "a profile's image key" "hello from layer 2" sbx -- cat /etc/motd
+SBX_PROFILE=strict
+
 expect_rc "an unknown image is refused (125)" 125 sbx --image nosuch -- true
 contains "$ERR" "no such image" && pass "the refusal names the image" || fail "the refusal names the image"
 
