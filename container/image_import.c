@@ -784,8 +784,10 @@ static int commit_layer(struct import *im, struct layer *l, const char *dirname,
     char dst[128];
     snprintf(dst, sizeof dst, "layers/%s", l->diff_id + 7);
     if (renameat(im->tmpfd, dirname, im->s->dirfd, dst) < 0) {
-        if (errno == EEXIST || errno == ENOTEMPTY)
+        if (errno == EEXIST || errno == ENOTEMPTY) {
+            im->res->layers_shared++; /* stored already: ours is dropped */
             return 0;
+        }
         return mini_err_sys(e, MINI_E_IO, errno, "storing %s", dst);
     }
     return 0;
@@ -1641,7 +1643,7 @@ int mini_image_import(struct mini_image_store *s, const char *src, const struct 
     if (r < 0)
         goto out;
     res->layers = (unsigned)ls.n;
-    res->layers_shared = ls.shared;
+    res->layers_shared += ls.shared;
     if (opts->name) {
         free(name);
         name = strdup(opts->name);
