@@ -132,8 +132,13 @@ int mini_image_resolve(struct mini_image_store *s, const char *ref, char id[stat
 cJSON *mini_image_inspect(struct mini_image_store *s, const char *ref, struct mini_err *e);
 /* The path of the image's root filesystem (malloc'ed), or NULL. */
 char *mini_image_rootfs(struct mini_image_store *s, const char *ref, struct mini_err *e);
-/* Remove a name; the image goes with its last name.  A reference by id
- * removes the image and all its names. */
+/* A sandbox session's hold on image id (a shared flock on its directory,
+ * for the session's life): rm and prune leave a held image alone.  The
+ * fd to close when done, or -1 with e filled. */
+int mini_image_hold(struct mini_image_store *s, const char *id, struct mini_err *e);
+/* Remove a name; the image goes with its last name (MINI_E_BUSY while a
+ * session holds it).  A reference by id removes the image and all its
+ * names. */
 int mini_image_remove(struct mini_image_store *s, const char *ref, struct mini_err *e);
 /* Remove unnamed images, layers no image uses, and what dead imports left
  * in tmp/.  *freed gets the bytes removed (may be NULL). */

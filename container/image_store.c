@@ -390,6 +390,41 @@ int mini_image_list(struct mini_image_store *s, struct mini_image_info **out, si
     return 0;
 }
 
+/* ---- in use */
+
+int mini_image_hold(struct mini_image_store *s, const char *id, struct mini_err *e)
+{
+    char p[128];
+    snprintf(p, sizeof p, "images/%s", id + 7);
+    int fd = openat(s->dirfd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return mini_err_sys(e, MINI_E_IO, errno, "image %s", id);
+    if (flock(fd, LOCK_SH | LOCK_NB) < 0) {
+        int err = errno;
+        close(fd);
+        return mini_err_sys(e, MINI_E_BUSY, err, "image %s is being removed", id);
+    }
+    return fd;
+}
+
+/* Whether a session holds the image (mini_image_hold): 1 yes, 0 no.  On
+ * 0, *fd is held exclusive until the caller closes it, so that no
+ * session takes it meanwhile. */
+static int image_in_use(struct mini_image_store *s, const char *hex, int *fd)
+{
+    char p[128];
+    snprintf(p, sizeof p, "images/%s", hex);
+    *fd = openat(s->dirfd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (*fd < 0)
+        return 0;
+    if (flock(*fd, LOCK_EX | LOCK_NB) < 0) {
+        close(*fd);
+        *fd = -1;
+        return 1;
+    }
+    return 0;
+}
+
 /* ---- removal */
 
 /* Move STORE/SUB/HEX into tmp/ (so it is gone from view at once, and a
@@ -483,6 +518,7 @@ int mini_image_remove(struct mini_image_store *s, const char *ref, struct mini_e
     if (mini_image_resolve(s, ref, id, e) < 0)
         return -1;
     bool by_id = resolve_id(s, ref, id, e) == 0;
+    _cleanup_close_ int held = -1;
     {
         _cleanup_close_ int lk = mini_image_lock(s, "refs.lock", LOCK_EX, e);
         if (lk < 0)
@@ -503,10 +539,14 @@ int mini_image_remove(struct mini_image_store *s, const char *ref, struct mini_e
                     still = true;
             }
         }
+        if (still)
+            return refs_write(s, refs, e);
+        /* Its last name: not while a sandbox session has it as its root. */
+        if (image_in_use(s, id + 7, &held))
+            return mini_err_set(e, MINI_E_BUSY,
+                                "%s is the root of a sandbox session (mini-sandboxd): close the session first", ref);
         if (refs_write(s, refs, e) < 0)
             return -1;
-        if (still)
-            return 0;
     }
     if (remove_entry(s, "images", id + 7, e) < 0)
         return -1;
@@ -545,10 +585,13 @@ int mini_image_prune(struct mini_image_store *s, int64_t *freed, struct mini_err
                 if (cJSON_IsString(r) && strcmp(r->valuestring, id) == 0)
                     named = true;
             }
-            if (named)
-                continue;
+            int held = -1;
+            if (named || image_in_use(s, de->d_name, &held))
+                continue; /* named, or a session's root */
             int64_t sz = recorded_size(s, "images", de->d_name, "image.json");
-            if (remove_entry(s, "images", de->d_name, e) < 0) {
+            int rr = remove_entry(s, "images", de->d_name, e);
+            mini_close(held);
+            if (rr < 0) {
                 closedir(d);
                 return -1;
             }

@@ -114,6 +114,7 @@ struct session {
     char *image_root;              /* the root of the session's image (open.image), or NULL */
     struct mini_env image_env;     /* its config's Env */
     int image_userns;              /* root daemon: image uid 0 -> host_uid (an idmapping), else -1 */
+    int image_hold;                /* mini_image_hold() on it, else -1 */
 };
 
 struct pooled {

@@ -45,6 +45,7 @@ void session_unref(struct session *ss)
     free(ss->image_root);
     mini_env_free(&ss->image_env);
     mini_close(ss->image_userns);
+    mini_close(ss->image_hold);
     free(ss);
 }
 
@@ -61,10 +62,18 @@ static int session_image(struct session *ss, const char *ref, struct mini_err *e
     if (mini_image_store_open(&st, NULL, e) < 0)
         return mini_err_prefix(e, "image %s", ref);
     _cleanup_cjson_ cJSON *j = mini_image_inspect(&st, ref, e);
-    mini_image_store_close(&st);
-    if (!j)
+    if (!j) {
+        mini_image_store_close(&st);
         return -1;
+    }
     const char *root = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "rootfs"));
+    const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "id"));
+    /* Held for the session's life, so that image rm cannot pull it away. */
+    if (!id || !mini_digest_valid(id) || (ss->image_hold = mini_image_hold(&st, id, e)) < 0) {
+        mini_image_store_close(&st);
+        return id ? -1 : mini_err_set(e, MINI_E_INTERNAL, "image %s: no id in its record", ref);
+    }
+    mini_image_store_close(&st);
     if (!root || !(ss->image_root = strdup(root)))
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "config"), "config");
@@ -741,6 +750,7 @@ void do_open(struct server *s, struct client *c, const struct mini_req *req)
     ss->ws_fd = -1;
     ss->idmap_userns = -1;
     ss->image_userns = -1;
+    ss->image_hold = -1;
     ss->uid_slot = -1;
     ss->refs = 1;
     if (o->profile_data)

@@ -47,6 +47,16 @@ SBX_PROFILE=$T/imaged.json
 expect_eq "a profile's image key" "hello from layer 2" sbx -- cat /etc/motd
 SBX_PROFILE=strict
 
+# An image in use by a session cannot be removed under it.
+sbx --image bb-oci:test -- "sleep $(uniq_sleep 3)" >/dev/null 2>&1 & bg=$!
+wait_until 10 has_process "sleep $(uniq_sleep 3)" || true
+run img rm bb-oci:test
+if [[ $RC == 1 ]] && contains "$ERR" "root of a sandbox session"; then pass "rm of an image a session uses is refused"
+else fail "rm of an image a session uses is refused"; fi
+wait $bg || true
+expect_out "once the session is closed, rm works" "removed" img rm bb-oci:test
+img import -q "$T/bb-oci" >/dev/null
+
 expect_rc "an unknown image is refused (125)" 125 sbx --image nosuch -- true
 contains "$ERR" "no such image" && pass "the refusal names the image" || fail "the refusal names the image"
 
