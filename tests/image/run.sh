@@ -41,6 +41,13 @@ run bounded env -i PATH=/usr/bin:/bin HOME="$T" MINI_IMAGE_STORE="$STORE" "$MINI
     -c "environment.socket=$SOCK" -o "$T/traj.json"
 check "mini --image: the command ran in the image" grep -q "hello from layer 2" "$WS/motd.txt"
 
+# A private daemon (no --socket, none listening) finds the same store.
+mkdir -m 0700 "$T/xdg"
+run bounded env XDG_RUNTIME_DIR="$T/xdg" "$MINI_BIN/mini-sandbox" run --workspace "$WS" --image bb-oci:test \
+    -- cat /etc/motd </dev/null
+if [[ $RC == 0 && $OUT == "hello from layer 2" ]]; then pass "a private daemon finds the image"
+else fail "a private daemon finds the image"; fi
+
 # A profile's "image" key.
 printf '{"name": "imaged", "image": "bb-oci:test"}\n' >"$T/imaged.json"
 SBX_PROFILE=$T/imaged.json
