@@ -113,6 +113,7 @@ struct session {
     char *overlay_dir;             /* upper/work of the session's writable root, or NULL */
     char *image_root;              /* the root of the session's image (open.image), or NULL */
     struct mini_env image_env;     /* its config's Env */
+    char *image_workdir;           /* its config's WorkingDir (the default cwd), or NULL */
     int image_userns;              /* root daemon: image uid 0 -> host_uid (an idmapping), else -1 */
     int image_hold;                /* mini_image_hold() on it, else -1 */
 };

@@ -43,6 +43,7 @@ void session_unref(struct session *ss)
         mini_uid_range_put(ss->uids, ss->uid_slot);
     mini_env_free(&ss->env);
     free(ss->image_root);
+    free(ss->image_workdir);
     mini_env_free(&ss->image_env);
     mini_close(ss->image_userns);
     mini_close(ss->image_hold);
@@ -77,6 +78,9 @@ static int session_image(struct session *ss, const char *ref, struct mini_err *e
     if (!root || !(ss->image_root = strdup(root)))
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "config"), "config");
+    const char *wd = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cfg, "WorkingDir"));
+    if (wd && wd[0] == '/' && strlen(wd) < 4096 && !strstr(wd, "..") && !(ss->image_workdir = strdup(wd)))
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     const cJSON *v;
     cJSON_ArrayForEach (v, cJSON_GetObjectItemCaseSensitive(cfg, "Env")) {
         const char *kv = cJSON_GetStringValue(v), *eq = kv ? strchr(kv, '=') : NULL;
