@@ -230,8 +230,13 @@ static int start_child(const struct mini_spawn_cfg *cfg, struct mini_sandbox *sb
     _cleanup_close_ int imgfd = -1;
     if (cfg->idmap_workspace && !cfg->landlock && (wsfd = idmapped_workspace(cfg, e)) < 0)
         return -1;
-    if (cfg->image_root && cfg->image_userns >= 0 && !cfg->landlock && (imgfd = idmapped_image(cfg, e)) < 0)
-        return -1;
+    /* Where the store's filesystem cannot be idmapped, the child opens the
+     * image itself: its root-owned files then show as the overflow uid. */
+    if (cfg->image_root && cfg->image_userns >= 0 && !cfg->landlock && (imgfd = idmapped_image(cfg, e)) < 0) {
+        if (e->sys_errno != EINVAL && e->sys_errno != EOPNOTSUPP && e->sys_errno != ENOSYS)
+            return -1;
+        mini_err_clear(e);
+    }
     if (send_go(sb->ctl, wsfd, imgfd) < 0)
         return mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "starting the sandbox");
     return 0;
