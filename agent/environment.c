@@ -83,6 +83,9 @@ static int sandbox_open(struct mini_environment *env, struct mini_err *e)
     if (hide)
         cJSON_AddItemToArray(hide, cJSON_CreateString(gdir));
     req.u.open.overrides = ov;
+    const cJSON *img = cJSON_GetObjectItemCaseSensitive(env->cfg, "image");
+    if (cJSON_IsString(img) && *img->valuestring)
+        req.u.open.image = img->valuestring;
     /* environment.env, then forward_env: names whose values mini passes
      * from its own environment. */
     const cJSON *vars = cJSON_GetObjectItemCaseSensitive(env->cfg, "env");

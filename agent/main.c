@@ -47,6 +47,8 @@ static void usage(FILE *f)
             "      --agent-class NAME     interactive (asks before running commands, per agent.mode) or\n"
             "                             default (runs them)\n"
             "      --environment-class C  local or sandbox\n"
+            "      --image NAME           run commands in the sandbox rooted in an imported image\n"
+            "                             (mini-sandbox image import; config environment.image)\n"
             "      --sandbox P|FILE|off   run commands in the sandbox with profile P (strict, standard,\n"
             "                             permissive) or a profile file; off: on the host, unconfined\n"
             "      --workspace DIR        the directory the commands work in (default: .)\n"
@@ -132,7 +134,7 @@ static int prepare_output(const char *path, struct mini_err *e)
 /* The command line. */
 struct args {
     const char *task, *model_name, *cost_limit, *output;
-    const char *model_class, *agent_class, *env_class, *sandbox, *workspace;
+    const char *model_class, *agent_class, *env_class, *sandbox, *workspace, *image;
     bool yolo, exit_immediately, verbose, quiet;
     const char **specs; /* argc + 1 slots */
     size_t n_specs;
@@ -141,7 +143,16 @@ struct args {
 /* -1: go on; otherwise the exit code. */
 static int parse_args(int argc, char **argv, struct args *o)
 {
-    enum { OPT_EXIT = 256, OPT_MODEL_CLASS, OPT_AGENT_CLASS, OPT_ENV_CLASS, OPT_SANDBOX, OPT_WORKSPACE, OPT_VERSION };
+    enum {
+        OPT_EXIT = 256,
+        OPT_MODEL_CLASS,
+        OPT_AGENT_CLASS,
+        OPT_ENV_CLASS,
+        OPT_SANDBOX,
+        OPT_WORKSPACE,
+        OPT_VERSION,
+        OPT_IMAGE
+    };
     static const struct option opts[] = {
         { "task", required_argument, NULL, 't' },
         { "model", required_argument, NULL, 'm' },
@@ -157,6 +168,7 @@ static int parse_args(int argc, char **argv, struct args *o)
         { "workspace", required_argument, NULL, OPT_WORKSPACE },
         { "verbose", no_argument, NULL, 'v' },
         { "quiet", no_argument, NULL, 'q' },
+        { "image", required_argument, NULL, OPT_IMAGE },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, OPT_VERSION },
         { 0 },
@@ -178,6 +190,7 @@ static int parse_args(int argc, char **argv, struct args *o)
         case OPT_WORKSPACE: o->workspace = optarg; break;
         case 'v': o->verbose = true; break;
         case 'q': o->quiet = true; break;
+        case OPT_IMAGE: o->image = optarg; break;
         case 'h': usage(stdout); return 0;
         case OPT_VERSION: printf("mini %s\n", MINI_VERSION); return 0;
         default: usage(stderr); return 2;
@@ -234,6 +247,12 @@ static int apply_flags(cJSON *cfg, const struct args *o, struct mini_err *e)
     if (o->env_class && set_path(cfg, "environment.environment_class", cJSON_CreateString(o->env_class), e) < 0)
         return -1;
     if (o->workspace && set_path(cfg, "environment.workspace", cJSON_CreateString(o->workspace), e) < 0)
+        return -1;
+    /* --image: the sandbox, rooted in an imported image. */
+    if (o->image &&
+        (set_path(cfg, "environment.image", cJSON_CreateString(o->image), e) < 0 ||
+         (!o->env_class && (!o->sandbox || strcmp(o->sandbox, "off")) &&
+          set_path(cfg, "environment.environment_class", cJSON_CreateString("sandbox"), e) < 0)))
         return -1;
     int rc = mini_config_check_profile(cfg, "mini", o->sandbox ? "--sandbox" : "environment.profile");
     if (rc != 0)

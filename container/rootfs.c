@@ -354,12 +354,12 @@ static const struct mini_bind *host_root_bind(const struct mini_profile *p)
     return NULL;
 }
 
-int mini_rootfs_base(const char *root, const struct mini_profile *p, struct mini_err *e)
+int mini_rootfs_base(const char *root, const struct mini_profile *p, bool image, struct mini_err *e)
 {
     /* Nothing we mount may propagate back to the host. */
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
         return mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "making mounts private");
-    const struct mini_bind *hr = host_root_bind(p);
+    const struct mini_bind *hr = image ? NULL : host_root_bind(p);
     if (hr) {
         if (mount("/", root, NULL, MS_BIND | MS_REC, NULL) < 0)
             return mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "binding / on %s", root);
@@ -378,13 +378,60 @@ int mini_rootfs_base(const char *root, const struct mini_profile *p, struct mini
     return fd;
 }
 
+/* An image as the root: an overlay whose lower layer is the image's tree
+ * (never written: the store is shared), whose upper is the session's
+ * writable overlay (profile overlay_root) or a directory of the base tmpfs
+ * (the root is made read-only at the end; the upper then only holds the
+ * mount points made in it).  On return b->rootfd is the overlay. */
+static int image_root(struct build *b, bool *writable)
+{
+    const struct mini_rootfs_spec *s = b->s;
+    char p[32], upper[4096], work[4096], opts[8400], target[64];
+    _cleanup_close_ int base = open(fdpath(p, b->rootfd), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (base < 0)
+        return fail(b, errno, "opening the base of the root", NULL);
+    *writable = s->overlay_fd >= 0 && s->profile->overlay_root;
+    if (*writable) {
+        snprintf(upper, sizeof upper, "/proc/self/fd/%d/upper/_image", s->overlay_fd);
+        snprintf(work, sizeof work, "/proc/self/fd/%d/%s/_image", s->overlay_fd, s->overlay_work);
+        if ((mkdir(upper, 0755) < 0 && errno != EEXIST) || (mkdir(work, 0700) < 0 && errno != EEXIST))
+            return fail(b, errno, "creating the image's overlay directories", NULL);
+    } else {
+        if (mkdirat(base, "upper", 0755) < 0 || mkdirat(base, "work", 0700) < 0)
+            return fail(b, errno, "creating the image's overlay directories", NULL);
+        snprintf(upper, sizeof upper, "/proc/self/fd/%d/upper", base);
+        snprintf(work, sizeof work, "/proc/self/fd/%d/work", base);
+    }
+    if (mkdirat(base, "root", 0755) < 0)
+        return fail(b, errno, "creating the image's mount point", NULL);
+    char lower[64];
+    snprintf(lower, sizeof lower, "/proc/self/fd/%d", s->image_fd);
+    if (s->image_detached) {
+        if (mkdirat(base, "lower", 0755) < 0 || move_mount(s->image_fd, "", base, "lower", MOVE_MOUNT_F_EMPTY_PATH) < 0)
+            return fail(b, errno, "attaching the image", NULL);
+        snprintf(lower, sizeof lower, "/proc/self/fd/%d/lower", base);
+    }
+    snprintf(opts, sizeof opts, "lowerdir=%s,upperdir=%s,workdir=%s,userxattr", lower, upper, work);
+    snprintf(target, sizeof target, "/proc/self/fd/%d/root", base);
+    if (mount("overlay", target, "overlay", MS_NOSUID | MS_NODEV, opts) < 0)
+        return fail(b, errno, "mounting the image's overlay", NULL);
+    int fd = openat(base, "root", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return fail(b, errno, "opening the image's root", NULL);
+    b->rootfd = fd;
+    return 0;
+}
+
 int mini_rootfs_enter(const struct mini_rootfs_spec *s, struct mini_err *e)
 {
     struct build b = { .s = s, .rootfd = s->root_fd, .e = e };
     const struct mini_profile *pr = s->profile;
     int rc = -1, newroot = -1;
+    bool image = s->image_fd >= 0, writable_root = false;
 
-    for (size_t i = 0; i < pr->n_binds; i++)
+    if (image && image_root(&b, &writable_root) < 0)
+        goto out;
+    for (size_t i = 0; !image && i < pr->n_binds; i++)
         if (add_bind(&b, &pr->binds[i]) < 0)
             goto out;
     for (size_t i = 0; i < pr->n_tmpfs; i++) {
@@ -396,7 +443,7 @@ int mini_rootfs_enter(const struct mini_rootfs_spec *s, struct mini_err *e)
     }
     if (add_proc(&b) < 0 || add_dev(&b) < 0)
         goto out;
-    for (size_t i = 0; i < pr->n_hide; i++)
+    for (size_t i = 0; !image && i < pr->n_hide; i++)
         if (add_hide(&b, pr->hide[i]) < 0)
             goto out;
     if (add_workspace(&b) < 0)
@@ -418,7 +465,7 @@ int mini_rootfs_enter(const struct mini_rootfs_spec *s, struct mini_err *e)
             goto out;
         }
     newroot = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (newroot < 0 || setattr(newroot, MOUNT_ATTR_RDONLY, 0) < 0) {
+    if (newroot < 0 || (!writable_root && setattr(newroot, MOUNT_ATTR_RDONLY, 0) < 0)) {
         fail(&b, errno, "making the root read-only", NULL);
         goto out;
     }
@@ -427,5 +474,7 @@ out:
     for (size_t i = 0; i < b.n_ro_later; i++)
         close(b.ro_later[i]);
     mini_close(newroot);
+    if (b.rootfd != s->root_fd)
+        mini_close(b.rootfd);
     return rc;
 }

@@ -27,6 +27,11 @@ struct mini_rootfs_spec {
     const char *workspace;    /* canonical path; mounted at the same path */
     int workspace_fd;         /* O_PATH fd of it, or a detached (idmapped) mount */
     bool workspace_detached;  /* workspace_fd is a detached mount: move it */
+    int image_fd;             /* O_PATH fd of an image's root (docs/images.md), or -1: the root is then
+                               * an overlay on it (the session's writable one under overlay_root, else
+                               * one on the base tmpfs, read-only in the end), the profile's binds and
+                               * hidden paths are not used (no host path is in it) */
+    bool image_detached;      /* image_fd is a detached (idmapped) mount: attached first */
 };
 
 /* First step, still with the credentials the daemon cloned us with (a
@@ -35,7 +40,7 @@ struct mini_rootfs_spec {
  * of the new root on `root`: an empty tmpfs, or, when the profile binds
  * "/" itself, the host's root (read-only unless that bind is writable).
  * Returns an O_PATH fd of it, or -1 with e filled. */
-int mini_rootfs_base(const char *root, const struct mini_profile *p, struct mini_err *e);
+int mini_rootfs_base(const char *root, const struct mini_profile *p, bool image, struct mini_err *e);
 
 /* Build and enter the root.  On return the process's root and cwd are the
  * sandbox's.  -1 with e filled (stage and errno) on failure. */

@@ -100,6 +100,7 @@ static const struct field req_open[] = {
     FLD(struct mini_req_open, "profile_data", F_OBJ, false, profile_data),
     FLD(struct mini_req_open, "overrides", F_OBJ, false, overrides),
     FLD(struct mini_req_open, "env", F_ENV, false, env),
+    FLD(struct mini_req_open, "image", F_STR, false, image),
 };
 static const struct field req_exec[] = {
     FLD(struct mini_req_exec, "session", F_STR, true, session),

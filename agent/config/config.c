@@ -694,6 +694,7 @@ static const struct keydef environment_keys[] = {
     { "workspace", V_STR, NULL },        /* sandbox */
     { "socket", V_STR, NULL },           /* sandbox */
     { "forward_env", V_LIST_STR, NULL }, /* sandbox */
+    { "image", V_STR, NULL },            /* sandbox: an imported image as the root */
     { NULL, 0, NULL },
 };
 
@@ -767,11 +768,6 @@ static const char *const container_classes[][2] = {
  * drops it), 0 when not. */
 static int ignored_key(const char *section, const char *key)
 {
-    if (!strcmp(section, "environment") && !strcmp(key, "image")) {
-        cfg_warn("environment.image: container images are not supported yet (issue P9); ignored: the commands run "
-                 "on this machine");
-        return 1;
-    }
     if (!strcmp(section, "environment") && !strcmp(key, "interpreter")) {
         cfg_warn("environment.interpreter: ignored (mini runs every command with /bin/sh -c)");
         return 1;
@@ -1144,6 +1140,17 @@ static int fill_environment(cJSON *env, bool container, struct mini_err *e)
         { "minisweagent.environments.local.LocalEnvironment", "local" },
     };
     static const char *const supported[] = { "local", "sandbox", NULL };
+    /* An image is the sandbox's root (mini-sandbox image import); another
+     * class (docker's image names a registry's) runs on this machine. */
+    const char *img = mini_config_get_string(env, "image");
+    const char *ecls = mini_config_get_string(env, "environment_class");
+    if (img && !(ecls && !strcmp(ecls, "sandbox"))) {
+        cfg_warn("environment.image: container images are used only by the sandbox (environment_class sandbox, "
+                 "mini --image NAME; images come from mini-sandbox image import); ignored: the commands run on "
+                 "this machine");
+        cJSON_DeleteItemFromObjectCaseSensitive(env, "image");
+        container = true;
+    }
     cJSON *cls = cJSON_GetObjectItemCaseSensitive(env, "environment_class");
     for (size_t i = 0; cls && i < MINI_ARRAY_SIZE(container_classes); i++)
         if (!strcmp(cls->valuestring, container_classes[i][0]) || !strcmp(cls->valuestring, container_classes[i][1])) {

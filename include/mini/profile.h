@@ -79,6 +79,7 @@ struct mini_profile {
     unsigned namespaces; /* MINI_FEAT_*_NS bits to create */
     enum mini_network network;
     char *hostname; /* NULL exactly when namespaces lacks MINI_FEAT_UTS_NS */
+    char *image;    /* an imported image as the root (docs/images.md), or NULL: the host's binds */
 
     /* filesystem */
     struct mini_bind *binds; /* host paths visible in the sandbox */

@@ -45,6 +45,8 @@ struct child {
     int ws_fd;                /* the workspace looked up again in this mount namespace */
     int overlay_fd;           /* cfg->overlay_dir */
     int root_fd;              /* the new root, from mini_rootfs_base() */
+    int image_fd;             /* cfg->image_root, or its idmapped clone that came with "go" */
+    bool image_detached;      /* image_fd is that clone (a detached mount) */
     struct mini_err e;
 };
 
@@ -150,10 +152,10 @@ static void unshare_namespaces(struct child *c)
         fail_sys(c, errno, "creating the namespaces");
 }
 
-static int recv_go(int *fd_out)
+static int recv_go(int *fd_out, int *image_out)
 {
     struct mini_go_msg go;
-    char cbuf[CMSG_SPACE(sizeof(int))];
+    char cbuf[CMSG_SPACE(2 * sizeof(int))];
     struct iovec iov = { &go, sizeof go };
     struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf };
     ssize_t n;
@@ -162,10 +164,18 @@ static int recv_go(int *fd_out)
     while (n < 0 && errno == EINTR);
     if (n != sizeof go || go.type != MINI_MSG_GO)
         return -1;
-    *fd_out = -1;
+    *fd_out = *image_out = -1;
     struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-    if (go.has_fd && c && c->cmsg_type == SCM_RIGHTS)
-        memcpy(fd_out, CMSG_DATA(c), sizeof(int));
+    if (!c || c->cmsg_type != SCM_RIGHTS)
+        return go.has_fd || go.has_image ? -1 : 0;
+    int fds[2] = { -1, -1 };
+    size_t nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    memcpy(fds, CMSG_DATA(c), (nfd > 2 ? 2 : nfd) * sizeof(int));
+    size_t k = 0;
+    if (go.has_fd && k < nfd)
+        *fd_out = fds[k++];
+    if (go.has_image && k < nfd)
+        *image_out = fds[k++];
     return 0;
 }
 
@@ -173,7 +183,7 @@ static int recv_go(int *fd_out)
  * may come with it).  No go means the daemon went away. */
 static void wait_for_go(struct child *c)
 {
-    if (recv_go(&c->ws_mount) < 0)
+    if (recv_go(&c->ws_mount, &c->image_fd) < 0)
         _exit(125);
 }
 
@@ -185,7 +195,7 @@ static void wait_for_go(struct child *c)
 static void build_root(struct child *c)
 {
     const struct mini_spawn_cfg *cfg = c->cfg;
-    if ((c->root_fd = mini_rootfs_base(cfg->root_dir, cfg->profile, &c->e)) < 0)
+    if ((c->root_fd = mini_rootfs_base(cfg->root_dir, cfg->profile, cfg->image_root != NULL, &c->e)) < 0)
         fail(c);
     if (c->ws_mount < 0) {
         struct stat a, b;
@@ -200,6 +210,12 @@ static void build_root(struct child *c)
     }
     if (cfg->overlay_dir && (c->overlay_fd = open(cfg->overlay_dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
         fail_sys(c, errno, "opening %s", cfg->overlay_dir);
+    /* The image's tree, opened with the daemon's credentials (a root
+     * daemon's store is private to root). */
+    c->image_detached = c->image_fd >= 0;
+    if (cfg->image_root && c->image_fd < 0 &&
+        (c->image_fd = open(cfg->image_root, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+        fail_sys(c, errno, "opening the image %s", cfg->image_root);
 }
 
 /* Become uid/gid 0 of the new namespace, which is the unprivileged host id
@@ -271,6 +287,8 @@ static void enter_root(struct child *c)
         .workspace = c->cfg->workspace,
         .workspace_fd = c->ws_mount >= 0 ? c->ws_mount : c->ws_fd,
         .workspace_detached = c->ws_mount >= 0,
+        .image_fd = c->image_fd,
+        .image_detached = c->image_detached,
     };
     if (mini_rootfs_enter(&rs, &c->e) < 0)
         fail(c);
@@ -283,8 +301,9 @@ static void close_setup_fds(struct child *c)
     mini_close(c->ws_fd);
     mini_close(c->overlay_fd);
     mini_close(c->root_fd);
+    mini_close(c->image_fd);
     close(MINI_FD_WS);
-    c->ws_mount = c->ws_fd = c->overlay_fd = c->root_fd = -1;
+    c->ws_mount = c->ws_fd = c->overlay_fd = c->root_fd = c->image_fd = -1;
 }
 
 /* The degraded path: lead a new session (the command cannot leave its
@@ -447,6 +466,7 @@ void mini_child_main(const struct mini_spawn_cfg *cfg, const char *overlay_work,
         .ws_fd = -1,
         .overlay_fd = -1,
         .root_fd = -1,
+        .image_fd = -1,
     };
     mini_err_clear(&c.e);
     if (cfg->landlock)

@@ -42,7 +42,8 @@ enum { MINI_MSG_GO = 1, MINI_MSG_LAUNCH = 2 };
 /* GO: the id maps are written; an fd (idmapped workspace) may ride along. */
 struct mini_go_msg {
     uint32_t type;
-    uint32_t has_fd;
+    uint32_t has_fd;    /* an idmapped workspace rides along (first fd) */
+    uint32_t has_image; /* an idmapped image root rides along (next fd) */
 };
 
 /* LAUNCH: header, then `len` bytes: cwd NUL, argc NUL, argv strings NUL

@@ -66,21 +66,44 @@ static int idmapped_workspace(const struct mini_spawn_cfg *cfg, struct mini_err 
     return fd;
 }
 
-static int send_go(int ctl, int fd)
+/* A root daemon's image: an idmapped clone of its tree in which the
+ * image's root-owned files are the sandbox's uid 0 (host_uid on the host),
+ * as the workspace's owner's are.  Other owners stay unmapped. */
+static int idmapped_image(const struct mini_spawn_cfg *cfg, struct mini_err *e)
 {
-    struct mini_go_msg go = { .type = MINI_MSG_GO, .has_fd = fd >= 0 };
-    char cbuf[CMSG_SPACE(sizeof(int))];
+    int fd = open_tree(AT_FDCWD, cfg->image_root, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+    if (fd < 0)
+        return mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "cloning the image %s", cfg->image_root);
+    struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                               .userns_fd = (uint64_t)cfg->image_userns };
+    if (mount_setattr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0) {
+        int saved = errno;
+        close(fd);
+        return mini_err_sys(e, MINI_E_SPAWN_FAILED, saved, "idmapping the image %s", cfg->image_root);
+    }
+    return fd;
+}
+
+static int send_go(int ctl, int fd, int image)
+{
+    struct mini_go_msg go = { .type = MINI_MSG_GO, .has_fd = fd >= 0, .has_image = image >= 0 };
+    char cbuf[CMSG_SPACE(2 * sizeof(int))];
     memset(cbuf, 0, sizeof cbuf);
     struct iovec iov = { &go, sizeof go };
     struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-    if (fd >= 0) {
+    int fds[2], n_fds = 0;
+    if (fd >= 0)
+        fds[n_fds++] = fd;
+    if (image >= 0)
+        fds[n_fds++] = image;
+    if (n_fds) {
         mh.msg_control = cbuf;
-        mh.msg_controllen = sizeof cbuf;
+        mh.msg_controllen = CMSG_SPACE(n_fds * sizeof(int));
         struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
         c->cmsg_level = SOL_SOCKET;
         c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(c), &fd, sizeof(int));
+        c->cmsg_len = CMSG_LEN(n_fds * sizeof(int));
+        memcpy(CMSG_DATA(c), fds, n_fds * sizeof(int));
     }
     ssize_t n;
     do
@@ -204,9 +227,17 @@ static int write_id_maps(const struct mini_spawn_cfg *cfg, pid_t pid, struct min
 static int start_child(const struct mini_spawn_cfg *cfg, struct mini_sandbox *sb, struct mini_err *e)
 {
     _cleanup_close_ int wsfd = -1;
+    _cleanup_close_ int imgfd = -1;
     if (cfg->idmap_workspace && !cfg->landlock && (wsfd = idmapped_workspace(cfg, e)) < 0)
         return -1;
-    if (send_go(sb->ctl, wsfd) < 0)
+    /* Where the store's filesystem cannot be idmapped, the child opens the
+     * image itself: its root-owned files then show as the overflow uid. */
+    if (cfg->image_root && cfg->image_userns >= 0 && !cfg->landlock && (imgfd = idmapped_image(cfg, e)) < 0) {
+        if (e->sys_errno != EINVAL && e->sys_errno != EOPNOTSUPP && e->sys_errno != ENOSYS)
+            return -1;
+        mini_err_clear(e);
+    }
+    if (send_go(sb->ctl, wsfd, imgfd) < 0)
         return mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "starting the sandbox");
     return 0;
 }

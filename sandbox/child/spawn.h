@@ -43,6 +43,8 @@ struct mini_spawn_cfg {
     int workspace_fd;               /* O_PATH fd of the workspace, opened at session open */
     const char *root_dir;           /* an empty directory (daemon state) used as mount point */
     const char *overlay_dir;        /* per-session upper/work dirs when profile->overlay_root; else NULL */
+    const char *image_root;         /* an image's tree as the root (docs/images.md), or NULL */
+    int image_userns;               /* root daemon: its idmapping, image uid 0 -> host_uid; else -1 */
     uid_t host_uid;                 /* host ids that uid/gid 0 inside map to */
     gid_t host_gid;
     bool idmap_workspace; /* root daemon: the workspace through an idmapped mount */

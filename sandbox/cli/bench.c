@@ -23,9 +23,10 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { K_BARE, K_CLONE, K_SANDBOX, K_BWRAP, K_COUNT };
-static const char *const kind_names[K_COUNT] = { "bare fork+exec", "clone, 7 new ns", "sandbox", "bwrap" };
-static const char *const kind_keys[K_COUNT] = { "bare", "clone_ns", "sandbox", "bwrap" };
+enum { K_BARE, K_CLONE, K_SANDBOX, K_IMAGE, K_BWRAP, K_COUNT };
+static const char *const kind_names[K_COUNT] = { "bare fork+exec", "clone, 7 new ns", "sandbox", "sandbox, image",
+                                                 "bwrap" };
+static const char *const kind_keys[K_COUNT] = { "bare", "clone_ns", "sandbox", "sandbox_image", "bwrap" };
 
 /* The kernel's own floor for a command in fresh namespaces: clone() with
  * the seven namespaces every sandbox gets, then exec, nothing else (no ids
@@ -229,7 +230,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "Usage: mini-sandbox bench [--profile P] [-n N] [--concurrency C] [--command CMD]\n"
-            "                          [--socket PATH] [--json]\n");
+            "                          [--image NAME] [--socket PATH] [--json]\n"
+            "  --image NAME  also the same profile rooted in an imported image (mini-sandbox image)\n");
 }
 
 int mini_cli_bench(int argc, char **argv)
@@ -241,10 +243,11 @@ int mini_cli_bench(int argc, char **argv)
         { "command", required_argument, NULL, 'c' },
         { "socket", required_argument, NULL, 's' },
         { "json", no_argument, NULL, 'j' },
+        { "image", required_argument, NULL, 'i' },
         { "help", no_argument, NULL, 'h' },
         { 0 },
     };
-    const char *profile = "strict", *command = "true", *socket = NULL;
+    const char *profile = "strict", *command = "true", *socket = NULL, *image = NULL;
     long n = 200, conc = 8;
     bool json = false;
     int c;
@@ -258,6 +261,7 @@ int mini_cli_bench(int argc, char **argv)
         case 'c': command = optarg; break;
         case 's': socket = optarg; break;
         case 'j': json = true; break;
+        case 'i': image = optarg; break;
         case 'h': usage(stdout); return 0;
         default: return mini_cli_getopt_error("bench", c, optopt, argv, optind);
         }
@@ -290,6 +294,7 @@ int mini_cli_bench(int argc, char **argv)
 
     struct mini_err e;
     struct conn k = { .cmd = &cmd, .next_id = 1000 };
+    struct conn ki = { .cmd = &cmd, .next_id = 1000, .cl = { .fd = -1 } };
     char ws[] = "/tmp/mini-bench.XXXXXX";
     if (!mkdtemp(ws)) {
         fprintf(stderr, "mini-sandbox: bench: mkdtemp: %s\n", strerror(errno));
@@ -314,6 +319,16 @@ int mini_cli_bench(int argc, char **argv)
         goto fail;
     k.session = strdup(opened.u.opened.session);
     mini_rep_free(&opened);
+    /* The image-rooted sandbox: its own connection and session. */
+    if (image) {
+        if (mini_client_connect(&ki.cl, socket, socket == NULL, &e) < 0)
+            goto fail;
+        open.u.open.image = (char *)image;
+        if (mini_client_call(&ki.cl, &open, &opened, &e) < 0)
+            goto fail;
+        ki.session = strdup(opened.u.opened.session);
+        mini_rep_free(&opened);
+    }
     for (int i = 0; i < K_COUNT; i++)
         s[i].ms = calloc((size_t)n, sizeof(double));
 
@@ -321,7 +336,7 @@ int mini_cli_bench(int argc, char **argv)
      * The namespace floor is left out where this user cannot clone them. */
     double ms;
     bool clone_ns = run_local(cmd.argv, ALL_NS, &ms) == 0;
-    if (run_local(cmd.argv, 0, &ms) < 0 || run_sandbox(&k, &ms, &e) < 0 ||
+    if (run_local(cmd.argv, 0, &ms) < 0 || run_sandbox(&k, &ms, &e) < 0 || (image && run_sandbox(&ki, &ms, &e) < 0) ||
         (cmd.bwrap_argv && run_local(cmd.bwrap_argv, 0, &ms) < 0)) {
         if (e.code == MINI_OK)
             mini_err_set(&e, MINI_E_SPAWN_FAILED, "the benchmark command failed");
@@ -331,7 +346,8 @@ int mini_cli_bench(int argc, char **argv)
     for (long i = 0; i < n; i++) {
         if (run_local(cmd.argv, 0, &s[K_BARE].ms[s[K_BARE].n++]) < 0 ||
             (clone_ns && run_local(cmd.argv, ALL_NS, &s[K_CLONE].ms[s[K_CLONE].n++]) < 0) ||
-            run_sandbox(&k, &s[K_SANDBOX].ms[s[K_SANDBOX].n++], &e) < 0)
+            run_sandbox(&k, &s[K_SANDBOX].ms[s[K_SANDBOX].n++], &e) < 0 ||
+            (image && run_sandbox(&ki, &s[K_IMAGE].ms[s[K_IMAGE].n++], &e) < 0))
             goto fail;
         if (cmd.bwrap_argv && run_local(cmd.bwrap_argv, 0, &s[K_BWRAP].ms[s[K_BWRAP].n++]) < 0) {
             mini_err_set(&e, MINI_E_SPAWN_FAILED, "bwrap failed (is it allowed to create namespaces here?)");
@@ -345,6 +361,8 @@ int mini_cli_bench(int argc, char **argv)
     s[K_SANDBOX].throughput = throughput_sandbox(&k, (size_t)n, (int)conc, &e);
     if (isnan(s[K_SANDBOX].throughput))
         goto fail;
+    if (image && isnan(s[K_IMAGE].throughput = throughput_sandbox(&ki, (size_t)n, (int)conc, &e)))
+        goto fail;
     if (cmd.bwrap_argv)
         s[K_BWRAP].throughput = throughput_local(cmd.bwrap_argv, 0, (size_t)n, (int)conc);
     for (int i = 0; i < K_COUNT; i++)
@@ -355,6 +373,7 @@ int mini_cli_bench(int argc, char **argv)
     double tp = s[K_SANDBOX].throughput / s[K_BARE].throughput;
     double floor_tp = clone_ns ? s[K_CLONE].throughput / s[K_BARE].throughput : NAN;
     double sb_floor = clone_ns ? s[K_SANDBOX].throughput / s[K_CLONE].throughput : NAN;
+    double img_sb = image ? pct(&s[K_IMAGE], 50) / pct(&s[K_SANDBOX], 50) : NAN;
     if (json) {
         printf("{\"profile\": \"%s\", \"command\": \"%s\", \"n\": %ld, \"concurrency\": %ld, \"results\": {", profile,
                command, n, conc);
@@ -366,14 +385,15 @@ int mini_cli_bench(int argc, char **argv)
                    first ? "" : ", ", kind_keys[i], pct(&s[i], 50), pct(&s[i], 90), pct(&s[i], 99), s[i].throughput);
             first = false;
         }
-        char bw[32], fl[32], sf[32];
+        char bw[32], fl[32], sf[32], is[32];
+        json_ratio(is, sizeof is, img_sb);
         json_ratio(bw, sizeof bw, bw_sb);
         json_ratio(fl, sizeof fl, floor_tp);
         json_ratio(sf, sizeof sf, sb_floor);
         printf("}, \"ratios\": {\"sandbox_over_bare_p50\": %.3f, \"bwrap_over_sandbox_p50\": %s, "
                "\"sandbox_over_bare_throughput\": %.3f, \"clone_ns_over_bare_throughput\": %s, "
-               "\"sandbox_over_clone_ns_throughput\": %s}}\n",
-               sb_bare, bw, tp, fl, sf);
+               "\"sandbox_over_clone_ns_throughput\": %s, \"image_over_sandbox_p50\": %s}}\n",
+               sb_bare, bw, tp, fl, sf, is);
     } else {
         printf("mini-sandbox bench: profile %s, command \"%s\", %ld runs each, concurrency %ld\n\n", profile, command,
                n, conc);
@@ -387,6 +407,8 @@ int mini_cli_bench(int argc, char **argv)
                    s[i].throughput);
         }
         printf("\nsandbox / bare p50:        %.2f\n", sb_bare);
+        if (image)
+            printf("image / sandbox p50:       %.2f (the same profile rooted in %s)\n", img_sb, image);
         if (!isnan(bw_sb))
             printf("bwrap / sandbox p50:       %.2f\n", bw_sb);
         else
@@ -404,8 +426,11 @@ out:
     for (int i = 0; i < K_COUNT; i++)
         free(s[i].ms);
     free(k.session);
+    free(ki.session);
     if (k.cl.fd >= 0)
         mini_client_close(&k.cl);
+    if (ki.cl.fd >= 0)
+        mini_client_close(&ki.cl);
     rmdir(ws);
     return rc;
 }

@@ -1,6 +1,7 @@
 /* mini-sandbox: command-line client of mini-sandboxd. */
 #include "bench.h"
 #include "cli_check.h"
+#include "cli_image.h"
 #include "cli_util.h"
 #include "mini/client.h"
 #include "mini/cleanup.h"
@@ -43,6 +44,7 @@ static void usage(FILE *f)
             "      --timeout S           wall-clock limit, at most the profile's\n"
             "      --network none|host   host only where the profile allows it\n"
             "      --env K=V             set a variable (repeatable); nothing else is inherited\n"
+            "      --image NAME          an imported image as the root (mini-sandbox image)\n"
             "      --socket PATH         daemon socket (default: the per-user one; without a\n"
             "                            listening daemon a private one is started)\n"
             "  -v, --verbose             also say how the sandbox is degraded, when it is\n"
@@ -61,6 +63,7 @@ static void usage(FILE *f)
             "                                  whether it runs in full, degraded or not at all\n"
             "  bench [--profile P] [-n N] [--concurrency C] [--command CMD] [--json]\n"
             "                                  latency and throughput against bare fork+exec and bwrap\n"
+            "  image import|ls|inspect|rm|prune  the image store (mini-sandbox image --help)\n"
             "  --help, --version\n\n"
             "Exit status (other commands): 0 on success, 2 for a usage error, 125 when\n"
             "the daemon cannot be reached or standard output cannot be written.\n");
@@ -142,13 +145,19 @@ static int env_add(struct mini_env *env, const char *kv)
 static int cmd_run(int argc, char **argv)
 {
     static const struct option opts[] = {
-        { "profile", required_argument, NULL, 'p' }, { "workspace", required_argument, NULL, 'w' },
-        { "cwd", required_argument, NULL, 'c' },     { "timeout", required_argument, NULL, 't' },
-        { "network", required_argument, NULL, 'n' }, { "env", required_argument, NULL, 'e' },
-        { "socket", required_argument, NULL, 's' },  { "help", no_argument, NULL, 'h' },
-        { "verbose", no_argument, NULL, 'v' },       { 0 },
+        { "profile", required_argument, NULL, 'p' },
+        { "workspace", required_argument, NULL, 'w' },
+        { "cwd", required_argument, NULL, 'c' },
+        { "timeout", required_argument, NULL, 't' },
+        { "network", required_argument, NULL, 'n' },
+        { "env", required_argument, NULL, 'e' },
+        { "socket", required_argument, NULL, 's' },
+        { "help", no_argument, NULL, 'h' },
+        { "verbose", no_argument, NULL, 'v' },
+        { "image", required_argument, NULL, 'i' },
+        { 0 },
     };
-    const char *profile = NULL, *workspace = ".", *cwd = NULL, *network = NULL, *socket = NULL;
+    const char *profile = NULL, *workspace = ".", *cwd = NULL, *network = NULL, *socket = NULL, *image = NULL;
     bool verbose = false;
     double timeout = 0;
     struct mini_env env = { 0 };
@@ -159,6 +168,7 @@ static int cmd_run(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "+:hv", opts, NULL)) != -1) {
         switch (c) {
         case 'p': profile = optarg; break;
+        case 'i': image = optarg; break;
         case 'v': verbose = true; break;
         case 'w': workspace = optarg; break;
         case 'c': cwd = optarg; break;
@@ -228,6 +238,7 @@ static int cmd_run(int argc, char **argv)
     open.u.open.workspace = ws;
     open.u.open.profile = pdata ? NULL : (char *)profile;
     open.u.open.profile_data = pdata;
+    open.u.open.image = (char *)image;
     if (network) {
         ov = cJSON_CreateObject();
         cJSON_AddStringToObject(ov, "network", network);
@@ -411,19 +422,22 @@ static int dispatch(int argc, char **argv)
         return mini_cli_bench(argc - 1, argv + 1);
     if (strcmp(cmd, "check") == 0)
         return mini_cli_check(argc - 1, argv + 1);
+    if (strcmp(cmd, "image") == 0)
+        return mini_cli_image(argc - 1, argv + 1);
     if (cmd[0] == '-')
         return mini_cli_usage_error(NULL,
                                     "unknown option %s (a command comes first: run, ping, stats, profiles, "
-                                    "check, bench)",
+                                    "check, bench, image)",
                                     cmd);
-    return mini_cli_usage_error(NULL, "unknown command \"%s\" (run, ping, stats, profiles, check or bench)", cmd);
+    return mini_cli_usage_error(NULL, "unknown command \"%s\" (run, ping, stats, profiles, check, bench or image)",
+                                cmd);
 }
 
 int main(int argc, char **argv)
 {
     mini_log_init("mini-sandbox", MINI_LOG_WARN);
     if (argc < 2)
-        return mini_cli_usage_error(NULL, "no command given (run, ping, stats, profiles, check or bench)");
+        return mini_cli_usage_error(NULL, "no command given (run, ping, stats, profiles, check, bench or image)");
     int rc = dispatch(argc, argv);
     /* Output that did not reach standard output (a full disk, say) is a
      * failure, not a silent success. */

@@ -97,8 +97,12 @@ static int connect_path(const char *path)
 }
 
 /* The variables a private daemon keeps; everything else (API keys above
- * all) stays with the client. */
-static const char *const daemon_env[] = { "PATH", "HOME", "LANG", "XDG_RUNTIME_DIR", "MINI_PROFILE_DIR", NULL };
+ * all) stays with the client.  The image store's (XDG_DATA_HOME,
+ * MINI_IMAGE_STORE) so that it finds the images the client's user
+ * imported (docs/images.md). */
+static const char *const daemon_env[] = {
+    "PATH", "HOME", "LANG", "XDG_RUNTIME_DIR", "MINI_PROFILE_DIR", "XDG_DATA_HOME", "MINI_IMAGE_STORE", NULL
+};
 
 /* Start mini-sandboxd with argv[1..] (argv[0] is filled in here), in a
  * session of its own (a Ctrl-C typed at the client's terminal goes to the
@@ -108,8 +112,8 @@ static const char *const daemon_env[] = { "PATH", "HOME", "LANG", "XDG_RUNTIME_D
 static pid_t spawn_daemon(char **argv, int keep_fd, struct mini_err *e)
 {
     _cleanup_free_ char *prog = mini_sandboxd_path();
-    char *envp[8];
-    char *envbuf[8] = { 0 };
+    char *envp[MINI_ARRAY_SIZE(daemon_env)];
+    char *envbuf[MINI_ARRAY_SIZE(daemon_env)] = { 0 };
     size_t k = 0;
     for (size_t i = 0; daemon_env[i]; i++) {
         const char *v = getenv(daemon_env[i]);

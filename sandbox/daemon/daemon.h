@@ -141,6 +141,11 @@ struct session {
     struct mini_env env;
     struct mini_assessment assess; /* what this machine gives the profile */
     char *overlay_dir;             /* upper/work of the session's writable root, or NULL */
+    char *image_root;              /* the root of the session's image (open.image), or NULL */
+    struct mini_env image_env;     /* its config's Env */
+    char *image_workdir;           /* its config's WorkingDir (the default cwd), or NULL */
+    int image_userns;              /* root daemon: image uid 0 -> host_uid (an idmapping), else -1 */
+    int image_hold;                /* mini_image_hold() on it, else -1 */
     struct disk_watch disk;
 };
 

@@ -462,6 +462,9 @@ static char **build_env(const struct session *ss, const struct mini_req_exec *r,
     }
     if (tmpdir)
         rc |= env_put(&b, "TMPDIR", tmpdir);
+    /* An image's own variables (its PATH is where its programs are). */
+    for (size_t i = 0; i < ss->image_env.n; i++)
+        rc |= env_put(&b, ss->image_env.keys[i], ss->image_env.values[i]);
     for (size_t i = 0; i < p->n_env_pass; i++) {
         const char *v = getenv(p->env_pass[i]);
         if (v)
@@ -500,6 +503,25 @@ static char **build_env(const struct session *ss, const struct mini_req_exec *r,
 /* The working directory must be the workspace or below it (resolved
  * beneath the workspace, so no symlink or ".." leads out), or one of the
  * sandbox's own fresh tmpfs mounts. */
+static bool image_has_dir(const struct session *ss, const char *path)
+{
+    int root = open(ss->image_root, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (root < 0)
+        return false;
+    struct open_how how = {
+        .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+        .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+    };
+    while (*path == '/')
+        path++;
+    int fd = (int)syscall(SYS_openat2, root, *path ? path : ".", &how, sizeof how);
+    close(root);
+    if (fd < 0)
+        return false;
+    close(fd);
+    return true;
+}
+
 static int check_cwd(const struct session *ss, const char *cwd, struct mini_err *e)
 {
     if (cwd[0] != '/')
@@ -530,7 +552,12 @@ static int check_cwd(const struct session *ss, const char *cwd, struct mini_err 
     for (size_t i = 0; i < ss->profile->n_tmpfs; i++)
         if (strcmp(cwd, ss->profile->tmpfs[i].path) == 0)
             return 0;
-    return mini_err_set(e, MINI_E_CWD_INVALID, "cwd %s: must be inside the workspace %s", cwd, ss->workspace);
+    /* An image's own directory (its WorkingDir, say): the sandbox's root
+     * is the image, so the path is looked up in it, never on the host. */
+    if (ss->image_root && image_has_dir(ss, cwd))
+        return 0;
+    return mini_err_set(e, MINI_E_CWD_INVALID, "cwd %s: must be inside the workspace %s%s", cwd, ss->workspace,
+                        ss->image_root ? " or a directory of the image" : "");
 }
 
 static struct exec *exec_find(struct server *s, struct client *c, int64_t id)
@@ -573,7 +600,10 @@ void do_exec(struct server *s, struct client *c, const struct mini_req *req)
         send_error(s, c, req->id, &e);
         return;
     }
-    const char *cwd = r->cwd ? r->cwd : ss->workspace;
+    /* Default: the image's WorkingDir where it has one, else the workspace. */
+    const char *cwd = r->cwd                                        ? r->cwd
+        : ss->image_workdir && image_has_dir(ss, ss->image_workdir) ? ss->image_workdir
+                                                                    : ss->workspace;
     if (check_cwd(ss, cwd, &e) < 0) {
         send_error(s, c, req->id, &e);
         return;

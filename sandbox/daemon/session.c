@@ -4,6 +4,7 @@
 #include "daemon.h"
 #include "landlock.h"
 #include "seccomp_prog.h"
+#include "image.h"
 #include "mini/cleanup.h"
 #include "mini/io.h"
 #include "mini/log.h"
@@ -42,7 +43,61 @@ void session_unref(struct session *ss)
     if (ss->uids)
         mini_uid_range_put(ss->uids, ss->uid_slot);
     mini_env_free(&ss->env);
+    free(ss->image_root);
+    free(ss->image_workdir);
+    mini_env_free(&ss->image_env);
+    mini_close(ss->image_userns);
+    mini_close(ss->image_hold);
     free(ss);
+}
+
+/* open.image: the image's root in the daemon's store (the same rule as
+ * mini-sandbox image's: MINI_IMAGE_STORE, /var/lib/mini/images for root,
+ * else under XDG_DATA_HOME) and its config's Env. */
+static int session_image(struct session *ss, const char *ref, struct mini_err *e)
+{
+    if (ss->assess.path == MINI_PATH_LANDLOCK)
+        return mini_err_set(e, MINI_E_ISOLATION_UNAVAILABLE,
+                            "an image needs user and mount namespaces, which this machine does not give "
+                            "(mini-sandbox check says why)");
+    struct mini_image_store st;
+    if (mini_image_store_open(&st, NULL, e) < 0)
+        return mini_err_prefix(e, "image %s", ref);
+    _cleanup_cjson_ cJSON *j = mini_image_inspect(&st, ref, e);
+    if (!j) {
+        mini_image_store_close(&st);
+        return -1;
+    }
+    const char *root = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "rootfs"));
+    const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "id"));
+    /* Held for the session's life, so that image rm cannot pull it away. */
+    if (!id || !mini_digest_valid(id) || (ss->image_hold = mini_image_hold(&st, id, e)) < 0) {
+        mini_image_store_close(&st);
+        return id ? -1 : mini_err_set(e, MINI_E_INTERNAL, "image %s: no id in its record", ref);
+    }
+    mini_image_store_close(&st);
+    if (!root || !(ss->image_root = strdup(root)))
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "config"), "config");
+    const char *wd = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cfg, "WorkingDir"));
+    if (wd && wd[0] == '/' && strlen(wd) < 4096 && !strstr(wd, "..") && !(ss->image_workdir = strdup(wd)))
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    const cJSON *v;
+    cJSON_ArrayForEach (v, cJSON_GetObjectItemCaseSensitive(cfg, "Env")) {
+        const char *kv = cJSON_GetStringValue(v), *eq = kv ? strchr(kv, '=') : NULL;
+        if (!eq || eq == kv)
+            continue;
+        char *name = strndup(kv, (size_t)(eq - kv));
+        int r = name ? mini_env_add(&ss->image_env, name, eq + 1) : -1;
+        free(name);
+        if (r < 0)
+            return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    }
+    /* A root daemon's store keeps the image's owners: its root's files
+     * become the sandbox's uid 0 through an idmapped mount. */
+    if (geteuid() == 0 && (ss->image_userns = mini_idmap_userns(0, ss->host_uid, 0, ss->host_gid, e)) < 0)
+        return -1;
+    return 0;
 }
 
 struct session *session_find(struct client *c, const char *id)
@@ -302,6 +357,8 @@ static void session_spawn_cfg(const struct server *s, const struct session *ss, 
         .idmap_userns = ss->idmap_userns,
         .init_fd = s->init_fd,
         .overlay_dir = ss->overlay_dir,
+        .image_root = ss->image_root,
+        .image_userns = ss->image_userns,
         .namespaces = ss->assess.namespaces,
         .cgroup_memory = ss->assess.cgroups && (s->cgroups.ctrls & (1u << MINI_CGC_MEMORY)),
         .cgroup_pids = ss->assess.cgroups && (s->cgroups.ctrls & (1u << MINI_CGC_PIDS)),
@@ -692,6 +749,8 @@ void do_open(struct server *s, struct client *c, const struct mini_req *req)
     }
     ss->ws_fd = -1;
     ss->idmap_userns = -1;
+    ss->image_userns = -1;
+    ss->image_hold = -1;
     ss->uid_slot = -1;
     ss->refs = 1;
     if (o->profile_data)
@@ -711,7 +770,8 @@ void do_open(struct server *s, struct client *c, const struct mini_req *req)
     if (!(ss->bpf = seccomp_for(s, ss->profile, &e)))
         goto fail;
     if (mini_ws_open(o->workspace, &ss->workspace, &ss->ws_fd, &e) < 0 || session_hide_secrets(s, ss, &e) < 0 ||
-        mini_ws_check(&s->guard, ss->profile, ss->workspace, ss->ws_fd, &e) < 0 || session_ids(s, ss, &e) < 0)
+        mini_ws_check(&s->guard, ss->profile, ss->workspace, ss->ws_fd, &e) < 0 || session_ids(s, ss, &e) < 0 ||
+        ((o->image || ss->profile->image) && session_image(ss, o->image ? o->image : ss->profile->image, &e) < 0))
         goto fail;
     snprintf(ss->id, sizeof ss->id, "s%llu", (unsigned long long)++s->next_session);
     if (ss->profile->overlay_root && (ss->assess.features & MINI_FEAT_OVERLAY) && session_overlay(s, ss, &e) < 0)

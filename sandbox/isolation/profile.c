@@ -7,6 +7,7 @@
 #include "mini/cleanup.h"
 #include "mini/io.h"
 #include "mini/str.h"
+#include "image.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -937,6 +938,7 @@ void mini_profile_free(struct mini_profile *p)
     free(p->name);
     free(p->description);
     free(p->hostname);
+    free(p->image);
     free_binds(p);
     free_strv(&p->hide, &p->n_hide);
     free_tmpfs(p);
@@ -1005,8 +1007,8 @@ static char *default_name(const char *origin)
 static int parse_profile(const struct ctx *c, const cJSON *obj, struct mini_profile *p)
 {
     static const char *const keys[] = {
-        "name",       "description", "namespaces", "network",     "hostname",
-        "filesystem", "limits",      "seccomp",    "environment", "require",
+        "name",   "description", "namespaces",  "network", "hostname", "filesystem",
+        "limits", "seccomp",     "environment", "require", "image",
     };
     const cJSON *x;
     bool bad, net_given = false;
@@ -1048,6 +1050,15 @@ static int parse_profile(const struct ctx *c, const cJSON *obj, struct mini_prof
     } else {
         p->network = (p->namespaces & MINI_FEAT_NET_NS) ? MINI_NET_NONE : MINI_NET_HOST;
     }
+
+    const char *image = get_str(c, obj, "", "image", &bad);
+    if (bad)
+        return -1;
+    if (image && !mini_image_name_valid(image) && !(strlen(image) >= 12 && strlen(image) <= 71))
+        return fail(c, "image", "must be an image name (NAME[:TAG]) or id");
+    free(p->image);
+    if (!(p->image = image ? strdup(image) : NULL) && image)
+        return nomem(c);
 
     const char *host = get_str(c, obj, "", "hostname", &bad);
     if (bad)
@@ -1221,7 +1232,8 @@ cJSON *mini_profile_to_json(const struct mini_profile *p)
     for (size_t i = 0; ok && i < MINI_ARRAY_SIZE(ns_keys); i++)
         ok = cJSON_AddBoolToObject(ns, ns_keys[i].key, (p->namespaces & ns_keys[i].feat) != 0);
     ok = ok && cJSON_AddStringToObject(o, "network", p->network == MINI_NET_HOST ? "host" : "none") &&
-        (!p->hostname || cJSON_AddStringToObject(o, "hostname", p->hostname)) && add_filesystem(o, p) &&
+        (!p->hostname || cJSON_AddStringToObject(o, "hostname", p->hostname)) &&
+        (!p->image || cJSON_AddStringToObject(o, "image", p->image)) && add_filesystem(o, p) &&
         add_limits(o, &p->limits) && add_seccomp(o, &p->seccomp);
     cJSON *env = ok ? cJSON_AddObjectToObject(o, "environment") : NULL;
     cJSON *set = cJSON_AddObjectToObject(env, "set");
@@ -1269,7 +1281,7 @@ struct mini_profile *mini_profile_dup(const struct mini_profile *p)
     d->seccomp.deny_tty_injection = p->seccomp.deny_tty_injection;
     d->seccomp.deny_namespace_clone = p->seccomp.deny_namespace_clone;
     if ((p->name && !(d->name = strdup(p->name))) || (p->description && !(d->description = strdup(p->description))) ||
-        (p->hostname && !(d->hostname = strdup(p->hostname))))
+        (p->hostname && !(d->hostname = strdup(p->hostname))) || (p->image && !(d->image = strdup(p->image))))
         return NULL;
     for (size_t i = 0; i < p->n_binds; i++)
         if (push_bind(d, p->binds[i].path, p->binds[i].writable, p->binds[i].optional) < 0)
@@ -1380,7 +1392,8 @@ static int override_seccomp(const struct ctx *c, const cJSON *v, struct mini_sec
 
 int mini_profile_apply_overrides(struct mini_profile *p, const cJSON *ov, struct mini_err *e)
 {
-    static const char *const fixed[] = { "name", "description", "namespaces", "hostname", "environment", "require" };
+    static const char *const fixed[] = { "name",        "description", "namespaces", "hostname",
+                                         "environment", "require",     "image" };
     struct ctx c = { NULL, MINI_E_BAD_REQUEST, e };
     char buf[KP_MAX];
     if (!ov)

@@ -189,9 +189,9 @@ submitted "programbench with environment_class docker: runs on this machine"
 warned_once "programbench: docker's keys warned once each" environment.container_timeout \
     environment.executable environment.run_args environment.environment_class environment.image \
     environment.pull_timeout
-if grep -q "^mini: warning: environment.image: container images are not supported yet (issue P9)" <<<"$ERR"
-then pass "image: the warning says container images are not supported yet (P9)"
-else fail "image: the warning says container images are not supported yet (P9)" "$ERR"; fi
+if grep -q "^mini: warning: environment.image: container images are used only by the sandbox" <<<"$ERR"
+then pass "image: the warning says container images are used only by the sandbox"
+else fail "image: the warning says container images are used only by the sandbox" "$ERR"; fi
 if [[ -f $WS/out.txt ]]; then pass "programbench: the command ran in the workspace"
 else fail "programbench: the command ran in the workspace"; fi
 

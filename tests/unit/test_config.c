@@ -678,7 +678,7 @@ static void test_compat(void)
     for (size_t i = 0; i < MINI_ARRAY_SIZE(keys); i++)
         CHECK_MSG(count(w, keys[i]) == 1, "%s: warned %zu times in:\n%s", keys[i], count(w, keys[i]), w);
     CHECK(count(w, "\n") == MINI_ARRAY_SIZE(keys));
-    CHECK(contains(w, "environment.image: container images are not supported yet (issue P9)"));
+    CHECK(contains(w, "environment.image: container images are used only by the sandbox"));
     CHECK(contains(w, "environment.run_args: ignored (a setting of mini-swe-agent's docker environment"));
     CHECK(contains(w, "environment.environment_class: docker is not available in mini"));
     CHECK_STR(mini_config_get_string(cfg, "environment.environment_class"), "local");

@@ -1,0 +1,185 @@
+/* Container images: parsing of OCI and docker-archive metadata
+ * (image_parse.c), the content-addressed image store (image_store.c) and
+ * importing into it (image_import.c).  docs/images.md describes the store
+ * layout, the formats and how hostile images are handled.
+ *
+ * An image is untrusted input: everything read from it is bounded and
+ * checked before use, and nothing is ever written outside the store. */
+#ifndef MINI_CONTAINER_IMAGE_H
+#define MINI_CONTAINER_IMAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+#include "mini/err.h"
+
+/* Largest manifest, index or config document read (bytes). */
+#define MINI_IMAGE_META_MAX (4u << 20)
+/* Most layers in one image. */
+#define MINI_IMAGE_MAX_LAYERS 256
+/* "sha256:" and 64 lower-case hex digits. */
+#define MINI_DIGEST_LEN 71
+
+/* ---- metadata parsing (image_parse.c; fuzzed by tests/fuzz/fuzz_image.c) */
+
+struct mini_descriptor {
+    char *media_type; /* may be NULL */
+    char digest[MINI_DIGEST_LEN + 1];
+    int64_t size;
+    char *ref_name;      /* org.opencontainers.image.ref.name, or NULL */
+    char *platform_os;   /* platform.os, or NULL */
+    char *platform_arch; /* platform.architecture, or NULL */
+};
+
+struct mini_image_index {
+    struct mini_descriptor *manifests;
+    size_t n_manifests;
+};
+
+struct mini_image_manifest {
+    struct mini_descriptor config;
+    struct mini_descriptor *layers;
+    size_t n_layers;
+};
+
+/* What the sandbox needs of an image's config, and its layers' diff ids. */
+struct mini_image_config {
+    char *os, *architecture;
+    char **env; /* "K=V" strings */
+    size_t n_env;
+    char *working_dir; /* or NULL */
+    char *user;        /* or NULL */
+    char **diff_ids;   /* "sha256:..." */
+    size_t n_diff_ids;
+};
+
+/* One entry of a docker-archive's manifest.json. */
+struct mini_docker_manifest {
+    char *config; /* member name of the config */
+    char **repo_tags;
+    size_t n_repo_tags;
+    char **layers; /* member names of the layers, in order */
+    size_t n_layers;
+};
+
+/* Whether s is "sha256:" and 64 lower-case hex digits. */
+bool mini_digest_valid(const char *s);
+/* Whether s is a member name of an archive we may look up: relative, no
+ * "." or ".." component, no empty component, printable ASCII. */
+bool mini_image_member_valid(const char *s);
+
+/* Each parses p[0..len) and fills *out (zeroed first; free with the
+ * matching _free even on failure), or returns -1 with e filled
+ * (MINI_E_BAD_REQUEST, saying which field is wrong). */
+int mini_image_parse_index(const char *p, size_t len, struct mini_image_index *out, struct mini_err *e);
+int mini_image_parse_manifest(const char *p, size_t len, struct mini_image_manifest *out, struct mini_err *e);
+int mini_image_parse_config(const char *p, size_t len, struct mini_image_config *out, struct mini_err *e);
+/* A docker-archive manifest.json: an array; *out gets its first entry. */
+int mini_image_parse_docker_manifest(const char *p, size_t len, struct mini_docker_manifest *out, struct mini_err *e);
+void mini_image_index_free(struct mini_image_index *x);
+void mini_image_manifest_free(struct mini_image_manifest *m);
+void mini_image_config_free(struct mini_image_config *c);
+void mini_docker_manifest_free(struct mini_docker_manifest *m);
+
+/* The descriptor of idx to use: the one whose ref name is tag (when tag
+ * is given), else the only one, else the one for linux and this machine's
+ * architecture.  NULL with e filled. */
+const struct mini_descriptor *mini_image_index_pick(const struct mini_image_index *idx, const char *tag,
+                                                    struct mini_err *e);
+/* The OCI architecture name of this machine ("amd64", "arm64", ...). */
+const char *mini_image_host_arch(void);
+
+/* Whether name is a valid image name: [a-z0-9][a-z0-9._/-]* up to 128
+ * bytes, optionally ":TAG" with TAG [A-Za-z0-9_][A-Za-z0-9._-]* up to 128. */
+bool mini_image_name_valid(const char *name);
+
+/* ---- the store (image_store.c) */
+
+struct mini_image_store {
+    char *root; /* the store's directory */
+    int dirfd;  /* O_PATH of it */
+};
+
+/* The store's path: $MINI_IMAGE_STORE, else /var/lib/mini/images for
+ * root, else $XDG_DATA_HOME/mini/images, else ~/.local/share/mini/images.
+ * Malloc'ed, or NULL with e filled. */
+char *mini_image_store_path(struct mini_err *e);
+/* Open (creating it 0700 and its subdirectories) the store at path (NULL:
+ * the default).  0 or -1 with e filled. */
+int mini_image_store_open(struct mini_image_store *s, const char *path, struct mini_err *e);
+void mini_image_store_close(struct mini_image_store *s);
+
+/* One image as `image ls` shows it. */
+struct mini_image_info {
+    char id[MINI_DIGEST_LEN + 1];
+    char **names;
+    size_t n_names;
+    int64_t size;    /* bytes of its files */
+    int64_t created; /* import time, seconds since the epoch */
+    int n_layers;
+};
+void mini_image_info_free(struct mini_image_info *v, size_t n);
+
+/* Every image in the store, sorted by name (unnamed ones last). */
+int mini_image_list(struct mini_image_store *s, struct mini_image_info **out, size_t *n, struct mini_err *e);
+/* Resolve a reference (NAME, NAME:TAG, a full id or an unambiguous id
+ * prefix of at least 12 hex digits) to an image id.  0 or -1 with e
+ * filled (MINI_E_BAD_REQUEST for no such image). */
+int mini_image_resolve(struct mini_image_store *s, const char *ref, char id[static MINI_DIGEST_LEN + 1],
+                       struct mini_err *e);
+/* The image's record (image.json, with "names" added), or NULL. */
+cJSON *mini_image_inspect(struct mini_image_store *s, const char *ref, struct mini_err *e);
+/* The path of the image's root filesystem (malloc'ed), or NULL. */
+char *mini_image_rootfs(struct mini_image_store *s, const char *ref, struct mini_err *e);
+/* A sandbox session's hold on image id (a shared flock on its directory,
+ * for the session's life): rm and prune leave a held image alone.  The
+ * fd to close when done, or -1 with e filled. */
+int mini_image_hold(struct mini_image_store *s, const char *id, struct mini_err *e);
+/* Remove a name; the image goes with its last name (MINI_E_BUSY while a
+ * session holds it).  A reference by id removes the image and all its
+ * names. */
+int mini_image_remove(struct mini_image_store *s, const char *ref, struct mini_err *e);
+/* Remove unnamed images, layers no image uses, and what dead imports left
+ * in tmp/.  *freed gets the bytes removed (may be NULL). */
+int mini_image_prune(struct mini_image_store *s, int64_t *freed, struct mini_err *e);
+
+/* ---- import (image_import.c) */
+
+enum mini_image_format { MINI_IMG_AUTO, MINI_IMG_OCI, MINI_IMG_DOCKER, MINI_IMG_ROOTFS };
+
+struct mini_import_opts {
+    enum mini_image_format format;
+    const char *name;     /* NAME[:TAG] to give it, or NULL for the source's own */
+    const char *tag;      /* for an OCI layout: which ref name to take (SRC:TAG) */
+    uint64_t max_bytes;   /* total bytes of file content (sparse holes count); 0: default */
+    uint64_t max_entries; /* total entries of all layers; 0: default */
+    /* Called now and then during a long import (may be NULL). */
+    void (*progress)(void *arg, const char *what, uint64_t done, uint64_t total);
+    void *progress_arg;
+};
+
+#define MINI_IMPORT_DEFAULT_MAX_BYTES (64ull << 30)
+#define MINI_IMPORT_DEFAULT_MAX_ENTRIES 2000000ull
+
+struct mini_import_result {
+    char id[MINI_DIGEST_LEN + 1];
+    char *name; /* the name given, or NULL */
+    unsigned layers, layers_shared;
+    uint64_t bytes, entries;
+    /* what was neutralised */
+    uint64_t skipped_devices, skipped_fifos, stripped_setid;
+};
+
+/* Import src (a directory: OCI layout; a file: docker-archive or root
+ * filesystem tarball, told apart by their members unless opts->format
+ * says).  0 or -1 with e filled; nothing half-imported remains visible. */
+int mini_image_import(struct mini_image_store *s, const char *src, const struct mini_import_opts *opts,
+                      struct mini_import_result *res, struct mini_err *e);
+void mini_import_result_free(struct mini_import_result *r);
+
+/* Internals shared by image_store.c and image_import.c. */
+int mini_image_refs_set(struct mini_image_store *s, const char *name, const char *id, struct mini_err *e);
+int mini_image_lock(struct mini_image_store *s, const char *which, int how, struct mini_err *e);
+
+#endif

@@ -1,0 +1,93 @@
+#!/bin/bash
+# Image import end to end (docs/images.md): an OCI layout and a
+# docker-archive of the same two-layer busybox image (tests/image/mkimage.py),
+# whiteouts and opaque directories applied, layers shared, names, inspect,
+# rm, prune, a root filesystem tarball, two imports at once, and an import
+# killed half-way (nothing half-imported is ever listed).
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+mini_test_init "$@"
+. "$(dirname "${BASH_SOURCE[0]}")/image_lib.sh"
+have python3 || skip_all "python3 is not installed"
+[[ -x /bin/busybox ]] || skip_all "busybox-static is not installed"
+
+python3 "$MKIMAGE" oci "$T/bb-oci"
+python3 "$MKIMAGE" docker "$T/bb-docker.tar"
+
+expect_out "import an OCI layout" "bb-oci:test sha256:" img import "$T/bb-oci"
+R=$(image_root bb-oci:test)
+check "layer 2's whiteout removed etc/removed.txt" test ! -e "$R/etc/removed.txt"
+check "layer 2's whiteout removed usr/share/gone" test ! -e "$R/usr/share/gone"
+check "opaque directory: opq/a of layer 1 hidden" test ! -e "$R/opq/a"
+check "opaque directory: opq/b of layer 2 there" test -f "$R/opq/b"
+check "layer 2 adds etc/motd" grep -q "hello from layer 2" "$R/etc/motd"
+check "layer 1 files kept (etc/passwd)" grep -q "^root:" "$R/etc/passwd"
+check "hard link kept" test "$R/etc/hosts.link" -ef "$R/etc/passwd"
+check "symlink kept" test "$(readlink "$R/bin/sh")" = busybox
+check "mode kept (etc/secret 600)" test "$(stat -c %a "$R/etc/secret")" = 600
+check "mode kept (home/user 700)" test "$(stat -c %a "$R/home/user")" = 700
+check "sticky bit kept (tmp 1777)" test "$(stat -c %a "$R/tmp")" = 1777
+if is_root; then
+    check "as root, ownership kept (home/user is 1000:1000)" test "$(stat -c %u:%g "$R/home/user/notes")" = 1000:1000
+else
+    check "rootless, files are the importer's" test "$(stat -c %u "$R/home/user/notes")" = "$(id -u)"
+    check "rootless, the original owner is recorded" grep -q '"home/user/notes",1000,1000' "$STORE"/layers/*/layer.json
+fi
+
+expect_out "import the same image as a docker-archive: its layers are shared" "2 already stored" \
+    img import "$T/bb-docker.tar"
+check "two layers stored once" test "$(ls "$STORE/layers" | wc -l)" = 2
+check "one image, two names" test "$(ls "$STORE/images" | wc -l)" = 1
+expect_out "ls shows the docker name" "busybox-docker:latest" img ls
+run img inspect --json busybox-docker
+wd=$(printf '%s' "$OUT" | python3 -c 'import json,sys; print(json.load(sys.stdin)["config"]["config"]["WorkingDir"])' 2>&1)
+check "inspect --json: the config's WorkingDir" test "$wd" = /work
+expect_out "inspect --json: both names" '"bb-oci:test"' img inspect --json busybox-docker:latest
+expect_out "inspect by id prefix" "Names: bb-oci:test busybox-docker:latest" img inspect "$(ls "$STORE/images" | cut -c1-12)"
+expect_rc "inspect of an unknown image fails" 1 img inspect nosuch
+expect_out "import --name" "renamed:v1 sha256:" img import --name renamed:v1 "$T/bb-oci:test"
+
+# A root filesystem tarball (as tar -C rootfs -c . makes it), gzip'd.
+tar -C "$R" -czf "$T/rootfs.tar.gz" .
+expect_out "import a root filesystem tarball" "myroot:latest" img import --name myroot "$T/rootfs.tar.gz"
+R2=$(image_root myroot)
+check "the tarball's root has etc/motd" test -f "$R2/etc/motd"
+check "the tarball's root has bin/busybox" test -x "$R2/bin/busybox"
+expect_out "a tarball is named after its file" "rootfs:latest" img import "$T/rootfs.tar.gz"
+
+expect_out "rm one name keeps the image" "removed" img rm bb-oci:test
+check "image still there" test "$(ls "$STORE/images" | wc -l)" = 2
+run img rm busybox-docker renamed:v1
+check "rm its last names removes the image and its layers" \
+    test "$(ls "$STORE/images" | wc -l)" = 1 -a "$(ls "$STORE/layers" | wc -l)" = 1
+
+# Two imports of the same image at once.
+rm -rf "$STORE"
+img import "$T/bb-oci" >"$T/a.out" 2>&1 & pa=$!
+img import "$T/bb-docker.tar" >"$T/b.out" 2>&1 & pb=$!
+ra=0; rb=0; wait $pa || ra=$?; wait $pb || rb=$?
+RC="$ra/$rb" OUT=$(cat "$T/a.out" "$T/b.out") ERR=
+if [[ $ra == 0 && $rb == 0 && $(ls "$STORE/images" | wc -l) == 1 && $(ls "$STORE/layers" | wc -l) == 2 &&
+      -z $(ls -A "$STORE/tmp") ]]; then pass "two imports at once: one image, layers once"
+else fail "two imports at once: one image, layers once"; fi
+
+# An import killed half-way: the layer blob is a FIFO fed half the data.
+rm -rf "$STORE"
+cp -r "$T/bb-oci" "$T/slow-oci"
+big=$(ls -S "$T/slow-oci/blobs/sha256" | head -1)
+mv "$T/slow-oci/blobs/sha256/$big" "$T/big.blob"
+mkfifo "$T/slow-oci/blobs/sha256/$big"
+( head -c 300000 "$T/big.blob"; exec sleep 60 ) >"$T/slow-oci/blobs/sha256/$big" & writer=$!
+"$MINI_BIN/mini-sandbox" image import "$T/slow-oci" >/dev/null 2>&1 & importer=$!
+wait_until 20 bash -c "ls -d '$STORE'/tmp/import-*/layer-0/tree" >/dev/null 2>&1 || true
+sleep 0.3
+kill -9 $importer 2>/dev/null; wait $importer 2>/dev/null || true
+kill $writer 2>/dev/null || true; wait $writer 2>/dev/null || true
+check "the killed import left work in tmp/" test -n "$(ls -A "$STORE/tmp")"
+run img ls
+if [[ $RC == 0 && $OUT != *slow-oci* && -z $(ls "$STORE/images") ]]; then pass "no half-imported image is listed"
+else fail "no half-imported image is listed"; fi
+expect_out "prune removes what the dead import left" "freed" img prune
+check "tmp/ is empty after prune" test -z "$(ls -A "$STORE/tmp")"
+expect_out "a new import after the crash works" "bb-oci:test" img import "$T/bb-oci"
+
+finish
