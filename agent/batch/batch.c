@@ -664,11 +664,14 @@ static int run_batch(struct opts *o)
     size_t with_image = 0;
     for (size_t i = 0; i < b.n_todo; i++)
         with_image += b.todo[i]->image != NULL;
-    if (with_image)
+    if (with_image && !b.ctx.sandbox) {
         fprintf(stderr,
-                "mini batch: warning: %zu task%s name an image; container images are not supported yet (issue "
-                "P9): they run on the host's system directories\n",
+                "mini batch: %zu task%s name an image, which is a sandbox's root: run with --sandbox PROFILE "
+                "(docs/images.md)\n",
                 with_image, with_image == 1 ? "" : "s");
+        rc = 2;
+        goto out;
+    }
     b.pg.total = b.tasks.n;
     b.pg.tty = isatty(STDERR_FILENO);
     b.pg.start = mini_mono_s();

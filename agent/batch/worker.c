@@ -265,7 +265,8 @@ int batch_worker(const struct batch_ctx *b, const struct mini_task *t)
 
     if (make_workspace(b, t, ws, log, &e) < 0 ||
         mini_config_set(cfg, "environment.workspace", cJSON_CreateString(ws), &e) < 0 ||
-        mini_config_set(cfg, "environment.cwd", cJSON_CreateString(ws), &e) < 0) {
+        mini_config_set(cfg, "environment.cwd", cJSON_CreateString(ws), &e) < 0 ||
+        (t->image && mini_config_set(cfg, "environment.image", cJSON_CreateString(t->image), &e) < 0)) {
         exit_status = "WorkspaceError";
     }
     struct stat lst;

@@ -21,6 +21,7 @@ have python3 || skip_all "python3 is missing"
 have git || skip_all "git is missing"
 
 MINI=$MINI_BIN/mini
+export MINI_IMAGE_STORE=$T/store   # the daemon's and the CLI's (section 4c)
 start_daemon
 B=$T/batch
 mkdir -p "$B"
@@ -214,6 +215,30 @@ print("ok" if ok else f"preds {preds} asked {asked}")
 PY
 same "each worker's request carries its own task; 8 patches in preds.json" "ok" "$OUT"
 kill "$mock_pid" 2>/dev/null; wait "$mock_pid" 2>/dev/null || true
+
+# ---- 4c. a task's image is its sandbox's root -------------------------------------
+if [[ -x /bin/busybox ]]; then
+    python3 "$MINI_SOURCE_DIR/tests/image/mkimage.py" oci "$B/bb-oci" >/dev/null
+    run bounded "$MINI_BIN/mini-sandbox" image import -q "$B/bb-oci"
+    rc_is "the busybox test image imports" 0
+    printf '%s\n' '{"instance_id": "img", "problem_statement": "x", "repo": "r", "image": "bb-oci:test", "verify": "cat /etc/motd"}' \
+        '{"instance_id": "host", "problem_statement": "x", "repo": "r", "verify": "test -e /etc/debian_version"}' >"$B/img.jsonl"
+    batch "$B/img.jsonl" -o "$B/img"
+    rc_is "a batch with an image task: exit 0" 0
+    run python3 - "$B/img" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1] + "/summary.json"))["tasks"]
+print(s["img"]["exit_status"], s["img"]["verify"]["status"], s["img"]["verify"]["output_tail"].strip(),
+      s["host"]["verify"]["status"])
+PY
+    same "the image task ran and was verified in its image; the other on the host's root" \
+        "Submitted resolved hello from layer 2 resolved" "$OUT"
+    run bounded "$MINI" batch "$B/img.jsonl" -o "$B/img-local" -c mini -c "$B/cfg.yaml" --sandbox off
+    if [[ $RC == 2 ]] && contains "$ERR" "run with --sandbox"; then pass "an image task without a sandbox is refused, exit 2"
+    else fail "an image task without a sandbox is refused, exit 2" "rc $RC: $ERR"; fi
+else
+    skip "a task's image" "busybox-static is not installed"
+fi
 
 # ---- 5. bad task files; a daemon of the batch's own -----------------------------
 bad_file() {  # NAME CONTENT WANT
