@@ -8,6 +8,7 @@
 #include "environment.h"
 #include "interactive.h"
 #include "model.h"
+#include "policy/policy.h"
 #include "mini/cleanup.h"
 #include "mini/io.h"
 #include "mini/log.h"
@@ -46,6 +47,8 @@ static void usage(FILE *f)
             "      --sandbox P|FILE|off   run commands in the sandbox with profile P (strict, standard,\n"
             "                             permissive) or a profile file; off: on the host, unconfined\n"
             "      --workspace DIR        the directory the commands work in (default: .)\n"
+            "      --audit-log FILE       append one JSON line per action (its policy decision and how\n"
+            "                             it ran) to FILE (default: policy.audit_log)\n"
             "  -h, --help, --version\n\n"
             "       mini config set KEY VALUE | unset KEY | edit\n"
             "                             change the global .env file (mini-extra config)\n\n"
@@ -112,7 +115,7 @@ static int prepare_output(const char *path, struct mini_err *e)
 /* The command line. */
 struct args {
     const char *task, *model_name, *cost_limit, *output;
-    const char *model_class, *agent_class, *env_class, *sandbox, *workspace;
+    const char *model_class, *agent_class, *env_class, *sandbox, *workspace, *audit_log;
     bool yolo, exit_immediately;
     const char **specs; /* argc + 1 slots */
     size_t n_specs;
@@ -121,7 +124,16 @@ struct args {
 /* -1: go on; otherwise the exit code. */
 static int parse_args(int argc, char **argv, struct args *o)
 {
-    enum { OPT_EXIT = 256, OPT_MODEL_CLASS, OPT_AGENT_CLASS, OPT_ENV_CLASS, OPT_SANDBOX, OPT_WORKSPACE, OPT_VERSION };
+    enum {
+        OPT_EXIT = 256,
+        OPT_MODEL_CLASS,
+        OPT_AGENT_CLASS,
+        OPT_ENV_CLASS,
+        OPT_SANDBOX,
+        OPT_WORKSPACE,
+        OPT_VERSION,
+        OPT_AUDIT_LOG
+    };
     static const struct option opts[] = {
         { "task", required_argument, NULL, 't' },
         { "model", required_argument, NULL, 'm' },
@@ -135,6 +147,7 @@ static int parse_args(int argc, char **argv, struct args *o)
         { "environment-class", required_argument, NULL, OPT_ENV_CLASS },
         { "sandbox", required_argument, NULL, OPT_SANDBOX },
         { "workspace", required_argument, NULL, OPT_WORKSPACE },
+        { "audit-log", required_argument, NULL, OPT_AUDIT_LOG },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, OPT_VERSION },
         { 0 },
@@ -154,6 +167,7 @@ static int parse_args(int argc, char **argv, struct args *o)
         case OPT_ENV_CLASS: o->env_class = optarg; break;
         case OPT_SANDBOX: o->sandbox = optarg; break;
         case OPT_WORKSPACE: o->workspace = optarg; break;
+        case OPT_AUDIT_LOG: o->audit_log = optarg; break;
         case 'h': usage(stdout); return 0;
         case OPT_VERSION: printf("mini %s\n", MINI_VERSION); return 0;
         default: usage(stderr); return 2;
@@ -327,6 +341,18 @@ static void env_freep(struct mini_environment **env)
 }
 
 static void model_freep(struct mini_model **m) { mini_model_free(*m); }
+static void policy_freep(struct mini_policy **p) { mini_policy_free(*p); }
+
+/* The policy section with agent.whitelist_actions mapped onto it. */
+static struct mini_policy *new_policy(const cJSON *cfg, struct mini_err *e)
+{
+    struct mini_policy *p = mini_policy_new(mini_config_get(cfg, "policy"), e);
+    if (p && mini_policy_add_whitelist(p, mini_config_get(cfg, "agent.whitelist_actions"), e) < 0) {
+        mini_policy_free(p);
+        return NULL;
+    }
+    return p;
+}
 static void ui_freep(struct mini_ui **ui) { mini_ui_free(*ui); }
 
 static int run(struct args *o)
@@ -343,6 +369,13 @@ static int run(struct args *o)
     const cJSON *ecls = mini_config_get(cfg, "environment.environment_class");
     _cleanup_(model_freep) struct mini_model *model = mini_model_new(mini_config_get(cfg, "model"), NULL, &e);
     if (!model)
+        return fail(&e);
+    _cleanup_(policy_freep) struct mini_policy *policy = new_policy(cfg, &e);
+    if (!policy)
+        return fail(&e);
+    const char *audit_path = o->audit_log ? o->audit_log : mini_policy_audit_log(policy);
+    _cleanup_close_ int audit_fd = audit_path ? mini_audit_open(audit_path, &e) : -1;
+    if (audit_path && audit_fd < 0)
         return fail(&e);
     _cleanup_(env_freep) struct mini_environment *env = mini_environment_new(
         mini_config_get(cfg, "environment"), cJSON_IsString(ecls) ? ecls->valuestring : "local", &e);
@@ -367,7 +400,8 @@ static int run(struct args *o)
         o->output = out_default = default_output();
     if (o->output && prepare_output(o->output, &e) < 0)
         return fail(&e);
-    if (mini_agent_init(&agent, cfg, model, env, o->output, &e) < 0)
+    if (mini_agent_init(&agent, cfg, model, env, o->output, &e) < 0 ||
+        mini_agent_supervise(&agent, policy, audit_fd, &e) < 0)
         return fail(&e);
     mini_model_set_cancel(model, &agent.interrupt);
     mini_ui_attach(ui, &agent);
