@@ -137,8 +137,8 @@ static int parse_rule(struct mini_policy *p, const cJSON *r, size_t i, struct mi
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(r, "match");
     snprintf(key, sizeof key, "%s.match", where);
     if (!cJSON_IsString(m))
-        return mini_err_set(e, MINI_E_CONFIG, "%s: %s (a regular expression on the command)",
-                            m ? "must be a string" : "missing", key);
+        return mini_err_set(e, MINI_E_CONFIG, "%s: %s (a regular expression on the command)", key,
+                            m ? "must be a string" : "missing");
     enum mini_verdict v;
     const cJSON *vv = cJSON_GetObjectItemCaseSensitive(r, "verdict");
     snprintf(key, sizeof key, "%s.verdict", where);
