@@ -367,15 +367,17 @@ static int run(struct args *o)
     struct mini_err e;
     mini_err_clear(&e);
     const cJSON *ecls = mini_config_get(cfg, "environment.environment_class");
-    _cleanup_(model_freep) struct mini_model *model = mini_model_new(mini_config_get(cfg, "model"), NULL, &e);
-    if (!model)
-        return fail(&e);
+    /* The policy first: its mistakes are the config's, found before any
+     * model or sandbox is set up. */
     _cleanup_(policy_freep) struct mini_policy *policy = new_policy(cfg, &e);
     if (!policy)
         return fail(&e);
     const char *audit_path = o->audit_log ? o->audit_log : mini_policy_audit_log(policy);
     _cleanup_close_ int audit_fd = audit_path ? mini_audit_open(audit_path, &e) : -1;
     if (audit_path && audit_fd < 0)
+        return fail(&e);
+    _cleanup_(model_freep) struct mini_model *model = mini_model_new(mini_config_get(cfg, "model"), NULL, &e);
+    if (!model)
         return fail(&e);
     _cleanup_(env_freep) struct mini_environment *env = mini_environment_new(
         mini_config_get(cfg, "environment"), cJSON_IsString(ecls) ? ecls->valuestring : "local", &e);

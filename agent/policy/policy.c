@@ -448,6 +448,10 @@ int mini_policy_ask_approver(const char *command, double timeout, const cJSON *r
         rc = decide(out, false, "the approver's answer is longer than %d bytes", APPROVER_ANSWER_MAX);
     else if (WIFSIGNALED(st))
         rc = decide(out, false, "the approver was killed by signal %d", WTERMSIG(st));
+    else if (WIFEXITED(st) && WEXITSTATUS(st) > 128 && WEXITSTATUS(st) < 128 + 65)
+        /* the shell's report of a command it ran that a signal killed */
+        rc = decide(out, false, "the approver was killed by signal %d (exit status %d)", WEXITSTATUS(st) - 128,
+                    WEXITSTATUS(st));
     else if (WIFEXITED(st) && WEXITSTATUS(st) != 0)
         rc = decide(out, false, "the approver failed with exit status %d", WEXITSTATUS(st));
     else if (!ans.data || !ans.len)
