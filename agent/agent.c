@@ -660,6 +660,10 @@ static void audit(struct mini_agent *a, const char *cmd, const struct decision *
     _cleanup_cjson_ cJSON *l = cJSON_CreateObject();
     cJSON_AddStringToObject(l, "time", when);
     cJSON_AddStringToObject(l, "run", a->run_id);
+    /* a batch task's id, when the run is one */
+    const char *instance = str(a->traj_extra, "instance_id");
+    if (instance)
+        cJSON_AddStringToObject(l, "instance_id", instance);
     cJSON_AddNumberToObject(l, "step", (double)a->n_calls);
     cJSON_AddStringToObject(l, "command", cmd);
     cJSON_AddItemToObject(l, "rule", d->rule ? cJSON_CreateString(d->rule) : cJSON_CreateNull());

@@ -11,7 +11,8 @@
 #  3. a rule's profile override under --sandbox strict: that command runs
 #     in a session of its profile, the audit line says which.
 #  4. bad policies: exit 2 naming the key.
-#  5. mini-sandbox run --policy: deny exits 126 with one line and runs
+#  5. mini batch: 8 tasks, 4 workers, one audit log.
+#  6. mini-sandbox run --policy: deny exits 126 with one line and runs
 #     nothing, allow runs, ask goes to the approver, audit lines.
 #
 # Runs as the invoking user and rootless (mini_e2e_test).
@@ -179,7 +180,36 @@ if [[ $RC == 2 && $ERR == *'policy.approver_timout'*'did you mean policy.approve
     pass "a misspelt policy key: exit 2, the right one suggested"
 else fail "a misspelt policy key: exit 2, the right one suggested"; fi
 
-# ==== 5. mini-sandbox run --policy =========================================
+# ==== 5. mini batch ========================================================
+scenario "mini batch: 8 tasks, 4 workers, one audit log"
+python3 -c "
+import json
+for i in range(8): print(json.dumps({'instance_id': f't{i}', 'problem_statement': f'n{i}'}))" >"$T/tasks.jsonl"
+cat >"$T/bcfg.yaml" <<YAML
+model:
+  model_class: deterministic
+  cost_per_call: 0
+  outputs: $(outputs "echo one" "rm -rf /nonexistent-$RUN_TAG")
+policy:
+  rules: [{match: '^rm', verdict: deny, reason: "no rm in batch"}]
+  audit_log: $AUDIT
+YAML
+(cd "$T" && run bounded env -i "${MINI_BASE_ENV[@]}" "$MINI_BIN/mini" batch "$T/tasks.jsonl" -o "$T/bout" -w 4 \
+    -c mini -c "$T/bcfg.yaml" --sandbox off)
+pcheck "every worker's actions are in the one audit log, whole lines, per task" <<'PY'
+audit = load_audit(AUDIT)
+assert len(audit) == 8 * 3, len(audit)
+by_task = {}
+for r in audit:
+    by_task.setdefault(r["instance_id"], []).append(r)
+assert sorted(by_task) == [f"t{i}" for i in range(8)], sorted(by_task)
+for t, rs in by_task.items():
+    assert [r["decision"] for r in rs] == ["allow", "deny", "allow"], (t, rs)
+    assert rs[1]["reason"] == "no rm in batch", rs[1]
+    assert len({r["run"] for r in rs}) == 1, rs
+PY
+
+# ==== 6. mini-sandbox run --policy =========================================
 scenario "mini-sandbox run --policy"
 start_daemon
 cat >"$T/p5.json" <<JSON
