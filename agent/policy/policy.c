@@ -474,21 +474,9 @@ int mini_audit_open(const char *path, struct mini_err *e)
 
 int mini_audit_write(int fd, const cJSON *obj, struct mini_err *e)
 {
-    _cleanup_free_ char *line = cJSON_PrintUnformatted(obj);
-    if (!line)
-        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-    size_t n = strlen(line);
-    line[n++] = '\n'; /* over the NUL: the line and its end in one write */
-    /* O_APPEND: one write() puts the whole line at the end, whoever else
-     * writes; a short write (disk full) is reported, never resumed, so
-     * that no other writer's line can land inside it. */
-    ssize_t w;
-    while ((w = write(fd, line, n)) < 0 && errno == EINTR)
-        ;
-    if (w < 0)
-        return mini_err_sys(e, MINI_E_IO, errno, "writing the audit log");
-    if ((size_t)w != n)
-        return mini_err_set(e, MINI_E_IO, "writing the audit log: short write (%zd of %zu bytes)", w, n);
+    /* O_APPEND and one write() per line: mini_json_append_line. */
+    if (mini_json_append_line(fd, obj, e) < 0)
+        return mini_err_prefix(e, "writing the audit log");
     return 0;
 }
 

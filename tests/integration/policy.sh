@@ -13,7 +13,8 @@
 #  4. bad policies: exit 2 naming the key.
 #  5. mini batch: 8 tasks, 4 workers, one audit log.
 #  6. mini-sandbox run --policy: deny exits 126 with one line and runs
-#     nothing, allow runs, ask goes to the approver, audit lines.
+#     nothing, allow runs, ask goes to the approver, audit lines (the
+#     policy's, and the daemon's own --audit-log).
 #
 # Runs as the invoking user and rootless (mini_e2e_test).
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
@@ -211,7 +212,7 @@ PY
 
 # ==== 6. mini-sandbox run --policy =========================================
 scenario "mini-sandbox run --policy"
-start_daemon
+start_daemon --audit-log "$T/daemon-audit.jsonl"
 cat >"$T/p5.json" <<JSON
 {"policy": {"default": "deny",
             "rules": [{"match": "^echo ", "verdict": "allow"},
@@ -240,6 +241,13 @@ audit = load_audit(AUDIT)
 assert [r["decision"] for r in audit] == ["deny", "allow", "allow", "deny"], audit
 assert audit[1]["returncode"] == 0 and audit[1]["environment"] == "sandbox", audit[1]
 assert audit[2]["by"] == "test-approver", audit[2]
+PY
+pcheck "the daemon's own audit log has the commands that ran, and none that were denied" T="$T" <<'PY'
+lines = open(os.path.join(os.environ["T"], "daemon-audit.jsonl")).read().splitlines()
+recs = [json.loads(l) for l in lines]
+cmds = [" ".join(r["argv"]) for r in recs]
+assert len(recs) == 2 and any("ask-allow" in c for c in cmds), cmds
+assert not any("cli-denied" in c or "ask-garbage" in c for c in cmds), cmds
 PY
 echo '{"rules": "no"}' >"$T/bad.json"
 run sbx --policy "$T/bad.json" -- true
