@@ -550,7 +550,13 @@ cJSON *mini_environment_isolation(const struct mini_environment *env, const char
     }
     cJSON_AddStringToObject(o, "environment", env->sandbox ? "sandbox" : "local");
     cJSON_AddItemToObject(o, "profile", profile ? cJSON_CreateString(profile) : cJSON_CreateNull());
-    cJSON_AddItemToObject(o, "isolation", iso ? cJSON_Duplicate(iso, true) : cJSON_CreateString("none"));
+    /* The level (full, degraded), and what is missing when anything is:
+     * the whole report is the daemon's `open` reply (mini-sandbox check). */
+    const cJSON *status = cJSON_GetObjectItemCaseSensitive(iso, "status");
+    const cJSON *missing = cJSON_GetObjectItemCaseSensitive(iso, "missing");
+    cJSON_AddStringToObject(o, "isolation", cJSON_IsString(status) ? status->valuestring : iso ? "unknown" : "none");
+    if (cJSON_GetArraySize(missing) > 0)
+        cJSON_AddItemToObject(o, "isolation_missing", cJSON_Duplicate(missing, true));
     return o;
 }
 

@@ -33,7 +33,9 @@ int mini_environment_execute_in(struct mini_environment *env, const char *profil
                                 double timeout, mini_env_output_fn fn, void *arg, cJSON **result, struct mini_err *e);
 /* What a command run with this profile override (NULL: none) gets, for the
  * audit log: {"environment": "local"|"sandbox", "profile": name|null,
- * "isolation": the daemon's report for the session, or "none"}. */
+ * "isolation": the level the daemon reported for the session ("full",
+ * "degraded"), or "none" on the host; "isolation_missing": what a
+ * degraded session lacks}. */
 cJSON *mini_environment_isolation(const struct mini_environment *env, const char *profile);
 /* Stop the command that is running now (from a signal handler's flag check
  * or another thread); the result reports it as interrupted. */
