@@ -615,7 +615,8 @@ static int supervise(struct mini_agent *a, const char *cmd, struct decision *d, 
     }
     _cleanup_cjson_ cJSON *req = approver_request(a, cmd, &m);
     struct mini_approval ap;
-    if (!req || mini_policy_ask_approver(approver, mini_policy_approver_timeout(a->policy), req, &ap) < 0)
+    if (!req ||
+        mini_policy_ask_approver(approver, mini_policy_approver_timeout(a->policy), req, &a->interrupt, &ap) < 0)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     int r = decided(d, ap.allow, ap.by, ap.reason, e);
     mini_approval_free(&ap);

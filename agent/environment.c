@@ -496,8 +496,14 @@ int mini_environment_execute_in(struct mini_environment *env, const char *profil
     const char *session = env->session;
     if (profile && !(env->sandbox && strcmp(profile, env->profile) == 0)) {
         struct extra_session *x = profile_session(env, profile, e);
-        if (!x)
+        if (!x && e->code == MINI_E_NOMEM)
             return -1;
+        if (!x) {
+            /* The rule's profile is unavailable here: the model is told,
+             * and the run goes on (nothing ran). */
+            *result = exception_result("", 0, mini_errc_name(e->code), e->msg);
+            return *result ? 0 : mini_err_set(e, MINI_E_NOMEM, "out of memory");
+        }
         session = x->session;
     }
     /* local: its timeout; in the sandbox 0 may stay: the profile's limit */

@@ -765,6 +765,9 @@ static struct mini_flow ui_execute_actions(struct mini_agent *a, const cJSON *ms
         /* The person said run: that answers the policy's `ask` too. */
         a->person_approved = ui->mode != MINI_MODE_YOLO;
     }
+    /* The person's own command (human mode) is theirs: ask is answered. */
+    if (msg == ui->own_command)
+        a->person_approved = true;
     _cleanup_cjson_ cJSON *outputs = cJSON_CreateArray();
     _cleanup_free_ char *submission = NULL, *more = NULL;
     if (!outputs) {

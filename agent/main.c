@@ -343,16 +343,6 @@ static void env_freep(struct mini_environment **env)
 static void model_freep(struct mini_model **m) { mini_model_free(*m); }
 static void policy_freep(struct mini_policy **p) { mini_policy_free(*p); }
 
-/* The policy section with agent.whitelist_actions mapped onto it. */
-static struct mini_policy *new_policy(const cJSON *cfg, struct mini_err *e)
-{
-    struct mini_policy *p = mini_policy_new(mini_config_get(cfg, "policy"), e);
-    if (p && mini_policy_add_whitelist(p, mini_config_get(cfg, "agent.whitelist_actions"), e) < 0) {
-        mini_policy_free(p);
-        return NULL;
-    }
-    return p;
-}
 static void ui_freep(struct mini_ui **ui) { mini_ui_free(*ui); }
 
 static int run(struct args *o)
@@ -369,7 +359,7 @@ static int run(struct args *o)
     const cJSON *ecls = mini_config_get(cfg, "environment.environment_class");
     /* The policy first: its mistakes are the config's, found before any
      * model or sandbox is set up. */
-    _cleanup_(policy_freep) struct mini_policy *policy = new_policy(cfg, &e);
+    _cleanup_(policy_freep) struct mini_policy *policy = mini_policy_from_config(cfg, &e);
     if (!policy)
         return fail(&e);
     const char *audit_path = o->audit_log ? o->audit_log : mini_policy_audit_log(policy);

@@ -26,6 +26,7 @@
 #include <unistd.h>
 #include "batch/batch.h"
 #include "config/config.h"
+#include "policy/policy.h"
 #include "config/dotenv.h"
 #include "mini/buf.h"
 #include "mini/clock.h"
@@ -212,6 +213,11 @@ static cJSON *load_config(const struct opts *o, struct mini_err *e)
         mini_config_set(cfg, "agent.agent_class", cJSON_CreateString("default"), e) < 0 ||
         mini_config_validate(cfg, e) < 0)
         return NULL;
+    /* A bad policy fails the batch now, not each task. */
+    struct mini_policy *policy = mini_policy_from_config(cfg, e);
+    if (!policy)
+        return NULL;
+    mini_policy_free(policy);
     return TAKE_PTR(cfg);
 }
 

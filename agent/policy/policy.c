@@ -242,6 +242,17 @@ int mini_policy_add_whitelist(struct mini_policy *p, const cJSON *list, struct m
     return 0;
 }
 
+struct mini_policy *mini_policy_from_config(const cJSON *config, struct mini_err *e)
+{
+    const cJSON *agent = cJSON_GetObjectItemCaseSensitive(config, "agent");
+    struct mini_policy *p = mini_policy_new(cJSON_GetObjectItemCaseSensitive(config, "policy"), e);
+    if (p && mini_policy_add_whitelist(p, cJSON_GetObjectItemCaseSensitive(agent, "whitelist_actions"), e) < 0) {
+        mini_policy_free(p);
+        return NULL;
+    }
+    return p;
+}
+
 void mini_policy_free(struct mini_policy *p)
 {
     if (!p)
@@ -331,7 +342,8 @@ static int parse_answer(const char *text, size_t len, struct mini_approval *out)
     return decide(out, allow, allow ? "allowed by the approver" : "denied by the approver");
 }
 
-int mini_policy_ask_approver(const char *command, double timeout, const cJSON *request, struct mini_approval *out)
+int mini_policy_ask_approver(const char *command, double timeout, const cJSON *request, const volatile int *cancel,
+                             struct mini_approval *out)
 {
     *out = (struct mini_approval){ 0 };
     _cleanup_free_ char *req = cJSON_PrintUnformatted(request);
@@ -375,7 +387,7 @@ int mini_policy_ask_approver(const char *command, double timeout, const cJSON *r
     size_t sent = 0;
     struct mini_buf ans = MINI_BUF_INIT;
     int64_t deadline = mini_mono_ms() + (int64_t)(timeout * 1000);
-    bool late = false, too_long = false;
+    bool late = false, too_long = false, cancelled = false;
     /* A closed stdin must not kill us: SIGPIPE is held off while writing. */
     struct sigaction ign = { .sa_handler = SIG_IGN }, old;
     sigemptyset(&ign.sa_mask);
@@ -386,8 +398,12 @@ int mini_policy_ask_approver(const char *command, double timeout, const cJSON *r
             late = true;
             break;
         }
+        if (cancel && *cancel) {
+            cancelled = true;
+            break;
+        }
         struct pollfd pf[2] = { { .fd = rfd, .events = POLLIN }, { .fd = wfd, .events = POLLOUT } };
-        int r = poll(pf, wfd >= 0 ? 2 : 1, (int)(left > 1000 ? 1000 : left));
+        int r = poll(pf, wfd >= 0 ? 2 : 1, (int)(left > 100 ? 100 : left));
         if (r < 0 && errno != EINTR)
             break;
         if (r <= 0)
@@ -422,7 +438,7 @@ int mini_policy_ask_approver(const char *command, double timeout, const cJSON *r
     mini_close(wfd);
     mini_close(rfd);
     int st = 0;
-    if (late || too_long) {
+    if (late || too_long || cancelled) {
         kill(-pid, SIGKILL);
         kill(pid, SIGKILL);
     }
@@ -442,7 +458,9 @@ int mini_policy_ask_approver(const char *command, double timeout, const cJSON *r
     }
     kill(-pid, SIGKILL); /* anything it left behind in its group */
     int rc;
-    if (late)
+    if (cancelled)
+        rc = decide(out, false, "interrupted while the approver was being asked");
+    else if (late)
         rc = decide(out, false, "the approver did not answer within %g seconds", timeout);
     else if (too_long)
         rc = decide(out, false, "the approver's answer is longer than %d bytes", APPROVER_ANSWER_MAX);

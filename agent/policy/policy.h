@@ -48,6 +48,9 @@ struct mini_policy *mini_policy_new(const cJSON *obj, struct mini_err *e);
 /* Append agent.whitelist_actions (NULL or null: none) as `allow` rules
  * matched at the start. */
 int mini_policy_add_whitelist(struct mini_policy *p, const cJSON *list, struct mini_err *e);
+/* The policy of a whole config: its `policy` object, then its
+ * agent.whitelist_actions (as mini, mini batch and its workers make it). */
+struct mini_policy *mini_policy_from_config(const cJSON *config, struct mini_err *e);
 void mini_policy_free(struct mini_policy *p);
 
 /* First match wins; else the default. */
@@ -74,9 +77,11 @@ struct mini_approval {
  * (one JSON line) to its stdin, read one JSON object from its stdout
  * within timeout seconds: {"decision": "allow"|"deny", "reason": ...,
  * "by": ...}.  A crash, a non-zero exit, a hang (its process group is
- * killed), garbage or a late answer is a deny whose reason says so.
+ * killed), garbage or a late answer is a deny whose reason says so; so is
+ * *cancel becoming non-zero while it waits (a Ctrl-C; cancel may be NULL).
  * -1 only when out of memory. */
-int mini_policy_ask_approver(const char *command, double timeout, const cJSON *request, struct mini_approval *out);
+int mini_policy_ask_approver(const char *command, double timeout, const cJSON *request, const volatile int *cancel,
+                             struct mini_approval *out);
 void mini_approval_free(struct mini_approval *a);
 
 /* ---- the audit log ---- */

@@ -305,7 +305,8 @@ static int cmd_run(int argc, char **argv)
             cJSON_AddStringToObject(req, "cwd", cwd ? cwd : getcwd(here, sizeof here) ? here : ws);
             cJSON_AddArrayToObject(req, "messages");
             struct mini_approval ap;
-            if (mini_policy_ask_approver(mini_policy_approver(pol), mini_policy_approver_timeout(pol), req, &ap) == 0) {
+            if (mini_policy_ask_approver(mini_policy_approver(pol), mini_policy_approver_timeout(pol), req, NULL,
+                                         &ap) == 0) {
                 allow = ap.allow;
                 free(by);
                 by = TAKE_PTR(ap.by);

@@ -164,8 +164,21 @@ else
     fail "a run under --sandbox strict with a profile override" "exit $RC"
 fi
 
+scenario "a rule's profile that cannot be had: the model is told, the run goes on"
+minirun --sandbox off --workspace "$WS" \
+    -c "policy={\"rules\": [{\"match\": \"^touch\", \"verdict\": \"allow\", \"profile\": \"$T/no-such-profile.json\"}]}" \
+    -c "policy.audit_log=$AUDIT" -c "model.outputs=$(outputs "touch never.txt")"
+expect_rc_last "the run still submits (exit 0)" 0
+check "the command did not run anywhere" test ! -e "$WS/never.txt"
+jcheck "the observation says the profile could not be had" <<'PY'
+t = load_traj()
+obs = [m["content"] for m in t["messages"] if m["role"] == "user"][1:]
+assert "no-such-profile.json" in obs[0] and "<returncode>-1</returncode>" in obs[0], obs[0]
+PY
+
 # ==== 4. bad policies =====================================================
 scenario "bad policies name the key"
+echo '{"instance_id": "t0", "problem_statement": "p"}' >"$T/none.jsonl"
 mrun -y -t task --sandbox off -c mini --model-class deterministic -c 'model.outputs=[]' \
     -c 'policy={"rules": [{"match": "x", "verdict": "maybe"}]}'
 if [[ $RC == 2 && $ERR == *'policy.rules[0].verdict: "maybe" is not allow, deny or ask'* ]]; then
@@ -176,6 +189,11 @@ mrun -y -t task --sandbox off -c mini --model-class deterministic -c 'model.outp
 if [[ $RC == 2 && $ERR == *'policy.rules[0].match: not a valid regular expression'* ]]; then
     pass "a bad regular expression: exit 2, the key named"
 else fail "a bad regular expression: exit 2, the key named"; fi
+run bounded env -i -C "$T" "${MINI_BASE_ENV[@]}" "$MINI_BIN/mini" batch "$T/none.jsonl" -o "$T/bbad" \
+    -c mini --model-class deterministic -c 'model.outputs=["x"]' -c 'policy.rules=[{"match": "[", "verdict": "deny"}]'
+if [[ $RC == 2 && $ERR == *'policy.rules[0].match: not a valid regular expression'* && ! -e $T/bbad/t0 ]]; then
+    pass "mini batch refuses a bad policy up front: exit 2, the key named"
+else fail "mini batch refuses a bad policy up front: exit 2, the key named" "status $RC: $ERR"; fi
 mrun -y -t task --sandbox off -c mini --model-class deterministic -c 'model.outputs=[]' -c 'policy.approver_timout=3'
 if [[ $RC == 2 && $ERR == *'policy.approver_timout'*'did you mean policy.approver_timeout'* ]]; then
     pass "a misspelt policy key: exit 2, the right one suggested"
@@ -195,8 +213,9 @@ policy:
   rules: [{match: '^rm', verdict: deny, reason: "no rm in batch"}]
   audit_log: $AUDIT
 YAML
-(cd "$T" && run bounded env -i "${MINI_BASE_ENV[@]}" "$MINI_BIN/mini" batch "$T/tasks.jsonl" -o "$T/bout" -w 4 \
-    -c mini -c "$T/bcfg.yaml" --sandbox off)
+run bounded env -i -C "$T" "${MINI_BASE_ENV[@]}" "$MINI_BIN/mini" batch "$T/tasks.jsonl" -o "$T/bout" -w 4 \
+    -c mini -c "$T/bcfg.yaml" --sandbox off
+expect_rc_last "the batch ends: exit 0" 0
 pcheck "every worker's actions are in the one audit log, whole lines, per task" <<'PY'
 audit = load_audit(AUDIT)
 assert len(audit) == 8 * 3, len(audit)

@@ -119,7 +119,7 @@ static void ask(const char *cmd, double timeout, bool want_allow, const char *wa
     cJSON *req = cJSON_Parse("{\"command\": \"ls\", \"step\": 1}");
     struct mini_approval a;
     int64_t t0 = mini_mono_ms();
-    CHECK(mini_policy_ask_approver(cmd, timeout, req, &a) == 0);
+    CHECK(mini_policy_ask_approver(cmd, timeout, req, NULL, &a) == 0);
     int64_t ms = mini_mono_ms() - t0;
     CHECK_MSG(a.allow == want_allow && strstr(a.reason, want_reason) && (!want_by || strcmp(a.by, want_by) == 0),
               "%s: allow=%d reason=\"%s\" by=\"%s\"", cmd, a.allow, a.reason, a.by);
@@ -149,9 +149,19 @@ static void test_approver(void)
     cJSON_AddStringToObject(big, "pad", pad);
     free(pad);
     struct mini_approval a;
-    CHECK(mini_policy_ask_approver("sleep 30", 0.3, big, &a) == 0 && !a.allow && strstr(a.reason, "did not answer"));
+    CHECK(mini_policy_ask_approver("sleep 30", 0.3, big, NULL, &a) == 0 && !a.allow &&
+          strstr(a.reason, "did not answer"));
     mini_approval_free(&a);
     cJSON_Delete(big);
+    /* a Ctrl-C while waiting: stopped at once, a deny */
+    volatile int cancel = 1;
+    cJSON *req = cJSON_CreateObject();
+    int64_t t0 = mini_mono_ms();
+    CHECK(mini_policy_ask_approver("sleep 30", 20, req, &cancel, &a) == 0 && !a.allow &&
+          strstr(a.reason, "interrupted"));
+    CHECK(mini_mono_ms() - t0 < 3000);
+    mini_approval_free(&a);
+    cJSON_Delete(req);
 }
 
 /* 8 processes x 200 lines of 1..6 KB each (longer than a pipe's atomic
