@@ -14,6 +14,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -443,20 +444,25 @@ int mini_policy_ask_approver(const char *command, double timeout, const cJSON *r
         kill(pid, SIGKILL);
     }
     /* Its stdout is closed: it has exited, or is about to (a little grace,
-     * then the group is killed). */
+     * then the group is killed).  It is waited for without reaping it
+     * (WNOWAIT), so that its pid, and with it the group id, cannot be
+     * reused before what it left behind in its group is killed. */
     int64_t grace = mini_mono_ms() + 1000;
-    pid_t w;
-    while ((w = waitpid(pid, &st, WNOHANG)) == 0 || (w < 0 && errno == EINTR)) {
+    for (;;) {
+        siginfo_t si = { 0 };
+        int r = waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT);
+        if ((r == 0 && si.si_pid == pid) || (r < 0 && errno != EINTR))
+            break;
         if (mini_mono_ms() > grace) {
             kill(-pid, SIGKILL);
             kill(pid, SIGKILL);
-            while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-                ;
-            break;
+            grace = INT64_MAX;
         }
         usleep(5000);
     }
     kill(-pid, SIGKILL); /* anything it left behind in its group */
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
     int rc;
     if (cancelled)
         rc = decide(out, false, "interrupted while the approver was being asked");
