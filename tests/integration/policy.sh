@@ -15,6 +15,8 @@
 #  6. mini-sandbox run --policy: deny exits 126 with one line and runs
 #     nothing, allow runs, ask goes to the approver, audit lines (the
 #     policy's, and the daemon's own --audit-log).
+#  7. concurrent writers: 8 mini runs at once, 26 lines of ~3 KB each, into
+#     one audit log: none torn, none lost, each run's in order.
 #
 # Runs as the invoking user and rootless (mini_e2e_test).
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
@@ -272,5 +274,34 @@ echo '{"rules": "no"}' >"$T/bad.json"
 run sbx --policy "$T/bad.json" -- true
 if [[ $RC == 125 && $ERR == *"policy.rules: must be a list"* ]]; then pass "a bad policy file: 125, the key named"
 else fail "a bad policy file: 125, the key named"; fi
+
+# ==== 7. concurrent writers ================================================
+scenario "8 mini runs at once append 26 long lines each to one audit log"
+pad=$(head -c 3000 /dev/zero | tr '\0' x)
+cmds=()
+for i in $(seq 1 25); do cmds+=("echo $i-$pad >/dev/null"); done
+printf 'model:\n  outputs: %s\n' "$(outputs "${cmds[@]}")" >"$T/conc.yaml"
+pids=()
+for w in 1 2 3 4 5 6 7 8; do
+    timeout -k 5 120 env -i "${MINI_BASE_ENV[@]}" "$MINI_BIN/mini" -y --exit-immediately -c mini_textbased \
+        -c "$T/conc.yaml" --model-class deterministic -l 0 -o "$T/conc.$w.json" -t task --sandbox off \
+        --workspace "$WS" -c "policy.audit_log=$AUDIT" >"$T/conc.$w.out" 2>&1 </dev/null &
+    pids+=("$!")
+    BG_PIDS+=("$!")
+done
+bad=0
+for p in "${pids[@]}"; do wait "$p" || bad=$((bad + 1)); done
+check "the 8 runs all submitted" test "$bad" -eq 0
+pcheck "8 x 26 lines, none torn, none lost, each run's steps in order" <<'PY'
+audit = load_audit(AUDIT)
+assert len(audit) == 8 * 26, len(audit)
+runs = {}
+for r in audit:
+    runs.setdefault(r["run"], []).append(r)
+assert len(runs) == 8, len(runs)
+for rs in runs.values():
+    assert [r["step"] for r in rs] == list(range(1, 27)), [r["step"] for r in rs]
+    assert all(r["command"].startswith(f"echo {i}-x") for i, r in zip(range(1, 26), rs)), rs[0]["command"][:40]
+PY
 
 finish
