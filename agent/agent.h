@@ -25,6 +25,7 @@
 
 struct mini_model;
 struct mini_agent;
+struct mini_policy;
 
 struct mini_agent_ops {
     /* The stages; never NULL. */
@@ -61,6 +62,16 @@ struct mini_agent {
     const cJSON *extra_vars;
     const cJSON *traj_extra;
 
+    /* Supervision (agent/policy/policy.h), set by mini_agent_supervise:
+     * every action goes through the policy (NULL: all run) before it runs,
+     * and one line per action goes to the audit log (fd; -1: none). */
+    struct mini_policy *policy; /* borrowed */
+    int audit_fd;
+    char run_id[40];
+    /* Set by a front end that asked the person about this step's commands
+     * and was told to run them: `ask` is answered, by the person. */
+    bool person_approved;
+
     /* limits, from config.agent */
     long step_limit;
     double cost_limit;
@@ -86,6 +97,13 @@ struct mini_agent {
  * starts here (mini-swe-agent's starts when the agent is made). */
 int mini_agent_init(struct mini_agent *a, cJSON *config, struct mini_model *model, struct mini_environment *env,
                     const char *output_path, struct mini_err *e);
+/* Put every action under policy (borrowed; NULL: none) and write one line
+ * per action to the audit log at audit_fd (-1: none; the agent does not
+ * close it).  Checks policy.blocked_template; 0, or -1 with e. */
+int mini_agent_supervise(struct mini_agent *a, struct mini_policy *policy, int audit_fd, struct mini_err *e);
+/* Write the audit lines of actions that did not run because the person
+ * at the terminal said no (comment: what they said, may be NULL). */
+void mini_agent_audit_rejected(struct mini_agent *a, const cJSON *msg, const char *comment);
 /* Run the task to its end.  The exit status is in a->exit_status (also
  * when -1 is returned for an error, which is then the exit status's
  * cause); the trajectory has been saved either way. */

@@ -36,6 +36,14 @@ struct mini_environment {
     bool connected;
     char *session;
     char *profile;
+    cJSON *isolation; /* what the daemon applied to the session (open's reply) */
+    /* Sessions of other profiles (a policy rule's override), opened when
+     * first needed, in either environment class, kept until the end. */
+    struct extra_session {
+        char *profile, *session;
+        cJSON *isolation;
+    } * extra;
+    size_t n_extra;
 };
 
 static const char *cfg_str(const cJSON *cfg, const char *key, const char *def)
@@ -50,13 +58,25 @@ static double cfg_num(const cJSON *cfg, const char *key, double def)
     return cJSON_IsNumber(v) && v->valuedouble > 0 ? v->valuedouble : def;
 }
 
-static int sandbox_open(struct mini_environment *env, struct mini_err *e)
+static int sandbox_connect(struct mini_environment *env, struct mini_err *e)
 {
+    if (env->connected)
+        return 0;
     const char *socket = cfg_str(env->cfg, "socket", NULL);
     if (mini_client_connect(&env->client, socket, true, e) < 0)
         return -1;
     env->connected = true;
     env->client.cancel = &env->interrupted;
+    return 0;
+}
+
+/* Open a session of this profile (a name, or a file when it holds a
+ * slash): *session and *isolation (may stay NULL) are the caller's. */
+static int open_session(struct mini_environment *env, const char *profile, char **session, cJSON **isolation,
+                        struct mini_err *e)
+{
+    if (sandbox_connect(env, e) < 0)
+        return -1;
     _cleanup_free_ char *ws = mini_client_abspath(env->workspace);
     if (!ws)
         return mini_err_sys(e, MINI_E_WORKSPACE_INVALID, errno, "workspace %s", env->workspace);
@@ -64,14 +84,13 @@ static int sandbox_open(struct mini_environment *env, struct mini_err *e)
     req.u.open.workspace = ws;
     _cleanup_buf_ struct mini_buf file = MINI_BUF_INIT;
     cJSON *pdata = NULL;
-    if (strchr(env->profile, '/')) {
+    if (strchr(profile, '/')) {
         /* A profile file is read here and sent whole. */
-        if (mini_read_file(env->profile, &file, 1 << 20, e) < 0 ||
-            !(pdata = mini_json_parse_object(file.data, file.len, e)))
-            return mini_err_prefix(e, "sandbox profile %s", env->profile);
+        if (mini_read_file(profile, &file, 1 << 20, e) < 0 || !(pdata = mini_json_parse_object(file.data, file.len, e)))
+            return mini_err_prefix(e, "sandbox profile %s", profile);
         req.u.open.profile_data = pdata;
     } else {
-        req.u.open.profile = env->profile;
+        req.u.open.profile = (char *)profile;
     }
     /* mini's own configuration directory (its .env holds the API keys) is
      * hidden from every command, wherever this mini's environment put it;
@@ -103,10 +122,45 @@ static int sandbox_open(struct mini_environment *env, struct mini_err *e)
     cJSON_Delete(ov);
     mini_env_free(&req.u.open.env);
     if (r < 0)
-        return mini_err_prefix(e, "opening a sandbox session (profile %s)", env->profile);
-    env->session = strdup(rep.u.opened.session);
+        return mini_err_prefix(e, "opening a sandbox session (profile %s)", profile);
+    *session = strdup(rep.u.opened.session);
+    if (rep.u.opened.isolation)
+        *isolation = cJSON_Duplicate(rep.u.opened.isolation, true);
     mini_rep_free(&rep);
-    return env->session ? 0 : mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    return *session ? 0 : mini_err_set(e, MINI_E_NOMEM, "out of memory");
+}
+
+static int sandbox_open(struct mini_environment *env, struct mini_err *e)
+{
+    return open_session(env, env->profile, &env->session, &env->isolation, e);
+}
+
+/* The session for a rule's profile override: the environment's own when
+ * it is that profile, else one more, opened once. */
+static struct extra_session *profile_session(struct mini_environment *env, const char *profile, struct mini_err *e)
+{
+    for (size_t i = 0; i < env->n_extra; i++)
+        if (strcmp(env->extra[i].profile, profile) == 0)
+            return &env->extra[i];
+    struct extra_session *x = realloc(env->extra, (env->n_extra + 1) * sizeof *x);
+    if (!x) {
+        mini_err_set(e, MINI_E_NOMEM, "out of memory");
+        return NULL;
+    }
+    env->extra = x;
+    x = &env->extra[env->n_extra];
+    *x = (struct extra_session){ .profile = strdup(profile) };
+    if (!x->profile) {
+        mini_err_set(e, MINI_E_NOMEM, "out of memory");
+        return NULL;
+    }
+    if (open_session(env, profile, &x->session, &x->isolation, e) < 0) {
+        free(x->profile);
+        cJSON_Delete(x->isolation);
+        return NULL;
+    }
+    env->n_extra++;
+    return x;
 }
 
 struct mini_environment *mini_environment_new(const cJSON *cfg, const char *kind, struct mini_err *e)
@@ -381,11 +435,11 @@ static void stream_out(void *arg, const char *data, size_t len)
     s->fn(s->arg, data, len);
 }
 
-static int sandbox_execute(struct mini_environment *env, const char *command, const char *cwd, double timeout,
-                           mini_env_output_fn fn, void *arg, cJSON **result, struct mini_err *e)
+static int sandbox_execute(struct mini_environment *env, const char *session, const char *command, const char *cwd,
+                           double timeout, mini_env_output_fn fn, void *arg, cJSON **result, struct mini_err *e)
 {
     struct mini_req_exec x = {
-        .session = env->session, .command = (char *)command, .cwd = (char *)cwd, .timeout = timeout
+        .session = (char *)session, .command = (char *)command, .cwd = (char *)cwd, .timeout = timeout
     };
     struct stream_ctx sc = { fn, arg };
     struct mini_rep rep;
@@ -432,14 +486,34 @@ static int sandbox_execute(struct mini_environment *env, const char *command, co
 int mini_environment_execute(struct mini_environment *env, const char *command, const char *cwd, double timeout,
                              mini_env_output_fn fn, void *arg, cJSON **result, struct mini_err *e)
 {
+    return mini_environment_execute_in(env, NULL, command, cwd, timeout, fn, arg, result, e);
+}
+
+int mini_environment_execute_in(struct mini_environment *env, const char *profile, const char *command, const char *cwd,
+                                double timeout, mini_env_output_fn fn, void *arg, cJSON **result, struct mini_err *e)
+{
     *result = NULL;
     env->interrupted = 0;
     if (!cwd || !*cwd)
         cwd = env->cwd;
-    if (timeout <= 0)
-        timeout = env->timeout; /* may stay 0 in the sandbox: the profile's limit */
-    int r = env->sandbox ? sandbox_execute(env, command, cwd, timeout, fn, arg, result, e)
-                         : local_execute(env, command, cwd, timeout, fn, arg, result, e);
+    const char *session = env->session;
+    if (profile && !(env->sandbox && strcmp(profile, env->profile) == 0)) {
+        struct extra_session *x = profile_session(env, profile, e);
+        if (!x && e->code == MINI_E_NOMEM)
+            return -1;
+        if (!x) {
+            /* The rule's profile is unavailable here: the model is told,
+             * and the run goes on (nothing ran). */
+            *result = exception_result("", 0, mini_errc_name(e->code), e->msg);
+            return *result ? 0 : mini_err_set(e, MINI_E_NOMEM, "out of memory");
+        }
+        session = x->session;
+    }
+    /* local: its timeout; in the sandbox 0 may stay: the profile's limit */
+    if (timeout <= 0 && (env->sandbox || !profile))
+        timeout = env->timeout;
+    int r = session ? sandbox_execute(env, session, command, cwd, timeout, fn, arg, result, e)
+                    : local_execute(env, command, cwd, timeout, fn, arg, result, e);
     if (r == 0 && !*result)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     return r;
@@ -471,21 +545,58 @@ cJSON *mini_environment_serialize(const struct mini_environment *env)
     return root;
 }
 
+cJSON *mini_environment_isolation(const struct mini_environment *env, const char *profile)
+{
+    cJSON *o = cJSON_CreateObject();
+    const cJSON *iso = NULL;
+    if (profile && !(env->sandbox && strcmp(profile, env->profile) == 0)) {
+        for (size_t i = 0; i < env->n_extra; i++)
+            if (strcmp(env->extra[i].profile, profile) == 0)
+                iso = env->extra[i].isolation;
+    } else if (env->sandbox) {
+        profile = env->profile;
+        iso = env->isolation;
+    }
+    cJSON_AddStringToObject(o, "environment", env->sandbox ? "sandbox" : "local");
+    cJSON_AddItemToObject(o, "profile", profile ? cJSON_CreateString(profile) : cJSON_CreateNull());
+    /* The level (full, degraded), and what is missing when anything is:
+     * the whole report is the daemon's `open` reply (mini-sandbox check). */
+    const cJSON *status = cJSON_GetObjectItemCaseSensitive(iso, "status");
+    const cJSON *missing = cJSON_GetObjectItemCaseSensitive(iso, "missing");
+    cJSON_AddStringToObject(o, "isolation", cJSON_IsString(status) ? status->valuestring : iso ? "unknown" : "none");
+    if (cJSON_GetArraySize(missing) > 0)
+        cJSON_AddItemToObject(o, "isolation_missing", cJSON_Duplicate(missing, true));
+    return o;
+}
+
+static void close_session(struct mini_environment *env, const char *session)
+{
+    struct mini_req req = { .op = MINI_OP_CLOSE };
+    req.u.close.session = (char *)session;
+    struct mini_rep rep;
+    struct mini_err ignored;
+    if (mini_client_call(&env->client, &req, &rep, &ignored) == 0)
+        mini_rep_free(&rep);
+}
+
 void mini_environment_free(struct mini_environment *env)
 {
     if (!env)
         return;
     if (env->connected) {
-        if (env->session) {
-            struct mini_req req = { .op = MINI_OP_CLOSE };
-            req.u.close.session = env->session;
-            struct mini_rep rep;
-            struct mini_err ignored;
-            if (mini_client_call(&env->client, &req, &rep, &ignored) == 0)
-                mini_rep_free(&rep);
-        }
+        if (env->session)
+            close_session(env, env->session);
+        for (size_t i = 0; i < env->n_extra; i++)
+            close_session(env, env->extra[i].session);
         mini_client_close(&env->client);
     }
+    for (size_t i = 0; i < env->n_extra; i++) {
+        free(env->extra[i].profile);
+        free(env->extra[i].session);
+        cJSON_Delete(env->extra[i].isolation);
+    }
+    free(env->extra);
+    cJSON_Delete(env->isolation);
     free(env->session);
     free(env->profile);
     free(env->cwd);

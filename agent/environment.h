@@ -24,6 +24,19 @@ struct mini_environment *mini_environment_new(const cJSON *cfg, const char *kind
  * fails, times out or cannot start is a normal result. */
 int mini_environment_execute(struct mini_environment *env, const char *command, const char *cwd, double timeout,
                              mini_env_output_fn fn, void *arg, cJSON **result, struct mini_err *e);
+/* As mini_environment_execute, in a sandbox session of `profile` (NULL:
+ * the environment's own): a policy rule's override.  The environment opens
+ * one more session per such profile when first needed (connecting to
+ * mini-sandboxd, or starting a private one, also from the local
+ * environment) and keeps it until it is freed. */
+int mini_environment_execute_in(struct mini_environment *env, const char *profile, const char *command, const char *cwd,
+                                double timeout, mini_env_output_fn fn, void *arg, cJSON **result, struct mini_err *e);
+/* What a command run with this profile override (NULL: none) gets, for the
+ * audit log: {"environment": "local"|"sandbox", "profile": name|null,
+ * "isolation": the level the daemon reported for the session ("full",
+ * "degraded"), or "none" on the host; "isolation_missing": what a
+ * degraded session lacks}. */
+cJSON *mini_environment_isolation(const struct mini_environment *env, const char *profile);
 /* Stop the command that is running now (from a signal handler's flag check
  * or another thread); the result reports it as interrupted. */
 void mini_environment_interrupt(struct mini_environment *env);

@@ -4,9 +4,8 @@
 #include "display.h"
 #include "mini/buf.h"
 #include "mini/cleanup.h"
+#include "policy/policy.h"
 
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
 #include <histedit.h>
 
 #include <ctype.h>
@@ -51,9 +50,6 @@ struct mini_ui {
     enum mini_mode mode;
     bool asks; /* the person can be asked */
     bool confirm_exit;
-    pcre2_code **whitelist;
-    size_t n_whitelist;
-    pcre2_match_data *md;
     long step; /* model calls and cost, as of the last message */
     double cost;
     int n_actions; /* commands of the last step */
@@ -487,14 +483,6 @@ void mini_ui_note(struct mini_ui *ui, const char *line) { mini_display_note(ui->
 
 /* ---- the questions of a step ---------------------------------------------- */
 
-static bool whitelisted(struct mini_ui *ui, const char *command)
-{
-    for (size_t i = 0; i < ui->n_whitelist; i++)
-        if (pcre2_match(ui->whitelist[i], (PCRE2_SPTR)command, strlen(command), 0, PCRE2_ANCHORED, ui->md, NULL) >= 0)
-            return true;
-    return false;
-}
-
 /* What the person decides about the model's commands. */
 enum confirm {
     CONFIRM_RUN,       /* run them */
@@ -502,22 +490,49 @@ enum confirm {
     CONFIRM_INTERRUPT, /* do not run; Ctrl-C at the question (or nobody to ask) */
 };
 
-static enum confirm ask_confirm(struct mini_ui *ui, const cJSON *actions, char **comment)
+/* Whether the person is asked about cmd: what the policy (with
+ * agent.whitelist_actions) leaves open, its `ask`, or no rule and no
+ * policy.default given.  A denied command is not asked about: it is
+ * blocked when its turn comes. */
+static bool needs_person(struct mini_ui *ui, const struct mini_policy *p, const char *cmd, bool *denied)
+{
+    *denied = false;
+    if (!p || !cmd)
+        return true;
+    struct mini_policy_match m;
+    mini_policy_match(p, cmd, &m);
+    if (m.verdict == MINI_VERDICT_DENY) {
+        *denied = true;
+        mini_display_printf(ui->d, MINI_STYLE_DIM, "(blocked by %s: %s)\n", m.rule, m.reason ? m.reason : "deny");
+        return false;
+    }
+    if (m.verdict == MINI_VERDICT_ASK) {
+        mini_display_printf(ui->d, MINI_STYLE_DIM, "(%s asks you%s%s)\n", m.rule, m.reason ? ": " : "",
+                            m.reason ? m.reason : "");
+        return true;
+    }
+    return !m.matched && !mini_policy_default_given(p);
+}
+
+static enum confirm ask_confirm(struct mini_ui *ui, const struct mini_policy *policy, const cJSON *actions,
+                                char **comment)
 {
     *comment = NULL;
     if (ui->mode == MINI_MODE_YOLO)
         return CONFIRM_RUN;
-    int n = 0;
-    bool all_listed = true;
+    int n = 0, ask_n = 0, denied_n = 0;
     const cJSON *act;
     cJSON_ArrayForEach (act, actions) {
         const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(act, "command");
-        if (!cJSON_IsString(cmd) || !whitelisted(ui, cmd->valuestring))
-            all_listed = false;
+        bool denied;
+        if (needs_person(ui, policy, cJSON_IsString(cmd) ? cmd->valuestring : NULL, &denied))
+            ask_n++;
+        denied_n += denied;
         n++;
     }
-    if (all_listed && ui->mode == MINI_MODE_CONFIRM) {
-        mini_display_printf(ui->d, MINI_STYLE_DIM, "(whitelisted: runs without asking)\n");
+    if (ask_n == 0 && ui->mode == MINI_MODE_CONFIRM) {
+        if (denied_n < n)
+            mini_display_printf(ui->d, MINI_STYLE_DIM, "(whitelisted: runs without asking)\n");
         return CONFIRM_RUN;
     }
     /* Never run unasked: without anyone to ask, the run stops. */
@@ -789,17 +804,26 @@ static struct mini_flow ui_execute_actions(struct mini_agent *a, const cJSON *ms
     /* Nothing to ask after a Ctrl-C (nothing runs then), nor for no commands. */
     if (msg != ui->own_command && !a->interrupt && cJSON_GetArraySize(actions) > 0) {
         _cleanup_free_ char *comment = NULL;
-        enum confirm c = ask_confirm(ui, actions, &comment);
-        if (c != CONFIRM_RUN)
+        enum confirm c = ask_confirm(ui, a->policy, actions, &comment);
+        if (c != CONFIRM_RUN) {
+            mini_agent_audit_rejected(a, msg, c == CONFIRM_INTERRUPT ? "interrupted at the question" : comment);
             return not_run(a, msg, c, comment, e);
+        }
+        /* The person said run: that answers the policy's `ask` too. */
+        a->person_approved = ui->mode != MINI_MODE_YOLO;
     }
+    /* The person's own command (human mode) is theirs: ask is answered. */
+    if (msg == ui->own_command)
+        a->person_approved = true;
     _cleanup_cjson_ cJSON *outputs = cJSON_CreateArray();
     _cleanup_free_ char *submission = NULL, *more = NULL;
     if (!outputs) {
         mini_err_set(e, MINI_E_NOMEM, "out of memory");
         return MINI_FLOW(MINI_FLOW_ERROR);
     }
-    if (mini_agent_run_actions(a, msg, outputs, &submission, e) < 0)
+    int ran = mini_agent_run_actions(a, msg, outputs, &submission, e);
+    a->person_approved = false;
+    if (ran < 0)
         return MINI_FLOW(MINI_FLOW_ERROR);
     if (submission)
         more = ask_new_task(ui);
@@ -833,41 +857,6 @@ void mini_ui_attach(struct mini_ui *ui, struct mini_agent *a)
 }
 
 /* ---- setting up ----------------------------------------------------------- */
-
-static int compile_whitelist(struct mini_ui *ui, const cJSON *list, struct mini_err *e)
-{
-    if (!list || cJSON_IsNull(list))
-        return 0;
-    if (!cJSON_IsArray(list))
-        return mini_err_set(e, MINI_E_CONFIG, "agent.whitelist_actions: must be a list of regular expressions");
-    size_t n = (size_t)cJSON_GetArraySize(list);
-    if (n == 0)
-        return 0;
-    ui->whitelist = calloc(n, sizeof *ui->whitelist);
-    ui->md = pcre2_match_data_create(1, NULL);
-    if (!ui->whitelist || !ui->md)
-        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-    const cJSON *it;
-    cJSON_ArrayForEach (it, list) {
-        size_t i = ui->n_whitelist;
-        if (!cJSON_IsString(it))
-            return mini_err_set(e, MINI_E_CONFIG, "agent.whitelist_actions[%zu]: must be a string", i);
-        int code;
-        PCRE2_SIZE off;
-        /* Python's re on str: Unicode classes; re.match anchors at the start only. */
-        ui->whitelist[i] = pcre2_compile((PCRE2_SPTR)it->valuestring, PCRE2_ZERO_TERMINATED,
-                                         PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &code, &off, NULL);
-        if (!ui->whitelist[i]) {
-            PCRE2_UCHAR msg[256];
-            pcre2_get_error_message(code, msg, sizeof msg);
-            return mini_err_set(e, MINI_E_CONFIG,
-                                "agent.whitelist_actions[%zu]: not a valid regular expression at offset %zu: %s", i,
-                                (size_t)off, (const char *)msg);
-        }
-        ui->n_whitelist++;
-    }
-    return 0;
-}
 
 static int setup_editline(struct mini_ui *ui, FILE *out, const char *history_dir)
 {
@@ -950,8 +939,6 @@ struct mini_ui *mini_ui_new(const struct mini_ui_opts *o, struct mini_err *e)
     ui->quiet = o->quiet;
     const cJSON *ce = cJSON_GetObjectItemCaseSensitive(o->agent, "confirm_exit");
     ui->confirm_exit = !cJSON_IsFalse(ce);
-    if (compile_whitelist(ui, cJSON_GetObjectItemCaseSensitive(o->agent, "whitelist_actions"), e) < 0)
-        return NULL;
     if (!(ui->d = mini_display_new(o->out, o->color, isatty(fileno(o->out))))) {
         mini_err_set(e, MINI_E_NOMEM, "out of memory");
         return NULL;
@@ -977,10 +964,6 @@ void mini_ui_free(struct mini_ui *ui)
             history_end(ui->hist[h]);
         free(ui->hist_path[h]);
     }
-    for (size_t i = 0; i < ui->n_whitelist; i++)
-        pcre2_code_free(ui->whitelist[i]);
-    free(ui->whitelist);
-    pcre2_match_data_free(ui->md);
     mini_display_free(ui->d);
     free(ui);
 }

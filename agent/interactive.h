@@ -4,9 +4,11 @@
  * Modes (agent.mode, -y, or a slash command at any question):
  *   confirm  each step's commands are shown and run only when the person
  *            presses Enter; any text rejects them and goes to the model as
- *            the reason.  Commands matching one of agent.whitelist_actions
- *            (regular expressions matched at the start, as Python's
- *            re.match) run without asking.
+ *            the reason.  The agent's policy (the `policy` section, with
+ *            agent.whitelist_actions as `allow` rules matched at the start,
+ *            as Python's re.match) decides first: what a rule allows runs
+ *            without asking, what it denies is blocked, and its `ask` is
+ *            shown with the rule and its reason at the question.
  *   yolo     the model's commands run without asking.
  *   human    the person types the commands; they run and their output joins
  *            the trajectory, and the model is not asked.
@@ -71,8 +73,7 @@ const char *mini_ui_mode_name(enum mini_mode mode);
  * name in *mode when it does. */
 bool mini_ui_needs_terminal(const cJSON *agent, const char **mode);
 
-/* NULL with e: a whitelist entry that is not a valid regular expression
- * (MINI_E_CONFIG, naming the entry), out of memory. */
+/* NULL with e: an unknown agent.mode (MINI_E_CONFIG), out of memory. */
 struct mini_ui *mini_ui_new(const struct mini_ui_opts *opts, struct mini_err *e);
 void mini_ui_free(struct mini_ui *ui);
 /* "mini: LINE" on stderr, clear of the spinner (a model retry, details). */

@@ -9,6 +9,7 @@
 #include "environment.h"
 #include "interactive.h"
 #include "model.h"
+#include "policy/policy.h"
 #include "mini/cleanup.h"
 #include "mini/io.h"
 #include "mini/log.h"
@@ -55,6 +56,8 @@ static void usage(FILE *f)
             "  -v, --verbose              more detail on stderr: each model request's outcome and time\n"
             "  -q, --quiet                show only the result (the submission on stdout) and, on\n"
             "                             stderr, errors and the summary\n"
+            "      --audit-log FILE       append one JSON line per action (its policy decision and how\n"
+            "                             it ran) to FILE (default: policy.audit_log)\n"
             "  -h, --help, --version\n\n"
             "       mini config set KEY VALUE | unset KEY | edit\n"
             "                             change the global .env file (mini-extra config)\n\n"
@@ -134,7 +137,7 @@ static int prepare_output(const char *path, struct mini_err *e)
 /* The command line. */
 struct args {
     const char *task, *model_name, *cost_limit, *output;
-    const char *model_class, *agent_class, *env_class, *sandbox, *workspace, *image;
+    const char *model_class, *agent_class, *env_class, *sandbox, *workspace, *image, *audit_log;
     bool yolo, exit_immediately, verbose, quiet;
     const char **specs; /* argc + 1 slots */
     size_t n_specs;
@@ -151,7 +154,8 @@ static int parse_args(int argc, char **argv, struct args *o)
         OPT_SANDBOX,
         OPT_WORKSPACE,
         OPT_VERSION,
-        OPT_IMAGE
+        OPT_IMAGE,
+        OPT_AUDIT_LOG
     };
     static const struct option opts[] = {
         { "task", required_argument, NULL, 't' },
@@ -169,6 +173,7 @@ static int parse_args(int argc, char **argv, struct args *o)
         { "verbose", no_argument, NULL, 'v' },
         { "quiet", no_argument, NULL, 'q' },
         { "image", required_argument, NULL, OPT_IMAGE },
+        { "audit-log", required_argument, NULL, OPT_AUDIT_LOG },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, OPT_VERSION },
         { 0 },
@@ -191,6 +196,7 @@ static int parse_args(int argc, char **argv, struct args *o)
         case 'v': o->verbose = true; break;
         case 'q': o->quiet = true; break;
         case OPT_IMAGE: o->image = optarg; break;
+        case OPT_AUDIT_LOG: o->audit_log = optarg; break;
         case 'h': usage(stdout); return 0;
         case OPT_VERSION: printf("mini %s\n", MINI_VERSION); return 0;
         default: usage(stderr); return 2;
@@ -404,6 +410,8 @@ static void on_note(void *arg, enum mini_model_note kind, const char *line)
 }
 
 static void model_freep(struct mini_model **m) { mini_model_free(*m); }
+static void policy_freep(struct mini_policy **p) { mini_policy_free(*p); }
+
 static void ui_freep(struct mini_ui **ui) { mini_ui_free(*ui); }
 
 static int run(struct args *o)
@@ -418,6 +426,15 @@ static int run(struct args *o)
     struct mini_err e;
     mini_err_clear(&e);
     const cJSON *ecls = mini_config_get(cfg, "environment.environment_class");
+    /* The policy first: its mistakes are the config's, found before any
+     * model or sandbox is set up. */
+    _cleanup_(policy_freep) struct mini_policy *policy = mini_policy_from_config(cfg, &e);
+    if (!policy)
+        return fail(&e);
+    const char *audit_path = o->audit_log ? o->audit_log : mini_policy_audit_log(policy);
+    _cleanup_close_ int audit_fd = audit_path ? mini_audit_open(audit_path, &e) : -1;
+    if (audit_path && audit_fd < 0)
+        return fail(&e);
     _cleanup_(model_freep) struct mini_model *model = mini_model_new(mini_config_get(cfg, "model"), NULL, &e);
     if (!model)
         return fail(&e);
@@ -450,7 +467,8 @@ static int run(struct args *o)
         return out_default ? 1 : fail(&e);
     }
     struct stat before = output_before(o->output);
-    if (mini_agent_init(&agent, cfg, model, env, o->output, &e) < 0)
+    if (mini_agent_init(&agent, cfg, model, env, o->output, &e) < 0 ||
+        mini_agent_supervise(&agent, policy, audit_fd, &e) < 0)
         return fail(&e);
     mini_model_set_cancel(model, &agent.interrupt);
     struct notes notes = { ui, o->verbose, o->quiet };

@@ -1,15 +1,18 @@
 /* Strict JSON parsing on top of cJSON (see include/mini/json.h). */
 #include "mini/json.h"
 #include "mini/buf.h"
+#include "mini/cleanup.h"
 #include "mini/proto.h"
 #include "mini/utf8.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <locale.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -588,4 +591,21 @@ cJSON *mini_json_create_float(double d)
 bool mini_json_is_float(const cJSON *n)
 {
     return cJSON_IsNumber(n) && n->valuestring && strpbrk(n->valuestring, ".eEnN");
+}
+
+int mini_json_append_line(int fd, const cJSON *item, struct mini_err *e)
+{
+    _cleanup_free_ char *line = cJSON_PrintUnformatted(item);
+    if (!line)
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    size_t n = strlen(line);
+    line[n++] = '\n'; /* over the NUL: the line and its end in one write */
+    ssize_t w;
+    while ((w = write(fd, line, n)) < 0 && errno == EINTR)
+        ;
+    if (w < 0)
+        return mini_err_sys(e, MINI_E_IO, errno, "appending a line");
+    if ((size_t)w != n)
+        return mini_err_set(e, MINI_E_IO, "appending a line: short write (%zd of %zu bytes)", w, n);
+    return 0;
 }

@@ -27,6 +27,7 @@
 #include "batch/batch.h"
 #include "config/config.h"
 #include "config/setup.h"
+#include "policy/policy.h"
 #include "mini/buf.h"
 #include "mini/clock.h"
 #include "mini/cleanup.h"
@@ -210,6 +211,11 @@ static cJSON *load_config(const struct opts *o, int *bad, struct mini_err *e)
         return NULL;
     if (mini_config_validate(cfg, e) < 0)
         return NULL;
+    /* A bad policy fails the batch now, not each task. */
+    struct mini_policy *policy = mini_policy_from_config(cfg, e);
+    if (!policy)
+        return NULL;
+    mini_policy_free(policy);
     return TAKE_PTR(cfg);
 }
 

@@ -22,6 +22,7 @@
 #include "mini/io.h"
 #include "mini/json.h"
 #include "model.h"
+#include "policy/policy.h"
 
 extern char **environ;
 
@@ -216,6 +217,7 @@ static cJSON *verify(const cJSON *cfg, const char *command)
     return v;
 }
 
+static void policy_freep(struct mini_policy **p) { mini_policy_free(*p); }
 static void model_freep(struct mini_model **m) { mini_model_free(*m); }
 static void agent_finip(struct mini_agent *a)
 {
@@ -287,9 +289,17 @@ int batch_worker(const struct batch_ctx *b, const struct mini_task *t)
         _cleanup_(model_freep) struct mini_model *model = mini_model_new(mini_config_get(cfg, "model"), NULL, &e);
         _cleanup_(env_freep) struct mini_environment *env = model ? new_env(cfg, &e) : NULL;
         _cleanup_(agent_finip) struct mini_agent agent = { 0 };
+        /* The policy, as mini's: every worker appends to the same audit
+         * log, a whole line per write. */
+        _cleanup_(policy_freep) struct mini_policy *policy = NULL;
+        _cleanup_close_ int audit_fd = -1;
+        const char *audit_path = NULL;
         if (!model || !env) {
             exit_status = model ? "EnvironmentError" : "ModelError";
-        } else if (mini_agent_init(&agent, cfg, model, env, traj, &e) < 0) {
+        } else if (mini_agent_init(&agent, cfg, model, env, traj, &e) < 0 ||
+                   !(policy = mini_policy_from_config(cfg, &e)) ||
+                   ((audit_path = mini_policy_audit_log(policy)) && (audit_fd = mini_audit_open(audit_path, &e)) < 0) ||
+                   mini_agent_supervise(&agent, policy, audit_fd, &e) < 0) {
             exit_status = "ConfigError";
         } else {
             struct progress pg = { b->progress_fd };

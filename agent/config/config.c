@@ -703,11 +703,24 @@ static const struct keydef run_keys[] = {
     { NULL, 0, NULL },
 };
 
+/* mini's own (docs/config.md, agent/policy/policy.h): the rules are
+ * checked in depth, regular expressions compiled, where the policy is
+ * made. */
+static const char *const verdicts[] = { "allow", "deny", "ask", NULL };
+static const struct keydef policy_keys[] = {
+    { "default", V_ENUM, verdicts },
+    { "rules", V_LIST, NULL },
+    { "approver", V_STR, NULL },
+    { "approver_timeout", V_NUM, NULL },
+    { "audit_log", V_STR, NULL },
+    { "blocked_template", V_STR, NULL },
+    { NULL, 0, NULL },
+};
+
+/* policy is optional: it is not added when absent. */
 static const struct section sections[] = {
-    { "agent", agent_keys },
-    { "environment", environment_keys },
-    { "model", model_keys },
-    { "run", run_keys },
+    { "agent", agent_keys }, { "environment", environment_keys }, { "model", model_keys },
+    { "run", run_keys },     { "policy", policy_keys },
 };
 
 /* Keys that mini-swe-agent v1 (or early v2) had and v2 moved or dropped. */
@@ -1238,7 +1251,7 @@ int mini_config_validate(cJSON *cfg, struct mini_err *e)
                                     "environment.env)");
             return mini_err_set(e, MINI_E_CONFIG,
                                 "%.*s: unknown section (the sections are agent, environment, "
-                                "model and run)",
+                                "model, run and policy)",
                                 MINI_JSON_SHOW(sec->string));
         }
         if (cJSON_IsNull(sec)) { /* "agent:" with nothing under it */
@@ -1266,7 +1279,7 @@ int mini_config_validate(cJSON *cfg, struct mini_err *e)
         }
     }
     for (size_t i = 0; i < MINI_ARRAY_SIZE(sections); i++)
-        if (add_default(cfg, sections[i].name, cJSON_CreateObject(), e) < 0)
+        if (strcmp(sections[i].name, "policy") != 0 && add_default(cfg, sections[i].name, cJSON_CreateObject(), e) < 0)
             return -1;
     if (fill_agent(cJSON_GetObjectItemCaseSensitive(cfg, "agent"), e) < 0 ||
         fill_model(cJSON_GetObjectItemCaseSensitive(cfg, "model"), e) < 0 ||

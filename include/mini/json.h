@@ -86,4 +86,10 @@ int mini_json_clip(const char *s, size_t max);
 /* The two arguments of "%.*s" for quoting a peer-supplied name. */
 #define MINI_JSON_SHOW(s) mini_json_clip((s), MINI_JSON_SHOW_MAX), (s)
 
+/* Append item to fd as one line (compact JSON and "\n") with a single
+ * write(), for logs that several processes append to (opened O_APPEND):
+ * no line is ever torn or interleaved with another writer's.  A short
+ * write (disk full) is an error, never resumed.  0, or -1 with e. */
+int mini_json_append_line(int fd, const cJSON *item, struct mini_err *e);
+
 #endif

@@ -8,6 +8,8 @@
 #include "mini/io.h"
 #include "mini/log.h"
 #include "mini/profile.h"
+#include "config/config_yaml.h"
+#include "policy/policy.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -15,6 +17,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/time.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -45,6 +48,9 @@ static void usage(FILE *f)
             "      --network none|host   host only where the profile allows it\n"
             "      --env K=V             set a variable (repeatable); nothing else is inherited\n"
             "      --image NAME          an imported image as the root (mini-sandbox image)\n"
+            "      --policy FILE         check the command against a policy first (YAML or JSON:\n"
+            "                            mini's `policy` object, docs/config.md); denied: exit\n"
+            "                            126, nothing run; a rule's profile replaces --profile\n"
             "      --socket PATH         daemon socket (default: the per-user one; without a\n"
             "                            listening daemon a private one is started)\n"
             "  -v, --verbose             also say how the sandbox is degraded, when it is\n"
@@ -130,6 +136,64 @@ static cJSON *profile_file(const char *arg, struct mini_err *e)
     return obj;
 }
 
+/* --policy FILE: mini's `policy` object, alone or as the `policy` key of
+ * a config.  NULL with e. */
+static struct mini_policy *policy_file(const char *path, struct mini_err *e)
+{
+    _cleanup_buf_ struct mini_buf b = MINI_BUF_INIT;
+    if (mini_read_file(path, &b, 1 << 20, e) < 0)
+        return NULL;
+    _cleanup_cjson_ cJSON *doc = mini_yaml_parse(b.data ? b.data : "", b.len, path, e);
+    if (!doc)
+        return NULL;
+    const cJSON *obj = cJSON_GetObjectItemCaseSensitive(doc, "policy");
+    struct mini_policy *p = mini_policy_new(cJSON_IsObject(obj) ? obj : doc, e);
+    if (!p)
+        mini_err_prefix(e, "%s", path);
+    return p;
+}
+
+/* The command as one string, for the policy's patterns: the words joined
+ * by spaces. */
+static char *command_text(char **argv, size_t n)
+{
+    _cleanup_buf_ struct mini_buf b = MINI_BUF_INIT;
+    for (size_t i = 0; i < n; i++)
+        mini_buf_printf(&b, "%s%s", i ? " " : "", argv[i]);
+    return b.data ? strdup(b.data) : strdup("");
+}
+
+/* One line for the policy's audit log, when it has one. */
+static void policy_audit(int fd, const char *command, const struct mini_policy_match *m, bool allow, const char *by,
+                         const char *reason, const char *profile, const struct mini_rep_exit *x)
+{
+    if (fd < 0)
+        return;
+    char when[40];
+    mini_audit_time(when, sizeof when);
+    _cleanup_cjson_ cJSON *l = cJSON_CreateObject();
+    char run[40];
+    snprintf(run, sizeof run, "mini-sandbox-%d", (int)getpid());
+    cJSON_AddStringToObject(l, "time", when);
+    cJSON_AddStringToObject(l, "run", run);
+    cJSON_AddNumberToObject(l, "step", 1);
+    cJSON_AddStringToObject(l, "command", command);
+    cJSON_AddStringToObject(l, "rule", m->rule);
+    cJSON_AddStringToObject(l, "decision", allow ? "allow" : "deny");
+    cJSON_AddStringToObject(l, "by", by);
+    cJSON_AddItemToObject(l, "reason", reason ? cJSON_CreateString(reason) : cJSON_CreateNull());
+    if (x) {
+        cJSON_AddNumberToObject(l, "returncode", x->timed_out ? EXIT_TIMEOUT : x->returncode);
+        cJSON_AddNumberToObject(l, "duration_ms", (double)x->duration_ms);
+        cJSON_AddNumberToObject(l, "output_bytes", (double)x->output_bytes);
+        cJSON_AddStringToObject(l, "environment", "sandbox");
+        cJSON_AddStringToObject(l, "profile", profile ? profile : "standard");
+    }
+    struct mini_err e;
+    if (mini_audit_write(fd, l, &e) < 0)
+        fprintf(stderr, "mini-sandbox: %s\n", e.msg);
+}
+
 /* --env NAME=VALUE */
 static int env_add(struct mini_env *env, const char *kv)
 {
@@ -155,9 +219,11 @@ static int cmd_run(int argc, char **argv)
         { "help", no_argument, NULL, 'h' },
         { "verbose", no_argument, NULL, 'v' },
         { "image", required_argument, NULL, 'i' },
+        { "policy", required_argument, NULL, 'P' },
         { 0 },
     };
     const char *profile = NULL, *workspace = ".", *cwd = NULL, *network = NULL, *socket = NULL, *image = NULL;
+    const char *policy_path = NULL;
     bool verbose = false;
     double timeout = 0;
     struct mini_env env = { 0 };
@@ -169,6 +235,7 @@ static int cmd_run(int argc, char **argv)
         switch (c) {
         case 'p': profile = optarg; break;
         case 'i': image = optarg; break;
+        case 'P': policy_path = optarg; break;
         case 'v': verbose = true; break;
         case 'w': workspace = optarg; break;
         case 'c': cwd = optarg; break;
@@ -213,9 +280,69 @@ static int cmd_run(int argc, char **argv)
         return EXIT_SANDBOX;
     }
     mini_err_clear(&e);
+    /* The policy first: a denied command is never sent anywhere. */
+    _cleanup_close_ int audit_fd = -1;
+    _cleanup_free_ char *command = NULL, *by = NULL, *reason = NULL;
+    struct mini_policy_match pm = { 0 };
+    struct mini_policy *pol = NULL;
+    if (policy_path) {
+        if (!(pol = policy_file(policy_path, &e))) {
+            mini_env_free(&env);
+            return run_usage(mini_cli_usage_error("run", "--policy %s", e.msg));
+        }
+        const char *alog = mini_policy_audit_log(pol);
+        command = command_text(argv + optind, (size_t)(argc - optind));
+        if (!command || (alog && (audit_fd = mini_audit_open(alog, &e)) < 0)) {
+            mini_policy_free(pol);
+            mini_env_free(&env);
+            return command ? fail(&e) : EXIT_SANDBOX;
+        }
+        mini_policy_match(pol, command, &pm);
+        bool allow = pm.verdict == MINI_VERDICT_ALLOW;
+        by = strdup("policy");
+        if (pm.verdict == MINI_VERDICT_ASK && mini_policy_approver(pol)) {
+            _cleanup_cjson_ cJSON *req = cJSON_CreateObject();
+            char here[PATH_MAX];
+            cJSON_AddStringToObject(req, "task", "");
+            cJSON_AddNumberToObject(req, "step", 1);
+            cJSON_AddStringToObject(req, "command", command);
+            cJSON_AddStringToObject(req, "rule", pm.rule);
+            cJSON_AddItemToObject(req, "reason", pm.reason ? cJSON_CreateString(pm.reason) : cJSON_CreateNull());
+            cJSON_AddStringToObject(req, "cwd", cwd ? cwd : getcwd(here, sizeof here) ? here : ws);
+            cJSON_AddArrayToObject(req, "messages");
+            struct mini_approval ap;
+            if (mini_policy_ask_approver(mini_policy_approver(pol), mini_policy_approver_timeout(pol), req, NULL,
+                                         &ap) == 0) {
+                allow = ap.allow;
+                free(by);
+                by = TAKE_PTR(ap.by);
+                reason = TAKE_PTR(ap.reason);
+            }
+        } else if (pm.verdict == MINI_VERDICT_ASK) {
+            if (asprintf(&reason, "%s says ask%s%s, and nobody was there to ask (no policy.approver)", pm.rule,
+                         pm.reason ? ": " : "", pm.reason ? pm.reason : "") < 0)
+                reason = NULL;
+        } else if (pm.reason) {
+            reason = strdup(pm.reason);
+        } else if (!allow && asprintf(&reason, "denied by %s", pm.rule) < 0) {
+            reason = NULL;
+        }
+        if (pm.profile && allow)
+            profile = pm.profile;
+        if (!allow) {
+            policy_audit(audit_fd, command, &pm, false, by ? by : "policy", reason, NULL, NULL);
+            fprintf(stderr, "mini-sandbox: blocked by policy (%s): %s\n", pm.rule, reason ? reason : "denied");
+            mini_policy_free(pol);
+            mini_env_free(&env);
+            return 126;
+        }
+    }
     cJSON *pdata = profile ? profile_file(profile, &e) : NULL;
-    if (e.code != MINI_OK)
+    if (e.code != MINI_OK) {
+        mini_policy_free(pol);
+        mini_env_free(&env);
         return fail(&e);
+    }
 
     /* Standard input, when it is data rather than a terminal. */
     struct mini_buf in = MINI_BUF_INIT;
@@ -266,6 +393,8 @@ static int cmd_run(int argc, char **argv)
         rc = fail(&e);
     } else {
         rc = ex.u.exit.timed_out ? EXIT_TIMEOUT : ex.u.exit.returncode;
+        if (pol)
+            policy_audit(audit_fd, command, &pm, true, by ? by : "policy", reason, profile, &ex.u.exit);
         /* Notes say why the command could not start, or what the daemon
          * could not give (a degraded sandbox: the session's summary, the
          * first note of `opened`), which is the same on every run: that
@@ -285,6 +414,7 @@ out:
     mini_client_close(&cl);
     cJSON_Delete(ov);
 out_noconn:
+    mini_policy_free(pol); /* pm's strings and profile were its */
     cJSON_Delete(pdata);
     mini_env_free(&env);
     mini_buf_free(&in);

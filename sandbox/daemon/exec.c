@@ -5,6 +5,7 @@
 #include "daemon.h"
 #include "mini/cleanup.h"
 #include "mini/clock.h"
+#include "mini/json.h"
 #include "mini/log.h"
 #include "mini/path.h"
 #include "mini/utf8.h"
@@ -81,12 +82,11 @@ static void audit(struct server *s, struct exec *x, int returncode, int64_t ms)
     cJSON_AddStringToObject(o, "cwd", x->cwd);
     cJSON_AddNumberToObject(o, "returncode", returncode);
     cJSON_AddNumberToObject(o, "duration_ms", (double)ms);
-    char *line = cJSON_PrintUnformatted(o);
-    if (line) {
-        fprintf(s->audit, "%s\n", line);
-        fflush(s->audit);
-    }
-    free(line);
+    /* One write() per line (not stdio, which splits a long one), so that
+     * daemons and mini runs sharing the file never tear a line. */
+    struct mini_err e;
+    if (mini_json_append_line(fileno(s->audit), o, &e) < 0)
+        mini_log(MINI_LOG_WARN, "audit log: %s", e.msg);
     cJSON_Delete(o);
 }
 

@@ -1,0 +1,99 @@
+/* Supervision: the command policy, the external approver and the audit log
+ * (docs/config.md, "policy").  Linked by mini and by mini-sandbox.
+ *
+ *   policy:
+ *     default: allow            # allow | deny | ask: when no rule matches
+ *     rules:                    # first match wins (PCRE2, unanchored)
+ *       - {match: '^rm -rf /', verdict: deny, reason: "never"}
+ *       - {match: '^pip install', verdict: ask, profile: permissive}
+ *     approver: ./approve.sh    # answers `ask` when no person does
+ *     approver_timeout: 30      # seconds
+ *     audit_log: audit.jsonl    # one JSON object a line, appended
+ *     blocked_template: "Action blocked: {{reason}}"
+ *
+ * agent.whitelist_actions maps onto the same mechanism: each entry is an
+ * `allow` rule matched at the start (Python's re.match), after the
+ * policy's own rules. */
+#ifndef MINI_AGENT_POLICY_H
+#define MINI_AGENT_POLICY_H
+
+#include <stdbool.h>
+#include <cjson/cJSON.h>
+#include "mini/err.h"
+
+enum mini_verdict {
+    MINI_VERDICT_ALLOW,
+    MINI_VERDICT_DENY,
+    MINI_VERDICT_ASK,
+};
+
+struct mini_policy;
+
+/* What the policy says about one command. */
+struct mini_policy_match {
+    enum mini_verdict verdict;
+    bool matched;        /* a rule matched (false: the default verdict) */
+    const char *rule;    /* "policy.rules[2]", "agent.whitelist_actions[0]", "policy.default" */
+    const char *reason;  /* the rule's reason; NULL when it has none */
+    const char *profile; /* the rule's sandbox profile override; NULL: none */
+};
+
+/* "allow", "deny", "ask". */
+const char *mini_verdict_name(enum mini_verdict v);
+
+/* Parse and check the policy object (NULL or null: allow everything).
+ * NULL with e (MINI_E_CONFIG, naming the key, e.g.
+ * `policy.rules[2].verdict: "maybe" is not allow, deny or ask`). */
+struct mini_policy *mini_policy_new(const cJSON *obj, struct mini_err *e);
+/* Append agent.whitelist_actions (NULL or null: none) as `allow` rules
+ * matched at the start. */
+int mini_policy_add_whitelist(struct mini_policy *p, const cJSON *list, struct mini_err *e);
+/* The policy of a whole config: its `policy` object, then its
+ * agent.whitelist_actions (as mini, mini batch and its workers make it). */
+struct mini_policy *mini_policy_from_config(const cJSON *config, struct mini_err *e);
+void mini_policy_free(struct mini_policy *p);
+
+/* First match wins; else the default. */
+void mini_policy_match(const struct mini_policy *p, const char *command, struct mini_policy_match *m);
+/* Whether `default` was given (confirm mode asks the person otherwise). */
+bool mini_policy_default_given(const struct mini_policy *p);
+enum mini_verdict mini_policy_default(const struct mini_policy *p);
+/* Each NULL when not set. */
+const char *mini_policy_approver(const struct mini_policy *p);
+double mini_policy_approver_timeout(const struct mini_policy *p);
+const char *mini_policy_audit_log(const struct mini_policy *p);
+/* Never NULL (the default's text when not set). */
+const char *mini_policy_blocked_template(const struct mini_policy *p);
+
+/* ---- the external approver ---- */
+
+struct mini_approval {
+    bool allow;
+    char *reason; /* malloc'd, never NULL */
+    char *by;     /* malloc'd, never NULL: the answer's "by", else "approver" */
+};
+
+/* Run `command` (/bin/sh -c, in its own process group), write request
+ * (one JSON line) to its stdin, read one JSON object from its stdout
+ * within timeout seconds: {"decision": "allow"|"deny", "reason": ...,
+ * "by": ...}.  A crash, a non-zero exit, a hang (its process group is
+ * killed), garbage or a late answer is a deny whose reason says so; so is
+ * *cancel becoming non-zero while it waits (a Ctrl-C; cancel may be NULL).
+ * -1 only when out of memory. */
+int mini_policy_ask_approver(const char *command, double timeout, const cJSON *request, const volatile int *cancel,
+                             struct mini_approval *out);
+void mini_approval_free(struct mini_approval *a);
+
+/* ---- the audit log ---- */
+
+/* Open path for appending (O_APPEND|O_CLOEXEC, created 0644, never
+ * truncated); the fd, or -1 with e. */
+int mini_audit_open(const char *path, struct mini_err *e);
+/* Append obj as one line with a single write(), so that concurrent
+ * writers never tear or interleave lines.  -1 with e. */
+int mini_audit_write(int fd, const cJSON *obj, struct mini_err *e);
+/* The current time as the audit log writes it: "2026-11-24T15:04:05.123Z"
+ * (buf of at least 32 bytes). */
+void mini_audit_time(char *buf, size_t size);
+
+#endif

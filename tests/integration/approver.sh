@@ -1,0 +1,20 @@
+#!/bin/bash
+# A test approver for tests/integration/policy.sh: what it does depends on
+# the word ask-MODE in the command it is asked about:
+#   ask-allow    {"decision": "allow", ...}        ask-deny  {"decision": "deny", ...}
+#   ask-crash    exits 3 without answering         ask-kill  dies of SIGKILL
+#   ask-hang     sleeps past any timeout (a child too)
+#   ask-garbage  answers something that is not JSON
+# Each request is appended to $1 (a file) when given.
+IFS= read -r req
+[[ -n ${1:-} ]] && printf '%s\n' "$req" >>"$1"
+cmd=$(printf '%s' "$req" | python3 -c 'import json, sys; print(json.load(sys.stdin)["command"])')
+case $cmd in
+*ask-allow*) echo '{"decision": "allow", "reason": "looks fine to the test", "by": "test-approver"}' ;;
+*ask-deny*) echo '{"decision": "deny", "reason": "the test says no", "by": "test-approver"}' ;;
+*ask-crash*) exit 3 ;;
+*ask-kill*) kill -KILL $$ ;;
+*ask-hang*) sleep 60 & sleep 60 ;;
+*ask-garbage*) echo 'yes please!' ;;
+*) echo '{"decision": "deny", "reason": "unknown test mode"}' ;;
+esac
