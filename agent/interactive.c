@@ -462,11 +462,15 @@ static void show_command(void *arg, const char *command, const cJSON *result)
         mini_display_command_start(ui->d, command, ui->n_actions > 1);
     } else {
         mini_display_command_end(ui->d, result);
-        /* A command that timed out, was interrupted or could not run keeps
-         * its observation: it says what happened. */
-        const cJSON *type =
-            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(result, "extra"), "exception_type");
-        if (mini_display_live(ui->d) && !cJSON_IsString(type) && ui->n_ended < 64)
+        /* A command that timed out, was interrupted, could not run or was
+         * blocked by the policy keeps its observation: it says what
+         * happened. */
+        const cJSON *extra = cJSON_GetObjectItemCaseSensitive(result, "extra");
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(extra, "exception_type");
+        const cJSON *pol =
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(extra, "policy"), "decision");
+        bool blocked = cJSON_IsString(pol) && strcmp(pol->valuestring, "deny") == 0;
+        if (mini_display_live(ui->d) && !cJSON_IsString(type) && !blocked && ui->n_ended < 64)
             ui->live_mask |= (uint64_t)1 << ui->n_ended;
         ui->n_ended++;
     }

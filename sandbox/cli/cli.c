@@ -209,18 +209,12 @@ static int env_add(struct mini_env *env, const char *kv)
 static int cmd_run(int argc, char **argv)
 {
     static const struct option opts[] = {
-        { "profile", required_argument, NULL, 'p' },
-        { "workspace", required_argument, NULL, 'w' },
-        { "cwd", required_argument, NULL, 'c' },
-        { "timeout", required_argument, NULL, 't' },
-        { "network", required_argument, NULL, 'n' },
-        { "env", required_argument, NULL, 'e' },
-        { "socket", required_argument, NULL, 's' },
-        { "help", no_argument, NULL, 'h' },
-        { "verbose", no_argument, NULL, 'v' },
-        { "image", required_argument, NULL, 'i' },
-        { "policy", required_argument, NULL, 'P' },
-        { 0 },
+        { "profile", required_argument, NULL, 'p' }, { "workspace", required_argument, NULL, 'w' },
+        { "cwd", required_argument, NULL, 'c' },     { "timeout", required_argument, NULL, 't' },
+        { "network", required_argument, NULL, 'n' }, { "env", required_argument, NULL, 'e' },
+        { "socket", required_argument, NULL, 's' },  { "help", no_argument, NULL, 'h' },
+        { "verbose", no_argument, NULL, 'v' },       { "image", required_argument, NULL, 'i' },
+        { "policy", required_argument, NULL, 'P' },  { 0 },
     };
     const char *profile = NULL, *workspace = ".", *cwd = NULL, *network = NULL, *socket = NULL, *image = NULL;
     const char *policy_path = NULL;
