@@ -58,18 +58,16 @@ struct running {
     double start;
 };
 
-static volatile sig_atomic_t interrupted, chld;
+static volatile sig_atomic_t interrupted;
 
 static void on_int(int sig)
 {
     (void)sig;
     interrupted++;
 }
-static void on_chld(int sig)
-{
-    (void)sig;
-    chld = 1;
-}
+/* Only so that SIGCHLD interrupts the ppoll of pool() (its default is to
+ * be ignored); the exit itself is found by waitpid. */
+static void on_chld(int sig) { (void)sig; }
 
 static void usage(FILE *f)
 {
@@ -298,8 +296,8 @@ struct batch {
     struct batch_ctx ctx;
     struct batch_out out;
     struct mini_tasks tasks;
-    const struct mini_task **todo;
-    size_t n_todo, next;
+    const struct mini_task **queue; /* the selected tasks not finished before */
+    size_t n_queue, next;
     struct running run[WORKERS_MAX];
     size_t nr;
     struct progress pg;
@@ -500,12 +498,12 @@ static void pool(struct batch *b)
     sigaddset(&block, SIGTERM);
     sigprocmask(SIG_BLOCK, &block, &waiting);
     for (;;) {
-        while (b->nr < b->o->workers && b->next < b->n_todo && !interrupted && !b->cost_stop) {
+        while (b->nr < b->o->workers && b->next < b->n_queue && !interrupted && !b->cost_stop) {
             if (b->o->cost_total > 0 && spent(b) >= b->o->cost_total) {
                 b->cost_stop = true;
                 break;
             }
-            if (start_task(b, b->todo[b->next]) < 0) {
+            if (start_task(b, b->queue[b->next]) < 0) {
                 fprintf(stderr, "mini batch: starting a worker: %s\n", strerror(errno));
                 b->errors++;
                 b->cost_stop = true; /* stop starting; finish the others */
@@ -520,7 +518,6 @@ static void pool(struct batch *b)
         for (size_t i = 0; i < b->nr; i++)
             pf[i] = (struct pollfd){ .fd = b->run[i].eof ? -1 : b->run[i].fd, .events = POLLIN };
         struct timespec ts = { .tv_sec = b->pg.tty ? 0 : 1, .tv_nsec = b->pg.tty ? 250000000 : 0 };
-        chld = 0;
         ppoll(pf, b->nr, &ts, &waiting);
         for (size_t i = 0; i < b->nr; i++)
             if (pf[i].revents)
@@ -657,19 +654,19 @@ static int run_batch(struct opts *o)
         b.ctx.chown_ws = b.ctx.ws_uid != 0;
     }
     summary_catch_up(&b);
-    b.todo = calloc(b.tasks.n ? b.tasks.n : 1, sizeof *b.todo);
+    b.queue = calloc(b.tasks.n ? b.tasks.n : 1, sizeof *b.queue);
     b.pending = cJSON_CreateArray();
-    if (!b.todo || !b.pending)
+    if (!b.queue || !b.pending)
         goto out;
     for (size_t i = 0; i < b.tasks.n; i++) {
         if (!o->redo && batch_out_done(&b.out, b.tasks.v[i].id))
             b.pg.skipped++;
         else
-            b.todo[b.n_todo++] = &b.tasks.v[i];
+            b.queue[b.n_queue++] = &b.tasks.v[i];
     }
     size_t with_image = 0;
-    for (size_t i = 0; i < b.n_todo; i++)
-        with_image += b.todo[i]->image != NULL;
+    for (size_t i = 0; i < b.n_queue; i++)
+        with_image += b.queue[i]->image != NULL;
     if (with_image && !b.ctx.sandbox) {
         fprintf(stderr,
                 "mini batch: %zu task%s name an image, which is a sandbox's root: run with --sandbox PROFILE "
@@ -683,11 +680,11 @@ static int run_batch(struct opts *o)
     b.pg.start = mini_mono_s();
     fprintf(stderr,
             "mini batch: %zu tasks selected, %zu done in an earlier run, %zu to run with %u worker%s; output %s\n",
-            b.tasks.n, b.pg.skipped, b.n_todo, o->workers, o->workers == 1 ? "" : "s", out_abs);
+            b.tasks.n, b.pg.skipped, b.n_queue, o->workers, o->workers == 1 ? "" : "s", out_abs);
     if (b.ctx.chown_ws)
         fprintf(stderr, "mini batch: as root, the sandbox refuses root-owned workspaces: they go to %u:%u\n",
                 (unsigned)b.ctx.ws_uid, (unsigned)b.ctx.ws_gid);
-    if (b.n_todo && b.ctx.sandbox && shared_daemon(&b, &daemon, &sock, &e) < 0) {
+    if (b.n_queue && b.ctx.sandbox && shared_daemon(&b, &daemon, &sock, &e) < 0) {
         fprintf(stderr, "mini batch: the sandbox daemon: %s\n", e.msg);
         goto out;
     }
@@ -716,7 +713,7 @@ static int run_batch(struct opts *o)
     fputc('\n', stderr);
     if (b.cost_stop && !b.errors)
         fprintf(stderr, "mini batch: stopped starting tasks at the total cost limit ($%.4f); %zu not run\n",
-                o->cost_total, b.n_todo - b.next);
+                o->cost_total, b.n_queue - b.next);
     rc = interrupted ? 130 : b.errors ? 1 : 0;
 out:
     if (daemon > 0) {
@@ -727,7 +724,7 @@ out:
             unlink(sock);
     }
     mini_close(lock);
-    free(b.todo);
+    free(b.queue);
     cJSON_Delete(b.pending);
     batch_out_free(&b.out);
     mini_tasks_free(&b.tasks);

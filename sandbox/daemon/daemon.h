@@ -310,14 +310,14 @@ void kill_all(struct server *s);
 /* -------------------------------------------------------------- disk.c */
 
 /* Set up the session's disk watch (after its overlay): measures its trees. */
-void disk_open(struct server *s, struct session *ss);
+void disk_open(struct session *ss);
 void disk_close(struct session *ss);
 /* isolation.workspace_quota of `opened`. */
 void disk_json(const struct session *ss, cJSON *o);
 /* A command starts (before it counts in ss->running): its poll timer,
  * x->disk_timer (-1 when not watched; the caller adds it to epoll).  -1
  * when the timer cannot be had. */
-int disk_exec_start(struct server *s, struct exec *x);
+int disk_exec_start(struct exec *x);
 void disk_tick(struct server *s, struct exec *x);
 /* A command ended (before its exit is sent): the last check, timer gone. */
 void disk_exec_end(struct server *s, struct exec *x);

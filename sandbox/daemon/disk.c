@@ -72,9 +72,8 @@ static void watch_off(struct disk_watch *w, const char *why, const char *detail)
     snprintf(w->why, sizeof w->why, "%s%s%.200s%s", why, detail ? " (" : "", detail ? detail : "", detail ? ")" : "");
 }
 
-void disk_open(struct server *s, struct session *ss)
+void disk_open(struct session *ss)
 {
-    (void)s;
     struct disk_watch *w = &ss->disk;
     w->fd[0] = w->fd[1] = -1;
     w->limit = ss->profile->limits.disk_bytes;
@@ -188,9 +187,8 @@ static void check(struct server *s, struct session *ss, uint64_t used)
     set_mark(w, used);
 }
 
-int disk_exec_start(struct server *s, struct exec *x)
+int disk_exec_start(struct exec *x)
 {
-    (void)s;
     struct disk_watch *w = &x->session->disk;
     x->disk_timer = -1;
     if (!w->on)

@@ -673,7 +673,7 @@ void do_exec(struct server *s, struct client *c, const struct mini_req *req)
     if (x->timer < 0 || timerfd_settime(x->timer, 0, &its, NULL) < 0 ||
         ep_add(s, x->timer, EPOLLIN, &x->ev_timer) < 0 || (!p && ep_add(s, x->slot.sb.ctl, EPOLLIN, &x->ev_ctl) < 0) ||
         ep_add(s, x->slot.sb.out, EPOLLIN, &x->ev_out) < 0 ||
-        (!p && ep_add(s, x->slot.sb.pidfd, EPOLLIN, &x->ev_pid) < 0) || disk_exec_start(s, x) < 0 ||
+        (!p && ep_add(s, x->slot.sb.pidfd, EPOLLIN, &x->ev_pid) < 0) || disk_exec_start(x) < 0 ||
         (x->disk_timer >= 0 && ep_add(s, x->disk_timer, EPOLLIN, &x->ev_disk) < 0)) {
         mini_err_sys(&e, MINI_E_SPAWN_FAILED, errno, "watching the sandbox");
         ep_del(s, x->timer);

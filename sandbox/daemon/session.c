@@ -776,7 +776,7 @@ void do_open(struct server *s, struct client *c, const struct mini_req *req)
     snprintf(ss->id, sizeof ss->id, "s%llu", (unsigned long long)++s->next_session);
     if (ss->profile->overlay_root && (ss->assess.features & MINI_FEAT_OVERLAY) && session_overlay(s, ss, &e) < 0)
         goto fail;
-    disk_open(s, ss);
+    disk_open(ss);
     for (size_t i = 0; i < o->env.n; i++)
         if (mini_env_add(&ss->env, o->env.keys[i], o->env.values[i]) < 0) {
             mini_err_set(&e, MINI_E_NOMEM, "out of memory");
