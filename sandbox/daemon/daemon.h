@@ -69,7 +69,8 @@ enum ev_kind {
     EV_STDIN,
     EV_POOL_CTL,
     EV_POOL_PID,
-    EV_DISK
+    EV_DISK,
+    EV_MEASURE
 };
 
 /* Prepared sandboxes: each session keeps one more than it has commands
@@ -92,6 +93,22 @@ struct bpf_cache;
 #define DISK_POLL_MS 50
 #define DISK_MAX_ENTRIES 2000000u
 
+/* A process measuring a session's trees (disk.c): at open, the session's
+ * `opened` waits for it; while commands run, it checks the limit. */
+enum measure_kind { MEASURE_OPEN, MEASURE_CHECK };
+struct measure {
+    struct measure *next; /* in the server's list */
+    enum measure_kind kind;
+    bool abandoned; /* nobody waits for the result: killed, dropped */
+    pid_t pid;
+    int fd; /* the result comes on this pipe */
+    struct ev ev;
+    struct session *ss;    /* holds a reference */
+    struct client *client; /* MEASURE_OPEN: who gets `opened` (NULL: gone) */
+    int64_t req_id;
+    uint64_t used; /* MEASURE_CHECK: the filesystems' use when it started */
+};
+
 struct disk_watch {
     bool on;        /* enforced for this session */
     uint64_t limit; /* the profile's disk_bytes; 0: none */
@@ -100,6 +117,8 @@ struct disk_watch {
     uint64_t base, total; /* the trees' bytes at open, and at the last measure */
     uint64_t mark;        /* filesystems' used bytes at which to measure again */
     char *note;           /* while over the limit: said in every exit */
+    struct measure *busy; /* the measure in flight, or NULL */
+    int64_t t_open;       /* mono ns the measure at open started */
     char why[320];        /* how it is enforced, or why not */
 };
 
@@ -192,6 +211,7 @@ struct exec {
     bool accepted;              /* init has read the launch (MINI_CTL_ACCEPTED) */
     bool retried;               /* the first sandbox died before accepting: this is the second */
     bool finished;              /* exit sent; kept only until init is reaped */
+    bool disk_wait;             /* done: its exit waits for the disk watch's measure */
     int status;                 /* wait status of the command */
     int init_status;            /* wait status of init, once reaped */
     int64_t cpu_us, max_rss_kb; /* from init's report, else from reaping init */
@@ -215,6 +235,7 @@ struct server {
     struct client *clients, *dead_clients;
     struct exec *execs, *dead_execs;
     struct pooled *dead_pooled;
+    struct measure *measures; /* the disk watch's, in flight */
     size_t pooled_total;
     uint64_t next_session;
     int64_t execs_total, start_ns;
@@ -259,6 +280,10 @@ void send_ok(struct server *s, struct client *c, int64_t id);
 /* ----------------------------------------------------------- session.c */
 
 void do_open(struct server *s, struct client *c, const struct mini_req *req);
+/* The rest of an open, once the disk watch has measured the workspace:
+ * the session joins c (NULL: gone, the session is dropped) and `opened`
+ * goes out. */
+void open_finish(struct server *s, struct client *c, struct session *ss, int64_t req_id);
 void do_close(struct server *s, struct client *c, const struct mini_req *req);
 struct session *session_find(struct client *c, const char *id);
 /* Close a session of c: its commands are killed (why), its pool emptied. */
@@ -298,6 +323,8 @@ void do_cancel(struct server *s, struct client *c, const struct mini_req *req);
 /* Kill the command's sandbox; why becomes its limit unless it has one. */
 void exec_kill(struct exec *x, enum mini_limit why);
 void exec_free(struct exec *x);
+/* The command is done: its exit (or error) goes out. */
+void exec_finish(struct server *s, struct exec *x);
 /* The sandbox's events: control socket, output, exit, timeout, stdin. */
 void exec_drain_ctl(struct server *s, struct exec *x);
 void exec_read_out(struct server *s, struct exec *x);
@@ -309,8 +336,10 @@ void kill_all(struct server *s);
 
 /* -------------------------------------------------------------- disk.c */
 
-/* Set up the session's disk watch (after its overlay): measures its trees. */
-void disk_open(struct session *ss);
+/* Set up the session's disk watch (after its overlay).  1: its trees are
+ * being measured, and open_finish(c, req_id) follows when they are; 0: no measure
+ * (not watched, said in disk_json). */
+int disk_open(struct server *s, struct client *c, struct session *ss, int64_t req_id);
 void disk_close(struct session *ss);
 /* isolation.workspace_quota of `opened`. */
 void disk_json(const struct session *ss, cJSON *o);
@@ -319,7 +348,14 @@ void disk_json(const struct session *ss, cJSON *o);
  * when the timer cannot be had. */
 int disk_exec_start(struct exec *x);
 void disk_tick(struct server *s, struct exec *x);
-/* A command ended (before its exit is sent): the last check, timer gone. */
-void disk_exec_end(struct server *s, struct exec *x);
+/* A command ended (before its exit is sent): the last check, timer gone.
+ * 1: the exit waits for a measure (x->disk_wait), sent by disk_measured. */
+int disk_exec_end(struct server *s, struct exec *x);
+/* A measuring process's pipe is readable: its result applied. */
+void disk_measured(struct server *s, struct measure *m);
+/* c is closing: the opens it waits for are dropped. */
+void disk_client_gone(struct server *s, struct client *c);
+/* At stop: every measure stopped and dropped. */
+void disk_fini(struct server *s);
 
 #endif

@@ -62,6 +62,8 @@ static void exec_bury(struct server *s, struct exec *x)
 
 void exec_kill(struct exec *x, enum mini_limit why)
 {
+    if (x->disk_wait) /* it is over: only its exit is still to go */
+        return;
     if (x->limit == MINI_LIMIT_NONE)
         x->limit = why;
     mini_sandbox_kill(&x->slot.sb);
@@ -109,10 +111,12 @@ static void emit_output(struct server *s, struct exec *x, const char *p, size_t 
     send_rep(s, x->client, &rep);
 }
 
-static void exec_finish(struct server *s, struct exec *x)
+void exec_finish(struct server *s, struct exec *x)
 {
     int64_t ms = (mini_mono_ns() - x->start_ns) / 1000000;
-    disk_exec_end(s, x);
+    x->disk_wait = disk_exec_end(s, x) > 0;
+    if (x->disk_wait)
+        return; /* disk_measured calls again */
     if (x->err.code != MINI_OK) {
         send_error(s, x->client, x->id, &x->err);
         audit(s, x, 125, ms);
@@ -262,7 +266,7 @@ static bool exec_retry(struct server *s, struct exec *x)
  * command's status (having killed and reaped everything else) or died. */
 static void exec_maybe_finish(struct server *s, struct exec *x)
 {
-    if (!x->finished && x->out_eof && (x->reaped || x->have_status) && !exec_retry(s, x))
+    if (!x->finished && !x->disk_wait && x->out_eof && (x->reaped || x->have_status) && !exec_retry(s, x))
         exec_finish(s, x);
 }
 

@@ -157,6 +157,7 @@ static void client_close(struct server *s, struct client *c)
         }
     while (c->sessions)
         session_close(s, c, c->sessions, MINI_LIMIT_DISCONNECT);
+    disk_client_gone(s, c);
     for (struct client **pp = &s->clients; *pp; pp = &(*pp)->next)
         if (*pp == c) {
             *pp = c->next;
@@ -631,6 +632,7 @@ static void handle(struct server *s, struct ev *ev, uint32_t events)
     case EV_PID: exec_reap(s, ev->obj); break;
     case EV_TIMER: exec_timer(s, ev->obj); break;
     case EV_DISK: disk_tick(s, ev->obj); break;
+    case EV_MEASURE: disk_measured(s, ev->obj); break;
     case EV_STDIN: exec_write_stdin(s, ev->obj); break;
     case EV_POOL_CTL:
     case EV_POOL_PID: pool_event(s, ev->obj, ev->kind == EV_POOL_PID); break;
@@ -657,6 +659,7 @@ static void server_free(struct server *s)
     flush_clients(s);
     while (s->clients)
         client_close(s, s->clients);
+    disk_fini(s);
     bury(s);
     mini_cgroups_fini(&s->cgroups);
     sessions_fini(s);
