@@ -51,7 +51,6 @@ struct insp_traj {
     char *exit_status, *submission, *model, *task, *format;
     double cost;
     bool has_cost;
-    long api_calls; /* -1: not recorded */
     int resolved;   /* from summary.json: 1 resolved, 0 not, -1 not verified / unknown */
     size_t n_steps; /* step pages (a model turn and what followed it) */
     bool loaded;    /* msgs below are there */
@@ -105,7 +104,6 @@ enum insp_style {
     INSP_HEAD,   /* a message's header: "ASSISTANT", "TOOL (returncode 0)" */
     INSP_CMD,    /* a command the model asked for */
     INSP_DIM,    /* the prompts, reasoning */
-    INSP_STEP,   /* the rule at the top of a step */
 };
 struct insp_line {
     const char *s; /* not NUL-terminated: n bytes */

@@ -278,7 +278,6 @@ void insp_traj_clear(struct insp_traj *t)
     free(t->format);
     memset(t, 0, sizeof *t);
     t->resolved = -1;
-    t->api_calls = -1;
 }
 
 void insp_close(struct insp_traj *t)
@@ -388,10 +387,9 @@ int insp_parse(struct insp_traj *t, const char *data, size_t len, bool full)
         status = get_str(get(last, "extra"), "exit_status");
     replace_str(&t->exit_status, status);
     const cJSON *stats = get(info, "model_stats");
-    const cJSON *cost = get(stats, "instance_cost"), *calls = get(stats, "api_calls");
+    const cJSON *cost = get(stats, "instance_cost");
     t->has_cost = cJSON_IsNumber(cost);
     t->cost = t->has_cost ? cost->valuedouble : 0;
-    t->api_calls = cJSON_IsNumber(calls) ? (long)calls->valuedouble : -1;
     t->n_steps = 0;
     const cJSON *first_user = NULL;
     i = 0;
@@ -580,7 +578,8 @@ int insp_collect(const char *path, struct insp_set *set, struct mini_err *e)
         if (rc == 0 && f.too_many)
             fprintf(stderr, "mini inspect: %s: more than %d trajectories; showing the first %d found\n", path,
                     INSP_MAX_FILES, INSP_MAX_FILES);
-        qsort(f.traj, f.n_traj, sizeof *f.traj, cmp_str);
+        if (f.n_traj > 1)
+            qsort(f.traj, f.n_traj, sizeof *f.traj, cmp_str);
     } else {
         char *p = strdup(path);
         rc = p && push(&f.traj, &f.n_traj, p) == 0 ? 0 : mini_err_set(e, MINI_E_NOMEM, "out of memory");
