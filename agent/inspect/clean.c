@@ -11,10 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The code point of the valid UTF-8 sequence at s (n bytes left); its
- * length in *len. */
-static uint32_t decode(const unsigned char *s, size_t n, size_t *len)
+uint32_t insp_utf8_decode(const char *p, size_t n, size_t *len)
 {
+    const unsigned char *s = (const unsigned char *)p;
     unsigned char c = s[0];
     size_t k = c < 0x80 ? 1 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
     if (k > n)
@@ -61,7 +60,7 @@ int insp_clean_append(struct mini_buf *out, const char *p, size_t n)
             i++;
         } else {
             size_t len;
-            uint32_t cp = decode(s + i, n - i, &len);
+            uint32_t cp = insp_utf8_decode((const char *)s + i, n - i, &len);
             if (shown_escaped(cp))
                 rc = mini_buf_printf(out, "\\u%04x", (unsigned)cp) < 0 ? -1 : 0;
             else

@@ -25,6 +25,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /* Bounds: a trajectory file's size, the files of a folder, how deep a
@@ -92,6 +93,9 @@ void insp_traj_clear(struct insp_traj *t);
 int insp_clean_append(struct mini_buf *out, const char *p, size_t n);
 /* The same into a new string (NULL when out of memory). */
 char *insp_clean(const char *p, size_t n);
+/* The code point of the UTF-8 sequence at p (valid, n > 0 bytes left);
+ * its length in *len. */
+uint32_t insp_utf8_decode(const char *p, size_t n, size_t *len);
 /* Replace, in JSON text, the escapes that strict parsing refuses or that
  * decode to something not UTF-8: \u0000 becomes \u2400 (the visible ␀)
  * and an unpaired surrogate \ud800..\udfff becomes \ufffd; same length,

@@ -56,13 +56,8 @@ static void on_stop(int sig) { stop_sig = sig; }
  * point and the cells it takes. */
 static size_t char_at(const char *s, size_t n, uint32_t *cp, int *cells, const struct tui *u)
 {
-    unsigned char c = (unsigned char)s[0];
-    size_t k = c < 0x80 ? 1 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
-    if (k > n)
-        k = n;
-    uint32_t v = k == 1 ? c : k == 2 ? c & 0x1f : k == 3 ? c & 0x0f : c & 0x07;
-    for (size_t i = 1; i < k; i++)
-        v = v << 6 | ((unsigned char)s[i] & 0x3f);
+    size_t k;
+    uint32_t v = insp_utf8_decode(s, n, &k);
     *cp = v;
     if (v == '\t')
         *cells = TAB_CELLS;
