@@ -290,17 +290,32 @@ int mini_sandbox_launch(struct mini_sandbox *sb, const struct mini_launch *l, st
 
 int mini_sandbox_read_ctl(struct mini_sandbox *sb, struct mini_ctl_msg *m)
 {
-    ssize_t n = recv(sb->ctl, m, sizeof *m, MSG_WAITALL | MSG_DONTWAIT);
-    if (n == 0)
-        return 0;
-    if (n < 0)
-        return (errno == EAGAIN || errno == EWOULDBLOCK) ? -2 : -1;
-    if (n != sizeof *m) {
-        /* A short message can only come from a dying peer. */
-        return 0;
+    for (;;) {
+        char cbuf[CMSG_SPACE(sizeof(int))];
+        struct iovec iov = { m, sizeof *m };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf };
+        ssize_t n = recvmsg(sb->ctl, &mh, MSG_WAITALL | MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (n == 0)
+            return 0;
+        if (n < 0)
+            return (errno == EAGAIN || errno == EWOULDBLOCK) ? -2 : -1;
+        int fd = -1;
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
+            memcpy(&fd, CMSG_DATA(c), sizeof fd);
+        if (n != sizeof *m) {
+            /* A short message can only come from a dying peer. */
+            mini_close(fd);
+            return 0;
+        }
+        m->text[sizeof m->text - 1] = '\0';
+        if (m->type != MINI_CTL_LISTENER) {
+            mini_close(fd);
+            return 1;
+        }
+        mini_close(sb->listen_fd);
+        sb->listen_fd = fd;
     }
-    m->text[sizeof m->text - 1] = '\0';
-    return 1;
 }
 
 void mini_sandbox_kill(struct mini_sandbox *sb)
@@ -349,7 +364,8 @@ void mini_sandbox_destroy(struct mini_sandbox *sb)
     mini_close(sb->ctl);
     mini_close(sb->out);
     mini_close(sb->in);
-    sb->pidfd = sb->ctl = sb->out = sb->in = -1;
+    mini_close(sb->listen_fd);
+    sb->pidfd = sb->ctl = sb->out = sb->in = sb->listen_fd = -1;
     sb->state = MINI_SB_DONE;
     if (sb->overlay_work) {
         /* Its overlay went with its mount namespace. */

@@ -573,6 +573,7 @@ static void bury(struct server *s)
         s->dead_pooled = p->next;
         free(p);
     }
+    proxy_bury(s);
     while (s->dead_clients) {
         struct client *c = s->dead_clients;
         s->dead_clients = c->next;
@@ -594,6 +595,9 @@ static bool ev_dead(const struct ev *ev)
     case EV_STDIN: return ((const struct exec *)ev->obj)->dead;
     case EV_POOL_CTL:
     case EV_POOL_PID: return ((const struct pooled *)ev->obj)->dead;
+    case EV_PROXY_LISTEN:
+    case EV_PROXY_CLIENT:
+    case EV_PROXY_UP: return proxy_ev_dead(ev);
     default: return false;
     }
 }
@@ -636,6 +640,11 @@ static void handle(struct server *s, struct ev *ev, uint32_t events)
     case EV_STDIN: exec_write_stdin(s, ev->obj); break;
     case EV_POOL_CTL:
     case EV_POOL_PID: pool_event(s, ev->obj, ev->kind == EV_POOL_PID); break;
+    case EV_PROXY_LISTEN:
+    case EV_PROXY_CLIENT:
+    case EV_PROXY_UP:
+    case EV_PROXY_DNS:
+    case EV_PROXY_TICK: proxy_event(s, ev, events); break;
     }
 }
 
@@ -661,6 +670,7 @@ static void server_free(struct server *s)
         client_close(s, s->clients);
     disk_fini(s);
     bury(s);
+    proxy_fini(s);
     mini_cgroups_fini(&s->cgroups);
     sessions_fini(s);
     mini_ws_guard_free(&s->guard);
@@ -752,6 +762,8 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
         mini_err_sys(e, MINI_E_IO, errno, "setting up the event loop");
         goto out;
     }
+    if (proxy_init(&s, e) < 0)
+        goto out;
     if (cfg->inherit_fd >= 0) {
         if (client_add(&s, cfg->inherit_fd) < 0) {
             mini_err_sys(e, MINI_E_IO, errno, "serving fd %d", cfg->inherit_fd);
