@@ -234,6 +234,22 @@ expect_out "100 concurrent connections (HTTP and HTTPS) all served" "ok 100/100"
 expect_out "the daemon still serves after all that" "plain-$RUN_TAG" \
     sbx -- "curl -sS -m 20 http://pkg.test:$HP/hello.txt"
 
+# ---- mini's environment.allow_hosts --------------------------------------
+
+if [[ -x $MINI_BIN/mini ]]; then
+    . "$MINI_SOURCE_DIR/tests/integration/agent_lib.sh"
+    agent_init
+    TRAJ=$T/allow.traj.json
+    mrun -y --exit-immediately -c mini --model-class deterministic -l 0 --sandbox strict --workspace "$WS" -t task \
+        -o "$TRAJ" -c "environment.socket=$SOCK" -c 'environment.allow_hosts=["pkg.test", "127.0.0.1"]' \
+        -c "model.outputs=$(json_strs "$(block "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT; curl -sS -m 20 http://pkg.test:$HP/hello.txt")")"
+    if [[ $RC == 0 ]] && grep -q "plain-$RUN_TAG" "$TRAJ"; then
+        pass "mini: environment.allow_hosts reaches the sandbox's allowlist"
+    else
+        fail "mini: environment.allow_hosts reaches the sandbox's allowlist" "$(head -c 2000 "$TRAJ" 2>/dev/null)"
+    fi
+fi
+
 # ---- configuration errors -----------------------------------------------
 
 run sbx --profile permissive --allow-host pkg.test -- true
