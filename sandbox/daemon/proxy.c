@@ -47,7 +47,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PROXY_BUF (256u * 1024u)     /* each direction of a tunnel */
+#define PROXY_BUF (256u * 1024u)     /* each direction of a tunnel (a pipe's size, where granted) */
 #define HEAD_TIMEOUT_NS (10 * NS_S)  /* the request head, from accept (or --frame-timeout, if shorter) */
 #define SETUP_TIMEOUT_NS (15 * NS_S) /* resolving and connecting */
 #define LINGER_NS (2 * NS_S)         /* CLOSING: discard what follows a refusal */
@@ -57,9 +57,12 @@
 
 enum pstate { P_HEAD, P_RESOLVING, P_CONNECTING, P_TUNNEL, P_CLOSING };
 
+/* One direction of a tunnel: a pipe, so that bytes go from socket to
+ * socket with splice() and never through the daemon's memory. */
 struct pbuf {
-    char *data;
-    size_t off, len; /* unsent bytes: data[off .. len) */
+    int p[2];   /* -1 until the tunnel opens */
+    size_t n;   /* bytes in the pipe */
+    size_t cap; /* the pipe's size */
 };
 
 struct pconn {
@@ -288,7 +291,7 @@ static bool is_own_address(struct server *s, const uint8_t a[16])
     return false;
 }
 
-static uint32_t pbuf_room(const struct pbuf *b) { return b->data ? (uint32_t)(PROXY_BUF - b->len) : 0; }
+static size_t pbuf_room(const struct pbuf *b) { return b->p[0] >= 0 ? b->cap - b->n : 0; }
 
 static void session_net_limits(const struct session *ss, uint64_t *in_left, uint64_t *out_left)
 {
@@ -334,8 +337,10 @@ static void conn_interest(struct server *s, struct pconn *c);
 static void conn_free_now(struct pconn *c)
 {
     free(c->head);
-    free(c->c2u.data);
-    free(c->u2c.data);
+    mini_close(c->c2u.p[0]);
+    mini_close(c->c2u.p[1]);
+    mini_close(c->u2c.p[0]);
+    mini_close(c->u2c.p[1]);
     free(c);
 }
 
@@ -448,11 +453,11 @@ static void conn_interest(struct server *s, struct pconn *c)
     case P_TUNNEL:
         if (!c->c_eof && pbuf_room(&c->c2u))
             wc |= EPOLLIN | EPOLLRDHUP;
-        if (c->u2c.len > c->u2c.off)
+        if (c->u2c.n)
             wc |= EPOLLOUT;
         if (!c->u_eof && pbuf_room(&c->u2c))
             wu |= EPOLLIN | EPOLLRDHUP;
-        if (c->c2u.len > c->c2u.off)
+        if (c->c2u.n)
             wu |= EPOLLOUT;
         break;
     }
@@ -680,17 +685,29 @@ static void conn_connect_next(struct server *s, struct pconn *c)
 
 static int pbuf_alloc(struct pbuf *b)
 {
-    if (!b->data && !(b->data = malloc(PROXY_BUF)))
+    if (pipe2(b->p, O_NONBLOCK | O_CLOEXEC) < 0) {
+        b->p[0] = b->p[1] = -1;
         return -1;
+    }
+    /* Past the user's pipe quota the kernel keeps the default size. */
+    fcntl(b->p[1], F_SETPIPE_SZ, PROXY_BUF);
+    int sz = fcntl(b->p[1], F_GETPIPE_SZ);
+    b->cap = sz > 0 ? (size_t)sz : 4096;
     return 0;
 }
 
+/* Bytes the proxy itself sends on (a reply, a rewritten head); they fit:
+ * the pipe is empty and they are at most MINI_HTTP_HEAD_MAX + a little. */
 static int pbuf_put(struct pbuf *b, const char *p, size_t n)
 {
-    if (n > PROXY_BUF - b->len)
-        return -1;
-    memcpy(b->data + b->len, p, n);
-    b->len += n;
+    while (n) {
+        ssize_t w = write(b->p[1], p, n);
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+        b->n += (size_t)w;
+    }
     return 0;
 }
 
@@ -715,8 +732,14 @@ static void conn_connected(struct server *s, struct pconn *c)
         return;
     }
     if (pbuf_alloc(&c->c2u) < 0 || pbuf_alloc(&c->u2c) < 0) {
-        conn_refuse(s, c, 503, "out of memory");
+        conn_refuse(s, c, 503, "the daemon is out of file descriptors for pipes; try again");
         return;
+    }
+    /* The head and what followed it must fit the pipe as it is. */
+    if (c->head_len + 1024 > c->c2u.cap) {
+        fcntl(c->c2u.p[1], F_SETPIPE_SZ, (int)(MINI_HTTP_HEAD_MAX * 2));
+        int sz = fcntl(c->c2u.p[1], F_GETPIPE_SZ);
+        c->c2u.cap = sz > 0 ? (size_t)sz : c->c2u.cap;
     }
     size_t extra = c->head_len - c->req.head_len;
     int r = 0;
@@ -734,8 +757,8 @@ static void conn_connected(struct server *s, struct pconn *c)
         conn_refuse(s, c, 503, "out of memory");
         return;
     }
-    c->bytes_out += c->c2u.len;
-    c->ss->net.out += c->c2u.len;
+    c->bytes_out += c->c2u.n;
+    c->ss->net.out += c->c2u.n;
     free(c->head);
     c->head = NULL;
     c->state = P_TUNNEL;
@@ -744,13 +767,11 @@ static void conn_connected(struct server *s, struct pconn *c)
 
 /* ------------------------------------------------------------ the tunnel */
 
-/* Move bytes from fd into b, at most `left` (the session's quota).  1:
- * progress or nothing to do; 0: end of stream; -1: error. */
+/* Move bytes from fd into b's pipe, at most `left` (the session's
+ * quota).  1: progress or nothing to do; 0: end of stream; -1: error. */
 static int pump_in(int fd, struct pbuf *b, uint64_t left, uint64_t *counted, bool *quota_hit)
 {
-    if (b->off == b->len)
-        b->off = b->len = 0;
-    size_t room = PROXY_BUF - b->len;
+    size_t room = b->cap - b->n;
     if (!room)
         return 1;
     if (left < room)
@@ -759,26 +780,24 @@ static int pump_in(int fd, struct pbuf *b, uint64_t left, uint64_t *counted, boo
         *quota_hit = true;
         return 1;
     }
-    ssize_t n = recv(fd, b->data + b->len, room, MSG_DONTWAIT);
+    ssize_t n = splice(fd, NULL, b->p[1], NULL, room, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
     if (n < 0)
         return errno == EAGAIN || errno == EINTR ? 1 : -1;
     if (n == 0)
         return 0;
-    b->len += (size_t)n;
+    b->n += (size_t)n;
     *counted += (uint64_t)n;
     return 1;
 }
 
 static int pump_out(int fd, struct pbuf *b)
 {
-    if (b->off == b->len)
+    if (!b->n)
         return 1;
-    ssize_t n = send(fd, b->data + b->off, b->len - b->off, MSG_DONTWAIT | MSG_NOSIGNAL);
+    ssize_t n = splice(b->p[0], NULL, fd, NULL, b->n, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
     if (n < 0)
         return errno == EAGAIN || errno == EINTR ? 1 : -1;
-    b->off += (size_t)n;
-    if (b->off == b->len)
-        b->off = b->len = 0;
+    b->n -= (size_t)n;
     return 1;
 }
 
@@ -797,12 +816,12 @@ static bool tunnel(struct server *s, struct pconn *c)
         c->bytes_in += got_in;
         n->out += got_out;
         n->in += got_in;
-        size_t pend = (c->c2u.len - c->c2u.off) + (c->u2c.len - c->u2c.off);
+        size_t pend = c->c2u.n + c->u2c.n;
         if (r1 < 0 || r2 < 0 || pump_out(c->ufd, &c->c2u) < 0 || pump_out(c->cfd, &c->u2c) < 0) {
             conn_end(s, c, "reset");
             return true;
         }
-        moved |= got_in || got_out || r1 == 0 || r2 == 0 || pend != (c->c2u.len - c->c2u.off) + (c->u2c.len - c->u2c.off);
+        moved |= got_in || got_out || r1 == 0 || r2 == 0 || pend != c->c2u.n + c->u2c.n;
         if (quota) {
             conn_end(s, c, in_left == 0 ? "closed at the session's limits.net_in_mb"
                                         : "closed at the session's limits.net_out_mb");
@@ -810,11 +829,11 @@ static bool tunnel(struct server *s, struct pconn *c)
         }
         c->c_eof |= r1 == 0;
         c->u_eof |= r2 == 0;
-        if (c->c_eof && c->c2u.len == c->c2u.off && !c->u_shut) {
+        if (c->c_eof && !c->c2u.n && !c->u_shut) {
             shutdown(c->ufd, SHUT_WR);
             c->u_shut = true;
         }
-        if (c->u_eof && c->u2c.len == c->u2c.off && !c->c_shut) {
+        if (c->u_eof && !c->u2c.n && !c->c_shut) {
             shutdown(c->cfd, SHUT_WR);
             c->c_shut = true;
         }
@@ -922,6 +941,7 @@ static void accept_conns(struct server *s, struct proxy_listener *l)
         tick_arm(p, true);
         c->cfd = fd;
         c->ufd = -1;
+        c->c2u.p[0] = c->c2u.p[1] = c->u2c.p[0] = c->u2c.p[1] = -1;
         c->l = l;
         c->ss = l->ss;
         c->ss->refs++;

@@ -44,6 +44,11 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         super().do_GET()
 
 
+class Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # listen()'s backlog: 100 clients at once
+
+
 def serve(srv):
     srv.serve_forever()
 
@@ -51,14 +56,12 @@ def serve(srv):
 def main():
     root, cert, key, portfile = sys.argv[1:5]
     os.chdir(root)
-    http.server.ThreadingHTTPServer.daemon_threads = True
-    plain = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    tls = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    plain = Server(("127.0.0.1", 0), Handler)
+    tls = Server(("127.0.0.1", 0), Handler)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(cert, key)
     tls.socket = ctx.wrap_socket(tls.socket, server_side=True)
     for s in (plain, tls):
-        s.request_queue_size = 256
         threading.Thread(target=serve, args=(s,), daemon=True).start()
     tmp = portfile + ".tmp"
     with open(tmp, "w") as f:
