@@ -100,6 +100,9 @@ expect_out "an allowed name resolving to loopback, no address rule: refused" "a 
     sbx --profile strict --allow-host evil.test -- "curl -s -m 20 http://evil.test:$HP/hello.txt"
 check "audit: the loopback resolution is logged as refused" \
     audit_has '"host": "evil.test"' '"verdict": "refused"' 'loopback'
+expect_out "a name the resolver process answers (localhost, from /etc/hosts): loopback, refused" \
+    "localhost resolves to 127.0.0.1, a loopback address" \
+    sbx --profile strict --allow-host localhost -- "curl -s -m 20 --noproxy '' http://localhost:$HP/"
 expect_out "the cloud metadata address: refused" "link-local" \
     sbx --profile strict --allow-host '*' -- "curl -s -m 20 http://169.254.169.254/latest/meta-data/"
 expect_out "a private address literal: refused" "a private address" \
@@ -258,4 +261,6 @@ else fail "--allow-host on a host-network profile: a clear error" "expected 125 
 run sbx --profile strict --allow-host 'pkg..test' -- true
 if [[ $RC == 125 ]] && contains "$ERR" 'allow_hosts[0]'; then pass "a malformed entry: a clear error naming it"
 else fail "a malformed entry: a clear error naming it" "expected 125 and allow_hosts[0]"; fi
+run stop_daemon
+check "the daemon stops cleanly (exit 0: no sanitizer report either)" test "$RC" = 0
 finish
