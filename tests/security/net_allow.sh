@@ -253,7 +253,12 @@ if [[ -x $MINI_BIN/mini ]]; then
     fi
 fi
 
-# ---- configuration errors -----------------------------------------------
+# ---- configuration errors, and what check says ---------------------------
+
+run bounded "$MINI_BIN/mini-sandbox" check --profile "$T/allow.json"
+if contains "$OUT" "network allowlist: an HTTP proxy on 127.0.0.1:3128" && contains "$OUT" "fails at once (ENETUNREACH)"
+then pass "mini-sandbox check describes the allowlist and the direct path"
+else fail "mini-sandbox check describes the allowlist and the direct path"; fi
 
 run sbx --profile permissive --allow-host pkg.test -- true
 if [[ $RC == 125 ]] && contains "$ERR" 'network is "host"'; then pass "--allow-host on a host-network profile: a clear error"
