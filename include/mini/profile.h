@@ -92,6 +92,8 @@ struct mini_profile {
     size_t n_net_allow;
     char **net_deny;
     size_t n_net_deny;
+    char **net_resolve; /* network allow: "NAME:ADDR" pins for the proxy */
+    size_t n_net_resolve;
     char *hostname; /* NULL exactly when namespaces lacks MINI_FEAT_UTS_NS */
     char *image;    /* an imported image as the root (docs/images.md), or NULL: the host's binds */
 

@@ -18,6 +18,7 @@
 #include "server.h"
 #include "spawn.h"
 #include "workspace.h"
+#include "netpolicy.h"
 #include "mini/buf.h"
 #include "mini/profile.h"
 #include "mini/proto.h"
@@ -105,6 +106,7 @@ struct mini_netrule;
 struct session_net {
     struct mini_netrule *allow, *deny;
     size_t n_allow, n_deny;
+    struct mini_net_pins pins; /* the profile's network.resolve */
     int conns;        /* open now */
     uint64_t in, out; /* bytes, since the session opened */
 };

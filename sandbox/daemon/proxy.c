@@ -53,7 +53,7 @@
 #define LINGER_NS (2 * NS_S)         /* CLOSING: discard what follows a refusal */
 #define NS_S 1000000000LL
 #define RESOLVER_THREADS 4
-#define RESOLVER_ADDRS 16
+#define RESOLVER_ADDRS MINI_NET_PIN_ADDRS
 
 enum pstate { P_HEAD, P_RESOLVING, P_CONNECTING, P_TUNNEL, P_CLOSING };
 
@@ -101,12 +101,6 @@ struct proxy_listener {
     struct pconn *conns;
 };
 
-struct pin {
-    char name[MINI_NET_HOST_MAX + 1];
-    uint8_t addrs[RESOLVER_ADDRS][16];
-    size_t n;
-};
-
 struct resolve_req {
     uint64_t id;
     char name[MINI_NET_HOST_MAX + 1];
@@ -119,8 +113,7 @@ struct resolve_rep {
 };
 
 struct proxy {
-    struct pin *pins;
-    size_t n_pins;
+    struct mini_net_pins pins; /* --resolve */
     uint8_t (*own)[16]; /* the host's own addresses */
     size_t n_own;
     int64_t own_at;
@@ -558,13 +551,16 @@ static void conn_decide(struct server *s, struct pconn *c)
         return;
     }
     struct proxy *p = s->proxy;
-    for (size_t i = 0; i < p->n_pins; i++)
-        if (strcmp(p->pins[i].name, c->req.host) == 0) {
-            memcpy(c->addrs, p->pins[i].addrs, sizeof c->addrs);
-            c->n_addrs = p->pins[i].n;
-            conn_addresses(s, c);
-            return;
-        }
+    /* The profile's pins, then the daemon's. */
+    const struct mini_net_pin *pin = mini_net_pins_find(&n->pins, c->req.host);
+    if (!pin)
+        pin = mini_net_pins_find(&p->pins, c->req.host);
+    if (pin) {
+        memcpy(c->addrs, pin->addrs, sizeof c->addrs);
+        c->n_addrs = pin->n;
+        conn_addresses(s, c);
+        return;
+    }
     if (p->lookups >= MAX_LOOKUPS) {
         conn_refuse(s, c, 503, "too many name lookups in flight; try again");
         return;
@@ -1043,6 +1039,9 @@ int session_net_open(struct session *ss, struct mini_err *e)
     for (size_t i = 0; i < p->n_net_deny; i++)
         if (mini_netrule_parse(p->net_deny[i], &n->deny[n->n_deny++], &why) < 0)
             return mini_err_set(e, MINI_E_PROFILE_INVALID, "network.deny: \"%s\": %s", p->net_deny[i], why);
+    for (size_t i = 0; i < p->n_net_resolve; i++)
+        if (mini_net_pins_add(&n->pins, p->net_resolve[i], &why) < 0)
+            return mini_err_set(e, MINI_E_PROFILE_INVALID, "network.resolve: \"%s\": %s", p->net_resolve[i], why);
     return 0;
 }
 
@@ -1051,6 +1050,7 @@ void session_net_close(struct session *ss)
     free(ss->net.allow);
     free(ss->net.deny);
     ss->net.allow = ss->net.deny = NULL;
+    mini_net_pins_free(&ss->net.pins);
 }
 
 void proxy_start(struct server *s, struct exec *x)
@@ -1084,8 +1084,12 @@ void proxy_stop(struct exec *x)
         struct pconn *c = l->conns;
         if (c->state == P_TUNNEL)
             conn_end(s, c, "the command ended");
-        else
+        else if (c->state == P_CLOSING) /* its refusal is logged */
             conn_close(s, c);
+        else {
+            audit_conn(s, c, "refused", 0, "the command ended before the connection was made");
+            conn_close(s, c);
+        }
     }
     ep_del(s, l->fd);
     close(l->fd);
@@ -1113,47 +1117,6 @@ void proxy_bury(struct server *s)
 
 /* ------------------------------------------------------------ the daemon */
 
-/* NAME:ADDR (ADDR an IPv4 address, or IPv6 in brackets or bare); the same
- * name again adds an address. */
-static int add_pin(struct proxy *p, const char *spec, struct mini_err *e)
-{
-    const char *colon = strchr(spec, ':');
-    char name[MINI_NET_HOST_MAX + 1], addr[INET6_ADDRSTRLEN + 2];
-    uint8_t a[16];
-    if (!colon || mini_net_host_norm(spec, (size_t)(colon - spec), name, sizeof name) < 0)
-        return mini_err_set(e, MINI_E_BAD_REQUEST, "--resolve %s: expected NAME:ADDRESS (pypi.org:10.0.0.5)", spec);
-    const char *as = colon + 1;
-    size_t al = strlen(as);
-    if (al >= 2 && as[0] == '[' && as[al - 1] == ']') {
-        as++;
-        al -= 2;
-    }
-    if (al >= sizeof addr)
-        return mini_err_set(e, MINI_E_BAD_REQUEST, "--resolve %s: not an IP address", spec);
-    memcpy(addr, as, al);
-    addr[al] = '\0';
-    if (!mini_net_parse_ip(addr, a))
-        return mini_err_set(e, MINI_E_BAD_REQUEST, "--resolve %s: %s is not an IP address", spec, addr);
-    struct pin *pin = NULL;
-    for (size_t i = 0; i < p->n_pins && !pin; i++)
-        if (strcmp(p->pins[i].name, name) == 0)
-            pin = &p->pins[i];
-    if (!pin) {
-        struct pin *np = realloc(p->pins, (p->n_pins + 1) * sizeof *np);
-        if (!np)
-            return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-        p->pins = np;
-        pin = &p->pins[p->n_pins++];
-        memset(pin, 0, sizeof *pin);
-        memcpy(pin->name, name, sizeof name);
-    }
-    if (pin->n >= RESOLVER_ADDRS)
-        return mini_err_set(e, MINI_E_BAD_REQUEST, "--resolve %s: at most %d addresses per name", spec,
-                            RESOLVER_ADDRS);
-    memcpy(pin->addrs[pin->n++], a, 16);
-    return 0;
-}
-
 int proxy_init(struct server *s, struct mini_err *e)
 {
     struct proxy *p = calloc(1, sizeof *p);
@@ -1164,9 +1127,11 @@ int proxy_init(struct server *s, struct mini_err *e)
     p->res_pid = -1;
     p->ev_res = (struct ev){ EV_PROXY_DNS, NULL };
     p->ev_tick = (struct ev){ EV_PROXY_TICK, NULL };
-    for (size_t i = 0; i < s->cfg->n_resolve; i++)
-        if (add_pin(p, s->cfg->resolve[i], e) < 0)
-            return -1;
+    for (size_t i = 0; i < s->cfg->n_resolve; i++) {
+        const char *why;
+        if (mini_net_pins_add(&p->pins, s->cfg->resolve[i], &why) < 0)
+            return mini_err_set(e, MINI_E_BAD_REQUEST, "--resolve %s: %s", s->cfg->resolve[i], why);
+    }
     p->tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (p->tick_fd < 0 || ep_add(s, p->tick_fd, EPOLLIN, &p->ev_tick) < 0)
         return mini_err_sys(e, MINI_E_IO, errno, "the proxy's timer");
@@ -1186,7 +1151,7 @@ void proxy_fini(struct server *s)
         close(p->tick_fd);
     }
     proxy_bury(s);
-    free(p->pins);
+    mini_net_pins_free(&p->pins);
     free(p->own);
     free(p);
     s->proxy = NULL;

@@ -634,12 +634,38 @@ static int parse_net_entries(const struct ctx *c, const cJSON *arr, const char *
     return 0;
 }
 
+/* network.resolve: "NAME:ADDR" pins, each checked as the daemon's --resolve. */
+static int parse_net_pins(const struct ctx *c, const cJSON *arr, struct mini_profile *p)
+{
+    char buf[KP_MAX];
+    struct mini_net_pins pins = { 0 };
+    int rc = 0;
+    if (!cJSON_IsArray(arr))
+        return fail(c, "network.resolve", "must be an array of \"NAME:ADDRESS\" strings");
+    size_t i = 0;
+    for (const cJSON *it = arr->child; it && rc == 0; it = it->next, i++) {
+        const char *why;
+        kpi(buf, "network.resolve", i);
+        if (!cJSON_IsString(it))
+            rc = fail(c, buf, "must be a string");
+        else if (i >= MINI_NET_RULES_MAX)
+            rc = fail(c, "network.resolve", "more than %d entries", MINI_NET_RULES_MAX);
+        else if (mini_net_pins_add(&pins, it->valuestring, &why) < 0)
+            rc = fail(c, buf, "\"%.80s\": %s", it->valuestring, why);
+        else if (push_str(&p->net_resolve, &p->n_net_resolve, it->valuestring) < 0)
+            rc = nomem(c);
+    }
+    mini_net_pins_free(&pins);
+    return rc;
+}
+
 static int parse_network(const struct ctx *c, const cJSON *v, struct mini_profile *p)
 {
     free_strv(&p->net_allow, &p->n_net_allow);
     free_strv(&p->net_deny, &p->n_net_deny);
+    free_strv(&p->net_resolve, &p->n_net_resolve);
     if (cJSON_IsObject(v)) {
-        static const char *const keys[] = { "allow", "deny" };
+        static const char *const keys[] = { "allow", "deny", "resolve" };
         const cJSON *allow = cJSON_GetObjectItemCaseSensitive(v, "allow");
         const cJSON *deny = cJSON_GetObjectItemCaseSensitive(v, "deny");
         if (check_object(c, v, "network", keys, MINI_ARRAY_SIZE(keys)) < 0)
@@ -651,6 +677,9 @@ static int parse_network(const struct ctx *c, const cJSON *v, struct mini_profil
             return -1;
         if (!p->n_net_allow)
             return fail(c, "network.allow", "must not be empty (use \"none\" for no network)");
+        const cJSON *res = cJSON_GetObjectItemCaseSensitive(v, "resolve");
+        if (res && parse_net_pins(c, res, p) < 0)
+            return -1;
         p->network = MINI_NET_ALLOW;
     } else if (cJSON_IsString(v) && strcmp(v->valuestring, "none") == 0) {
         p->network = MINI_NET_NONE;
@@ -999,6 +1028,7 @@ void mini_profile_free(struct mini_profile *p)
     free_strv(&p->env_pass, &p->n_env_pass);
     free_strv(&p->net_allow, &p->n_net_allow);
     free_strv(&p->net_deny, &p->n_net_deny);
+    free_strv(&p->net_resolve, &p->n_net_resolve);
     free(p);
 }
 
@@ -1286,7 +1316,8 @@ cJSON *mini_profile_to_json(const struct mini_profile *p)
     if (ok && p->network == MINI_NET_ALLOW) {
         cJSON *net = cJSON_AddObjectToObject(o, "network");
         ok = net && add_strv(net, "allow", p->net_allow, p->n_net_allow) &&
-            add_strv(net, "deny", p->net_deny, p->n_net_deny);
+            add_strv(net, "deny", p->net_deny, p->n_net_deny) &&
+            add_strv(net, "resolve", p->net_resolve, p->n_net_resolve);
     } else {
         ok = ok && cJSON_AddStringToObject(o, "network", p->network == MINI_NET_HOST ? "host" : "none");
     }
@@ -1359,6 +1390,7 @@ struct mini_profile *mini_profile_dup(const struct mini_profile *p)
         dup_strv(&d->seccomp.deny, &d->seccomp.n_deny, p->seccomp.deny, p->seccomp.n_deny) < 0 ||
         dup_strv(&d->net_allow, &d->n_net_allow, p->net_allow, p->n_net_allow) < 0 ||
         dup_strv(&d->net_deny, &d->n_net_deny, p->net_deny, p->n_net_deny) < 0 ||
+        dup_strv(&d->net_resolve, &d->n_net_resolve, p->net_resolve, p->n_net_resolve) < 0 ||
         dup_strv(&d->env_pass, &d->n_env_pass, p->env_pass, p->n_env_pass) < 0)
         return NULL;
     return TAKE_PTR(d);
@@ -1511,6 +1543,7 @@ int mini_profile_apply_overrides(struct mini_profile *p, const cJSON *ov, struct
                 n->namespaces |= MINI_FEAT_NET_NS;
                 free_strv(&n->net_allow, &n->n_net_allow);
                 free_strv(&n->net_deny, &n->n_net_deny);
+                free_strv(&n->net_resolve, &n->n_net_resolve);
             }
         } else if (strcmp(it->string, "filesystem") == 0) {
             if (override_filesystem(&c, it, n) < 0)

@@ -282,6 +282,68 @@ bool mini_netrule_match_addr(const struct mini_netrule *r, const uint8_t addr[16
     return in_prefix(addr, r->addr, r->prefix);
 }
 
+/* -------------------------------------------------------------- pins */
+
+int mini_net_pins_add(struct mini_net_pins *t, const char *spec, const char **why)
+{
+    const char *colon = strchr(spec, ':');
+    char name[MINI_NET_HOST_MAX + 1], addr[INET6_ADDRSTRLEN + 2];
+    uint8_t a[16];
+    if (!colon || mini_net_host_norm(spec, (size_t)(colon - spec), name, sizeof name) < 0) {
+        *why = "expected NAME:ADDRESS (pypi.org:10.0.0.5, pypi.org:[fd00::5])";
+        return -1;
+    }
+    const char *as = colon + 1;
+    size_t al = strlen(as);
+    if (al >= 2 && as[0] == '[' && as[al - 1] == ']') {
+        as++;
+        al -= 2;
+    }
+    if (al >= sizeof addr) {
+        *why = "not an IP address after the name";
+        return -1;
+    }
+    memcpy(addr, as, al);
+    addr[al] = '\0';
+    if (!mini_net_parse_ip(addr, a)) {
+        *why = "not an IP address after the name";
+        return -1;
+    }
+    struct mini_net_pin *pin = (struct mini_net_pin *)mini_net_pins_find(t, name);
+    if (!pin) {
+        struct mini_net_pin *nv = realloc(t->v, (t->n + 1) * sizeof *nv);
+        if (!nv) {
+            *why = "out of memory";
+            return -1;
+        }
+        t->v = nv;
+        pin = &t->v[t->n++];
+        memset(pin, 0, sizeof *pin);
+        memcpy(pin->name, name, sizeof name);
+    }
+    if (pin->n >= MINI_NET_PIN_ADDRS) {
+        *why = "at most 16 addresses per name";
+        return -1;
+    }
+    memcpy(pin->addrs[pin->n++], a, 16);
+    return 0;
+}
+
+const struct mini_net_pin *mini_net_pins_find(const struct mini_net_pins *t, const char *name)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (strcmp(t->v[i].name, name) == 0)
+            return &t->v[i];
+    return NULL;
+}
+
+void mini_net_pins_free(struct mini_net_pins *t)
+{
+    free(t->v);
+    t->v = NULL;
+    t->n = 0;
+}
+
 /* ------------------------------------------------------------ requests */
 
 static bool is_tchar(unsigned char c)

@@ -51,6 +51,24 @@ void mini_net_addr_str(const uint8_t a[16], char *buf, size_t size);
 const char *mini_net_addr_special(const uint8_t a[16]);
 bool mini_net_addr_is_v4(const uint8_t a[16]);
 
+/* Pins: names resolved by the proxy without DNS (mini-sandboxd --resolve,
+ * a profile's network.resolve).  "NAME:ADDR", ADDR an IPv4 address or an
+ * IPv6 one (bare or in brackets); a name given again gets one more address. */
+#define MINI_NET_PIN_ADDRS 16
+struct mini_net_pin {
+    char name[MINI_NET_HOST_MAX + 1];
+    uint8_t addrs[MINI_NET_PIN_ADDRS][16];
+    size_t n;
+};
+struct mini_net_pins {
+    struct mini_net_pin *v;
+    size_t n;
+};
+/* 0; -1 with *why (a static explanation; "out of memory" included). */
+int mini_net_pins_add(struct mini_net_pins *t, const char *spec, const char **why);
+const struct mini_net_pin *mini_net_pins_find(const struct mini_net_pins *t, const char *name);
+void mini_net_pins_free(struct mini_net_pins *t);
+
 /* ------------------------------------------------- the proxy's requests */
 
 #define MINI_HTTP_HEAD_MAX 16384 /* request line and headers */

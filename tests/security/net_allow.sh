@@ -49,6 +49,10 @@ EOF
     chmod 0644 "$T/$1.json"
 }
 profile allow '"net_connections": 128'
+cat >"$T/pinned.json" <<EOF
+{"name": "pinned", "network": {"allow": ["viaprofile.test", "127.0.0.1"], "resolve": ["viaprofile.test:127.0.0.1"]}}
+EOF
+chmod 0644 "$T/pinned.json"
 profile small '"net_in_mb": 1'
 profile two '"net_connections": 2'
 SBX_PROFILE=$T/allow.json
@@ -82,6 +86,8 @@ ctx = ssl.create_default_context(cafile='$WS/ca.pem')
 a = urllib.request.urlopen('http://pkg.test:$HP/hello.txt', timeout=20).read().decode().strip()
 b = urllib.request.urlopen('https://pkg.test:$SP/hello.txt', timeout=20, context=ctx).read().decode().strip()
 print('urllib-ok', a, b)"
+expect_out "a name pinned by the profile's network.resolve" "plain-$RUN_TAG" \
+    sbx --profile "$T/pinned.json" -- "curl -sS -m 20 http://viaprofile.test:$HP/hello.txt"
 check "audit: the allowed connections are logged with their address" \
     audit_has '"host": "pkg.test"' '"verdict": "allowed"' '"address": "127.0.0.1"' '"method": "CONNECT"'
 expect_out "the proxy variables are set for the command" "HTTPS_PROXY=http://127.0.0.1:3128" \

@@ -183,8 +183,31 @@ static void test_requests(void)
     CHECK(mini_http_req_parse(nul, sizeof nul - 1, &r, &st, &why) < 0);
 }
 
+static void test_pins(void)
+{
+    struct mini_net_pins t = { 0 };
+    const char *why;
+    CHECK(mini_net_pins_add(&t, "Pkg.Test:127.0.0.1", &why) == 0);
+    CHECK(mini_net_pins_add(&t, "pkg.test:[::1]", &why) == 0);
+    CHECK(mini_net_pins_add(&t, "other.test:2001:db8::5", &why) == 0);
+    const struct mini_net_pin *p = mini_net_pins_find(&t, "pkg.test");
+    CHECK(p && p->n == 2 && mini_net_addr_is_v4(p->addrs[0]) && !mini_net_addr_is_v4(p->addrs[1]));
+    p = mini_net_pins_find(&t, "other.test");
+    CHECK(p && p->n == 1 && memcmp(p->addrs[0], ip("2001:db8::5"), 16) == 0);
+    CHECK(!mini_net_pins_find(&t, "none.test"));
+    CHECK(mini_net_pins_add(&t, "noaddr.test", &why) < 0);
+    CHECK(mini_net_pins_add(&t, "bad name:1.2.3.4", &why) < 0);
+    CHECK(mini_net_pins_add(&t, "x.test:1.2.3", &why) < 0);
+    CHECK(mini_net_pins_add(&t, ":1.2.3.4", &why) < 0);
+    for (int i = 0; i < 16; i++)
+        CHECK(mini_net_pins_add(&t, "many.test:10.0.0.1", &why) == 0);
+    CHECK(mini_net_pins_add(&t, "many.test:10.0.0.1", &why) < 0); /* the 17th */
+    mini_net_pins_free(&t);
+}
+
 int main(void)
 {
+    test_pins();
     test_rules();
     test_special();
     test_requests();

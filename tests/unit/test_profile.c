@@ -226,6 +226,10 @@ static void test_malformed(void)
     BAD("{\"network\": {\"allow\": [\"10.0.0.0/33\"]}}",
         "strict.json: network.allow[0]: \"10.0.0.0/33\": bad prefix length after / (0-32 for IPv4, 0-128 for IPv6)");
     BAD("{\"network\": {\"allow\": [7]}}", "strict.json: network.allow[0]: must be a string");
+    BAD("{\"network\": {\"allow\": [\"a.org\"], \"resolve\": [\"a.org\"]}}",
+        "strict.json: network.resolve[0]: \"a.org\": expected NAME:ADDRESS (pypi.org:10.0.0.5, pypi.org:[fd00::5])");
+    BAD("{\"network\": {\"allow\": [\"a.org\"], \"resolve\": [\"a.org:nowhere\"]}}",
+        "strict.json: network.resolve[0]: \"a.org:nowhere\": not an IP address after the name");
     BAD("{\"network\": {\"allow\": [\"a.org\"], \"proxy\": 1}}", "strict.json: network.proxy: unknown key");
     BAD("{\"network\": {\"allow\": [\"a.org\"]}, \"namespaces\": {\"net\": false}}",
         "strict.json: network: \"none\" and an allowlist require namespaces.net to be true");
@@ -328,13 +332,13 @@ static void test_network_allow(void)
     struct mini_err e;
     struct mini_profile *p =
         from("{\"network\": {\"allow\": [\"pypi.org\", \"*.pythonhosted.org\", \"github.com:443\", "
-             "\"10.1.2.3:8080\", \"pypi.org\"], \"deny\": [\"10.0.0.0/8\"]}}",
+             "\"10.1.2.3:8080\", \"pypi.org\"], \"deny\": [\"10.0.0.0/8\"], \"resolve\": [\"pypi.org:10.9.9.9\"]}}",
              &e);
     CHECK_MSG(p != NULL, "%s", e.msg);
     if (!p)
         return;
     CHECK(p->network == MINI_NET_ALLOW && (p->namespaces & MINI_FEAT_NET_NS));
-    CHECK(p->n_net_allow == 4 && p->n_net_deny == 1); /* the repeated entry once */
+    CHECK(p->n_net_allow == 4 && p->n_net_deny == 1 && p->n_net_resolve == 1); /* the repeated entry once */
     check_round_trip(p);
     char *more[] = { "pkg.test", "[fd00::1]:443", NULL };
     CHECK(mini_profile_allow_hosts(p, more, 2, &e) == 0 && p->n_net_allow == 6);
