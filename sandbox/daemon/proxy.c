@@ -92,9 +92,10 @@ struct pconn {
 };
 
 struct proxy_listener {
-    struct proxy_listener *next; /* in the graveyard */
+    struct proxy_listener *next; /* in the proxy's list of live ones, or the graveyard */
     struct server *s;
     bool dead;
+    bool paused; /* out of fds: not accepting until the next tick */
     int fd;
     struct ev ev;
     struct session *ss;
@@ -127,7 +128,8 @@ struct proxy {
     struct ev ev_tick;
     size_t n_conns;
     struct pconn *conns, *dead;
-    struct proxy_listener *dead_l;
+    struct proxy_listener *listeners, *dead_l;
+    size_t n_paused;
 };
 
 /* ------------------------------------------------------------- resolver */
@@ -676,7 +678,8 @@ static void conn_connect_next(struct server *s, struct pconn *c)
     char why[MINI_NET_HOST_MAX + 120];
     snprintf(why, sizeof why, "connecting to %s:%u: %s", c->req.host, (unsigned)c->req.port,
              last_err ? strerror(last_err) : "no address left");
-    conn_refuse(s, c, 502, why);
+    /* The daemon's own shortage is not the destination's fault. */
+    conn_refuse(s, c, last_err == EMFILE || last_err == ENFILE ? 503 : 502, why);
 }
 
 static int pbuf_alloc(struct pbuf *b)
@@ -925,8 +928,15 @@ static void accept_conns(struct server *s, struct proxy_listener *l)
     for (;;) {
         int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
-            if (errno == EMFILE || errno == ENFILE)
-                log_warn("proxy: accept: %s", strerror(errno));
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                /* The client waits in the backlog; the listener rests until
+                 * the next tick instead of waking the loop for nothing. */
+                log_warn("proxy: session %s: accept: %s; paused", l->ss->id, strerror(errno));
+                ep_mod(s, l->fd, 0, &l->ev);
+                l->paused = true;
+                p->n_paused++;
+                tick_arm(p, true);
+            }
             return;
         }
         struct pconn *c = calloc(1, sizeof *c);
@@ -994,6 +1004,12 @@ static void tick(struct server *s)
         else
             conn_close(s, c);
     }
+    for (struct proxy_listener *l = p->listeners; l && p->n_paused; l = l->next)
+        if (l->paused) {
+            ep_mod(s, l->fd, EPOLLIN, &l->ev);
+            l->paused = false;
+            p->n_paused--;
+        }
     if (!p->n_conns)
         tick_arm(p, false);
 }
@@ -1071,6 +1087,8 @@ void proxy_start(struct server *s, struct exec *x)
     }
     x->slot.sb.listen_fd = -1;
     x->proxy = l;
+    l->next = s->proxy->listeners;
+    s->proxy->listeners = l;
 }
 
 void proxy_stop(struct exec *x)
@@ -1094,6 +1112,13 @@ void proxy_stop(struct exec *x)
     ep_del(s, l->fd);
     close(l->fd);
     l->dead = true;
+    if (l->paused)
+        s->proxy->n_paused--;
+    for (struct proxy_listener **pp = &s->proxy->listeners; *pp; pp = &(*pp)->next)
+        if (*pp == l) {
+            *pp = l->next;
+            break;
+        }
     l->next = s->proxy->dead_l;
     s->proxy->dead_l = l;
 }

@@ -274,4 +274,42 @@ if [[ $RC == 125 ]] && contains "$ERR" 'allow_hosts[0]'; then pass "a malformed 
 else fail "a malformed entry: a clear error naming it" "expected 125 and allow_hosts[0]"; fi
 run stop_daemon
 check "the daemon stops cleanly (exit 0: no sanitizer report either)" test "$RC" = 0
+
+# ---- a daemon out of file descriptors ------------------------------------
+
+# At most 160 fds (the sandbox inherits that hard limit too): 140 connections at once need more (each holds a socket
+# in the daemon, and a tunnel two sockets and two pipes).  Those that cannot
+# be served get 503 or wait in the listener's backlog (accept pauses);
+# nothing crashes, and once they are gone the proxy serves again.
+have prlimit || { skip "out of fds" "prlimit is not installed"; finish; }
+DAEMON_WRAPPER="prlimit --nofile=160:160 --" start_daemon --resolve pkg.test:127.0.0.1
+FD_PY='
+import select, socket, sys, time, urllib.request
+port = int(sys.argv[1])
+socks = [socket.create_connection(("127.0.0.1", 3128), timeout=20) for i in range(140)]
+for s in socks:
+    s.sendall(("CONNECT pkg.test:%d HTTP/1.1\r\n\r\n" % port).encode())
+codes, left, end = {}, set(socks), time.time() + 3
+while left and time.time() < end:
+    r, _, _ = select.select(list(left), [], [], max(0, end - time.time()))
+    for s in r:
+        left.discard(s)
+        try:
+            c = s.recv(4096).split(b" ")[1].decode()
+        except (OSError, IndexError):
+            c = "closed"
+        codes[c] = codes.get(c, 0) + 1
+if left:
+    codes["waiting"] = len(left)
+for s in socks:
+    s.close()
+print(sorted(codes.items()), end=" ")
+body = urllib.request.urlopen("http://pkg.test:%d/hello.txt" % port, timeout=20).read().decode().strip()
+print("after:", body)'
+printf '%s\n' "$FD_PY" >"$WS/fds.py"
+chmod 0644 "$WS/fds.py"
+expect_out "out of fds: the proxy refuses or waits, then serves again" "after: plain-$RUN_TAG" \
+    sbx -- python3 "$WS/fds.py" "$HP"
+run stop_daemon
+check "the fd-starved daemon stops cleanly" test "$RC" = 0
 finish
