@@ -22,7 +22,7 @@ python3 "$MINI_SOURCE_DIR/tests/security/net_servers.py" "$SRV/www" "$SRV/cert.p
     >"$T/servers.log" 2>&1 &
 BG_PIDS+=($!)
 wait_until 10 test -s "$SRV/ports" || { fail "test servers start" "$(cat "$T/servers.log")"; finish; }
-read -r HP _ <"$SRV/ports"
+read -r HP _ _ <"$SRV/ports"
 start_daemon --resolve pkg.test:127.0.0.1
 cp "$MINI_SOURCE_DIR/tests/bench/net_bench.py" "$WS/net_bench.py"
 chmod 0644 "$WS/net_bench.py"

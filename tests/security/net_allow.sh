@@ -32,7 +32,7 @@ python3 "$MINI_SOURCE_DIR/tests/security/net_servers.py" "$SRV/www" "$SRV/cert.p
     >"$T/servers.log" 2>&1 &
 BG_PIDS+=($!)
 wait_until 10 test -s "$SRV/ports" || { fail "test servers start" "$(cat "$T/servers.log")"; finish; }
-read -r HP SP <"$SRV/ports"
+read -r HP SP SINK <"$SRV/ports"
 log "# HTTP on 127.0.0.1:$HP, HTTPS on 127.0.0.1:$SP"
 
 AUDIT=$T/audit.log
@@ -54,6 +54,7 @@ cat >"$T/pinned.json" <<EOF
 EOF
 chmod 0644 "$T/pinned.json"
 profile small '"net_in_mb": 1'
+profile up '"net_out_mb": 1'
 profile two '"net_connections": 2'
 SBX_PROFILE=$T/allow.json
 
@@ -182,6 +183,24 @@ try:
 except urllib.error.HTTPError as e:
     print(e.code)'"
 check "audit: the cut connection says why" audit_has '"profile": "small"' 'net_in_mb'
+expect_out "net_out_mb: an upload is cut near 1 MB, and the next tunnel refused" "cut 403" \
+    sbx --profile "$T/up.json" -- "python3 -c '
+import socket
+s = socket.create_connection((\"127.0.0.1\", 3128), timeout=20)
+s.sendall(b\"CONNECT pkg.test:$SINK HTTP/1.1\\r\\n\\r\\n\")
+assert b\" 200 \" in s.recv(4096)
+sent = 0
+try:
+    for i in range(256):
+        s.sendall(b\"u\" * 65536)
+        sent += 65536
+except OSError:
+    pass
+print(\"cut\" if sent < 16 << 20 else \"sent all\", end=\" \")
+t = socket.create_connection((\"127.0.0.1\", 3128), timeout=20)
+t.sendall(b\"CONNECT pkg.test:$SINK HTTP/1.1\\r\\n\\r\\n\")
+print(t.recv(4096).split(b\" \")[1].decode())'"
+check "audit: the cut upload says why" audit_has '"profile": "up"' 'net_out_mb'
 CONNS_PY='
 import socket, sys
 want = int(sys.argv[1]); port = int(sys.argv[2])

@@ -2,8 +2,9 @@
 """Local test servers for the network allowlist tests (tests/security/net_allow.sh)
 and its benchmark (tests/bench/net_bench.sh): an HTTP and an HTTPS server on
 127.0.0.1, ephemeral ports, threaded, serving DIR.  GET /bytes/N answers N
-bytes (any size, generated, not read from disk).  Writes "HTTP_PORT HTTPS_PORT"
-to PORTFILE once both listen, then serves until killed.
+bytes (any size, generated, not read from disk).  A third port is a sink:
+it reads what a connection sends until it ends.  Writes "HTTP_PORT
+HTTPS_PORT SINK_PORT" to PORTFILE once all listen, then serves until killed.
 
 usage: net_servers.py DIR CERT KEY PORTFILE
 """
@@ -11,6 +12,7 @@ import http.server
 import os
 import ssl
 import sys
+import socketserver
 import threading
 
 CHUNK = b"x" * (1 << 20)
@@ -44,6 +46,15 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         super().do_GET()
 
 
+class Sink(socketserver.BaseRequestHandler):
+    def handle(self):
+        try:
+            while self.request.recv(1 << 16):
+                pass
+        except OSError:
+            pass
+
+
 class Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256  # listen()'s backlog: 100 clients at once
@@ -61,11 +72,13 @@ def main():
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(cert, key)
     tls.socket = ctx.wrap_socket(tls.socket, server_side=True)
-    for s in (plain, tls):
+    socketserver.ThreadingTCPServer.daemon_threads = True
+    sink = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Sink)
+    for s in (plain, tls, sink):
         threading.Thread(target=serve, args=(s,), daemon=True).start()
     tmp = portfile + ".tmp"
     with open(tmp, "w") as f:
-        f.write("%d %d\n" % (plain.server_address[1], tls.server_address[1]))
+        f.write("%d %d %d\n" % (plain.server_address[1], tls.server_address[1], sink.server_address[1]))
     os.rename(tmp, portfile)
     threading.Event().wait()
 
