@@ -8,13 +8,13 @@
  *
  *   HEAD        the request head is read (bounded, with a deadline);
  *   RESOLVING   the name is allowed by a rule; its addresses come from a
- *               pin (--resolve) or the resolver process (never getaddrinfo
- *               in this loop);
+ *               pin (the profile's network.resolve, --resolve) or the
+ *               resolver process (never getaddrinfo in this loop);
  *   CONNECTING  every address is checked again (deny rules; special
  *               addresses only by an address rule naming them), then tried
  *               in turn, non-blocking;
- *   TUNNEL      bytes both ways through two bounded buffers, counted
- *               against the session's limits;
+ *   TUNNEL      bytes both ways, spliced through a pipe per direction,
+ *               counted against the session's limits;
  *   CLOSING     a refusal was sent: what the client still sends is
  *               discarded until it closes (so that it reads the answer).
  *
