@@ -293,20 +293,7 @@ static void open_proxy_listener(struct child *c)
     if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 256) < 0)
         fail_sys(c, errno, "opening the network proxy's socket on 127.0.0.1:%d", MINI_NET_PROXY_PORT);
     struct mini_ctl_msg m = { .type = MINI_CTL_LISTENER };
-    char cbuf[CMSG_SPACE(sizeof(int))];
-    memset(cbuf, 0, sizeof cbuf);
-    struct iovec iov = { &m, sizeof m };
-    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf };
-    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(cm), &fd, sizeof fd);
-    ssize_t n;
-    do
-        n = sendmsg(MINI_FD_CTL, &mh, MSG_NOSIGNAL);
-    while (n < 0 && errno == EINTR);
-    if (n != (ssize_t)sizeof m)
+    if (mini_send_fds(MINI_FD_CTL, &m, sizeof m, &fd, 1) < 0)
         _exit(125); /* the daemon is gone */
     close(fd);
 }

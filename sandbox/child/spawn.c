@@ -87,29 +87,12 @@ static int idmapped_image(const struct mini_spawn_cfg *cfg, struct mini_err *e)
 static int send_go(int ctl, int fd, int image)
 {
     struct mini_go_msg go = { .type = MINI_MSG_GO, .has_fd = fd >= 0, .has_image = image >= 0 };
-    char cbuf[CMSG_SPACE(2 * sizeof(int))];
-    memset(cbuf, 0, sizeof cbuf);
-    struct iovec iov = { &go, sizeof go };
-    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
     int fds[2], n_fds = 0;
     if (fd >= 0)
         fds[n_fds++] = fd;
     if (image >= 0)
         fds[n_fds++] = image;
-    if (n_fds) {
-        mh.msg_control = cbuf;
-        mh.msg_controllen = CMSG_SPACE(n_fds * sizeof(int));
-        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(n_fds * sizeof(int));
-        memcpy(CMSG_DATA(c), fds, n_fds * sizeof(int));
-    }
-    ssize_t n;
-    do
-        n = sendmsg(ctl, &mh, MSG_NOSIGNAL);
-    while (n < 0 && errno == EINTR);
-    return n == sizeof go ? 0 : -1;
+    return mini_send_fds(ctl, &go, sizeof go, fds, (size_t)n_fds);
 }
 
 /* The daemon's ends and the child's ends of the three channels. */
