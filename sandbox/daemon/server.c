@@ -106,6 +106,10 @@ static void do_hello(struct server *s, struct client *c, const struct mini_req *
     cJSON_AddStringToObject(f, "limits_by",
                             s->cgroups.mode == MINI_CG_NONE ? "rlimits" : mini_cg_mode_name(s->cgroups.mode));
     cJSON_AddBoolToObject(f, "prepared_sandboxes", true);
+    /* open.allow_hosts and allowlist profiles (docs/profiles.md). */
+    cJSON *net = cJSON_AddObjectToObject(f, "network_allowlist");
+    cJSON_AddNumberToObject(net, "proxy_port", MINI_NET_PROXY_PORT);
+    cJSON_AddNumberToObject(net, "pins", (double)s->cfg->n_resolve);
     cJSON *lim = cJSON_AddObjectToObject(f, "limits");
     cJSON_AddNumberToObject(lim, "connections", (double)s->max_clients);
     cJSON_AddNumberToObject(lim, "sessions", MAX_SESSIONS);
@@ -113,6 +117,7 @@ static void do_hello(struct server *s, struct client *c, const struct mini_req *
     cJSON_AddNumberToObject(lim, "running", MAX_RUNNING);
     cJSON_AddNumberToObject(lim, "running_per_connection", MAX_RUNNING_PER_CLIENT);
     cJSON_AddNumberToObject(lim, "unread_reply_bytes", WQ_MAX);
+    cJSON_AddNumberToObject(lim, "proxied_connections", PROXY_MAX_CONNS);
     cJSON *machine = mini_caps_to_json(&s->caps);
     if (machine)
         cJSON_AddItemToObject(f, "machine", machine);
