@@ -37,7 +37,7 @@ unsigned mini_feature_from_name(const char *name);
  * names and `net_deny` does not (docs/profiles.md, "network"). */
 enum mini_network { MINI_NET_NONE = 0, MINI_NET_HOST, MINI_NET_ALLOW };
 #define MINI_NET_PROXY_PORT 3128
-#define MINI_NET_ALLOW_ARGS_MAX 256 /* open.allow_hosts entries */
+#define MINI_NET_ENTRIES_MAX 256 /* allow and deny entries of a profile together (and its pins) */
 
 /* A host path bound into the sandbox at the same path. */
 struct mini_bind {

@@ -221,7 +221,7 @@ static int cmd_run(int argc, char **argv)
         { 0 },
     };
     /* At most as many as a profile may hold; the daemon checks each. */
-    char *allow_hosts[MINI_NET_ALLOW_ARGS_MAX + 1];
+    char *allow_hosts[MINI_NET_ENTRIES_MAX + 1];
     size_t n_allow = 0;
     const char *profile = NULL, *workspace = ".", *cwd = NULL, *network = NULL, *socket = NULL, *image = NULL;
     const char *policy_path = NULL;
@@ -238,10 +238,10 @@ static int cmd_run(int argc, char **argv)
         case 'i': image = optarg; break;
         case 'P': policy_path = optarg; break;
         case 'A':
-            if (n_allow >= MINI_NET_ALLOW_ARGS_MAX) {
+            if (n_allow >= MINI_NET_ENTRIES_MAX) {
                 mini_env_free(&env);
                 return run_usage(
-                    mini_cli_usage_error("run", "--allow-host: at most %d entries", MINI_NET_ALLOW_ARGS_MAX));
+                    mini_cli_usage_error("run", "--allow-host: at most %d entries", MINI_NET_ENTRIES_MAX));
             }
             allow_hosts[n_allow++] = optarg;
             break;

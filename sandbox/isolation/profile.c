@@ -610,7 +610,7 @@ static int parse_namespaces(const struct ctx *c, const cJSON *v, struct mini_pro
 }
 
 /* Allowlist entries at `path` appended to *v (each checked by the rule
- * parser); at most MINI_NET_RULES_MAX in all. */
+ * parser); at most MINI_NET_ENTRIES_MAX in all. */
 static int parse_net_entries(const struct ctx *c, const cJSON *arr, const char *path, char ***v, size_t *n,
                              size_t others)
 {
@@ -626,8 +626,8 @@ static int parse_net_entries(const struct ctx *c, const cJSON *arr, const char *
             return fail(c, buf, "must be a string");
         if (mini_netrule_parse(it->valuestring, &r, &why) < 0)
             return fail(c, buf, "\"%.80s\": %s", it->valuestring, why);
-        if (*n + others >= MINI_NET_RULES_MAX)
-            return fail(c, path, "more than %d allow and deny entries", MINI_NET_RULES_MAX);
+        if (*n + others >= MINI_NET_ENTRIES_MAX)
+            return fail(c, path, "more than %d allow and deny entries", MINI_NET_ENTRIES_MAX);
         if (!strv_has(*v, *n, it->valuestring) && push_str(v, n, it->valuestring) < 0)
             return nomem(c);
     }
@@ -648,8 +648,8 @@ static int parse_net_pins(const struct ctx *c, const cJSON *arr, struct mini_pro
         kpi(buf, "network.resolve", i);
         if (!cJSON_IsString(it))
             rc = fail(c, buf, "must be a string");
-        else if (i >= MINI_NET_RULES_MAX)
-            rc = fail(c, "network.resolve", "more than %d entries", MINI_NET_RULES_MAX);
+        else if (i >= MINI_NET_ENTRIES_MAX)
+            rc = fail(c, "network.resolve", "more than %d entries", MINI_NET_ENTRIES_MAX);
         else if (mini_net_pins_add(&pins, it->valuestring, &why) < 0)
             rc = fail(c, buf, "\"%.80s\": %s", it->valuestring, why);
         else if (push_str(&p->net_resolve, &p->n_net_resolve, it->valuestring) < 0)

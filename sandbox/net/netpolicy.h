@@ -11,7 +11,6 @@
 #include <stdint.h>
 #include "mini/buf.h"
 
-#define MINI_NET_RULES_MAX 256 /* allow + deny entries of one session */
 #define MINI_NET_HOST_MAX 253  /* a DNS name's longest text form */
 
 enum mini_netrule_kind {
