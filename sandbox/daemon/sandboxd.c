@@ -1,5 +1,6 @@
 /* mini-sandboxd: the sandbox executor.  See docs/protocol.md. */
 #include "server.h"
+#include "netpolicy.h"
 #include "mini/client.h"
 #include "mini/cleanup.h"
 #include "mini/io.h"
@@ -173,6 +174,16 @@ int main(int argc, char **argv)
         case 'f': foreground = true; break;
         case 'a': cfg.audit_log = optarg; break;
         case 'R': {
+            /* Checked now, so that a typo is a usage error, not a daemon
+             * that fails after detaching. */
+            struct mini_net_pins check = { 0 };
+            const char *why;
+            int bad = mini_net_pins_add(&check, optarg, &why);
+            mini_net_pins_free(&check);
+            if (bad < 0) {
+                fprintf(stderr, "mini-sandboxd: --resolve %s: %s\n", optarg, why);
+                return 2;
+            }
             char **v = realloc(resolve, (cfg.n_resolve + 1) * sizeof *v);
             if (!v) {
                 fprintf(stderr, "mini-sandboxd: out of memory\n");
