@@ -8,7 +8,7 @@ PACKAGES="
   libcurl4-openssl-dev libcjson-dev libpcre2-dev libseccomp-dev libcap-dev libyaml-dev libedit-dev libncurses-dev
   libarchive-dev libssl-dev busybox-static mmdebstrap
   musl-tools python3 python3-jinja2 python3-yaml python3-dotenv
-  util-linux procps iproute2 bubblewrap tmux git chromium
+  util-linux procps iproute2 bubblewrap tmux git chromium curl openssl
   slurmctld slurmd slurm-client munge
 "
 

@@ -18,6 +18,7 @@
 #include "server.h"
 #include "spawn.h"
 #include "workspace.h"
+#include "netpolicy.h"
 #include "mini/buf.h"
 #include "mini/profile.h"
 #include "mini/proto.h"
@@ -70,8 +71,19 @@ enum ev_kind {
     EV_POOL_CTL,
     EV_POOL_PID,
     EV_DISK,
-    EV_MEASURE
+    EV_MEASURE,
+    EV_PROXY_LISTEN, /* proxy.c: a sandbox's listener, a connection's ends, */
+    EV_PROXY_CLIENT, /* the resolver process, the deadline timer */
+    EV_PROXY_UP,
+    EV_PROXY_DNS,
+    EV_PROXY_TICK
 };
+
+/* The network allowlist's proxy (proxy.c, docs/profiles.md): the most
+ * connections it holds for all sessions (two fds each), and name lookups
+ * in flight in the resolver process. */
+#define PROXY_MAX_CONNS 1024
+#define MAX_LOOKUPS 64
 
 /* Prepared sandboxes: each session keeps one more than it has commands
  * running (at most POOL_SESSION_MAX), and the daemon at most POOL_TOTAL_MAX
@@ -86,6 +98,18 @@ struct ev {
 
 struct pooled;
 struct bpf_cache;
+struct proxy;
+struct proxy_listener;
+struct mini_netrule;
+
+/* A session's allowlist, compiled, and what its connections used. */
+struct session_net {
+    struct mini_netrule *allow, *deny;
+    size_t n_allow, n_deny;
+    struct mini_net_pins pins; /* the profile's network.resolve */
+    int conns;        /* open now */
+    uint64_t in, out; /* bytes, since the session opened */
+};
 
 /* The disk watch (disk.c): how often the filesystems' use is polled while
  * a command runs, and the most entries a session's trees may hold to be
@@ -166,6 +190,7 @@ struct session {
     int image_userns;              /* root daemon: image uid 0 -> host_uid (an idmapping), else -1 */
     int image_hold;                /* mini_image_hold() on it, else -1 */
     struct disk_watch disk;
+    struct session_net net;
 };
 
 struct pooled {
@@ -227,6 +252,7 @@ struct exec {
     char *stdin_data;
     size_t stdin_len, stdin_off;
     int64_t start_ns;
+    struct proxy_listener *proxy; /* network allowlist: accepting on the sandbox's listener */
 };
 
 struct server {
@@ -263,6 +289,7 @@ struct server {
     FILE *audit;
     struct mini_ws_guard guard; /* what a workspace must not be or hold */
     struct mini_uid_range uids; /* root daemon: host ids for sessions */
+    struct proxy *proxy;        /* proxy.c */
 };
 
 /* ------------------------------------------------------------ server.c */
@@ -357,5 +384,23 @@ void disk_measured(struct server *s, struct measure *m);
 void disk_client_gone(struct server *s, struct client *c);
 /* At stop: every measure stopped and dropped. */
 void disk_fini(struct server *s);
+
+/* ------------------------------------------------------------- proxy.c */
+
+/* The pins (--resolve) and the deadline timer; the resolver process is
+ * started at the first lookup a pin does not answer. */
+int proxy_init(struct server *s, struct mini_err *e);
+void proxy_fini(struct server *s);
+/* Compile the profile's allowlist into ss->net (open). */
+int session_net_open(struct session *ss, struct mini_err *e);
+void session_net_close(struct session *ss);
+/* The command is launched: accept on its sandbox's listener, if it has one. */
+void proxy_start(struct server *s, struct exec *x);
+/* The command is over: its connections end, the listener closes. */
+void proxy_stop(struct exec *x);
+void proxy_event(struct server *s, struct ev *ev, uint32_t events);
+bool proxy_ev_dead(const struct ev *ev);
+/* Free what was closed in this epoll batch. */
+void proxy_bury(struct server *s);
 
 #endif

@@ -36,6 +36,7 @@ void session_unref(struct session *ss)
         free(ss->overlay_dir);
     }
     disk_close(ss);
+    session_net_close(ss);
     mini_profile_free(ss->profile);
     free(ss->workspace);
     mini_close(ss->ws_fd);
@@ -760,6 +761,9 @@ void do_open(struct server *s, struct client *c, const struct mini_req *req)
     if (!ss->profile)
         goto fail;
     if (o->overrides && mini_profile_apply_overrides(ss->profile, o->overrides, &e) < 0)
+        goto fail;
+    if (mini_profile_allow_hosts(ss->profile, o->allow_hosts, o->n_allow_hosts, &e) < 0 ||
+        session_net_open(ss, &e) < 0)
         goto fail;
     /* What this machine can give the profile: full, degraded (said in
      * every reply) or refused with the reason and the remedy. */
