@@ -48,7 +48,7 @@ fi
 
 start_daemon
 run bounded env PYTHONPATH="$MINI_SOURCE_DIR/tests/integration" python3 -B - "$SOCK" "$WS" "$T" "$BIG" "$DAEMON_PID" <<'EOF'
-import os, sys, subprocess, threading, time, select
+import os, sys, subprocess, threading, time, select, signal
 from pool_client import connect
 sock, ws, tmp, big, dpid = sys.argv[1:6]
 c = connect(sock)
@@ -132,37 +132,57 @@ else:
     say("60 MiB into the overlay's /usr: killed with limit disk", r["limit"] == "disk" and "finished" not in r["output"], r)
 c.close_session(s)
 
-# 7. Measuring a large workspace at open happens off the daemon's loop: while
-# one client's open over 100,000 files waits for its measure, another client
-# opens, runs a command and gets its exit first.
+# 7. Measuring a workspace at open happens off the daemon's loop, in a
+# process of its own (sandboxd-du).  The test stops that process (SIGSTOP)
+# while it measures 100,000 files, so one client's open is pending for sure;
+# meanwhile another client opens, runs a command and gets its exit.
 if not big:
     print("skip 7. an open over a large workspace: the tmpfs it is made on needs root to mount")
     c.close()
     sys.exit(0)
-def measurers():  # the daemon's forked measuring processes still alive
-    kids = subprocess.run(["ps", "-o", "pid=,comm=", "--ppid", dpid], capture_output=True, text=True).stdout
-    return [l for l in kids.splitlines() if l.split()[-1] == "sandboxd-du"]
+def measurers():  # pids of the daemon's measuring processes
+    out = []
+    for p in os.listdir("/proc"):
+        try:
+            st = open(f"/proc/{p}/stat").read()
+        except (OSError, ValueError):
+            continue
+        comm, rest = st[st.index("(") + 1:st.rindex(")")], st[st.rindex(")") + 2:].split()
+        if comm == "sandboxd-du" and rest[1] == dpid:
+            out.append(int(p))
+    return out
+def catch_measurer():  # the measurer of an open just sent, stopped; None if missed
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        for pid in measurers():
+            os.kill(pid, signal.SIGSTOP)
+            return pid
+    return None
 a = connect(sock)
 aid = a.request("open", workspace=big, profile="strict")
+m = catch_measurer()
 s = c.reply(c.request("open", workspace=ws, profile="strict"))["session"]
 r = c.run(s, "echo small", timeout=30)
 pending = select.select([a.sock], [], [], 0)[0] == []
+if m:
+    os.kill(m, signal.SIGCONT)
 ra = a.reply(aid)
-say("an open over a large workspace does not hold up another client's open and command",
-    r["returncode"] == 0 and pending and ra["isolation"]["workspace_quota"]["enforced"] is True, (r, pending))
+say("an open whose measure is stopped does not hold up another client's open and command",
+    m is not None and r["returncode"] == 0 and pending and ra["isolation"]["workspace_quota"]["enforced"] is True,
+    (m, r, pending))
 a.close()
 # A client that leaves while its open is being measured: the measure is
 # stopped, the daemon serves on, nothing of it is left.
 d = connect(sock)
 d.request("open", workspace=big, profile="strict")
-time.sleep(0.05)
+m = catch_measurer()
 d.sock.close()
 deadline = time.time() + 10
-while measurers() and time.time() < deadline:
-    time.sleep(0.05)
+while m in measurers() and time.time() < deadline:
+    time.sleep(0.02)
 r = c.run(s, "echo still", timeout=30)
-say("a client gone during its open's measure: no measuring process left, the daemon serves on",
-    not measurers() and r["returncode"] == 0, (measurers(), r))
+say("a client gone during its open's measure: the measuring process is killed, the daemon serves on",
+    m is not None and m not in measurers() and r["returncode"] == 0, (m, measurers(), r))
 c.close_session(s)
 c.close()
 EOF
