@@ -1,6 +1,7 @@
 #include "mini/path.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,4 +53,16 @@ char *mini_exe_sibling(const char *name)
         out = NULL;
     free(self);
     return out;
+}
+
+char *mini_exe_relative(const char *rel)
+{
+    char *joined = mini_exe_sibling(rel);
+    if (!joined)
+        return NULL;
+    char *real = realpath(joined, NULL);
+    if (!real)
+        return joined;
+    free(joined);
+    return real;
 }
