@@ -1,7 +1,6 @@
 #include "mini/path.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -19,6 +19,8 @@ fi
 src=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$1"
 out=$(cd "$1" && pwd)
+tmp=()
+trap 'rm -rf "${tmp[@]}"' EXIT
 command -v dpkg-shlibdeps >/dev/null || { echo "build-deb: dpkg-shlibdeps not found: apt-get install dpkg-dev" >&2; exit 1; }
 if [[ $# == 2 ]]; then
     build=$(cd "$2" && pwd)
@@ -29,13 +31,12 @@ if [[ $# == 2 ]]; then
     fi
 else
     build=$(mktemp -d "${TMPDIR:-/tmp}/mini-deb.XXXXXX")
-    trap 'rm -rf "$build"' EXIT
+    tmp+=("$build")
     cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DMINI_FUZZ=OFF >/dev/null
 fi
 cmake --build "$build" -j"$(nproc)" >/dev/null
 work=$(mktemp -d "${TMPDIR:-/tmp}/mini-cpack.XXXXXX")
-trap 'rm -rf "$work" ${build_tmp:-}' EXIT
-[[ $# == 2 ]] || build_tmp=$build
+tmp+=("$work")
 (cd "$build" && cpack -G DEB -B "$work" --config "$build/CPackConfig.cmake" >"$work/cpack.log" 2>&1) || {
     cat "$work/cpack.log" >&2
     exit 1

@@ -22,7 +22,6 @@
 #include "mini/io.h"
 #include "mini/json.h"
 
-
 static int nomem(struct mini_err *e) { return mini_err_set(e, MINI_E_NOMEM, "out of memory"); }
 
 /* ---- paths ---- */
