@@ -30,7 +30,7 @@ TEST_PACKAGES="
   python3 python3-jinja2 python3-yaml python3-dotenv
   util-linux procps iproute2 bubblewrap tmux git busybox-static mmdebstrap
   slurmctld slurmd slurm-client munge
-  zsh fish bash-completion apparmor lintian dpkg-dev fakeroot
+  zsh fish bash-completion apparmor lintian dpkg-dev
 "
 
 usage() {
