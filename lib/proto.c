@@ -101,6 +101,8 @@ static const struct field req_open[] = {
     FLD(struct mini_req_open, "overrides", F_OBJ, false, overrides),
     FLD(struct mini_req_open, "env", F_ENV, false, env),
     FLD(struct mini_req_open, "image", F_STR, false, image),
+    FLD(struct mini_req_open, "allow_hosts", F_STRV, false, allow_hosts, COUNT(struct mini_req_open, n_allow_hosts),
+        .min = 1),
 };
 static const struct field req_exec[] = {
     FLD(struct mini_req_exec, "session", F_STR, true, session),

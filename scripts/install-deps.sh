@@ -17,7 +17,7 @@ set -eu
 # mini-sandbox-init with musl (else static glibc); scdoc makes the man pages.
 BUILD_PACKAGES="
   build-essential cmake pkg-config
-  libcurl4-openssl-dev libcjson-dev libpcre2-dev libseccomp-dev libcap-dev libyaml-dev libedit-dev
+  libcurl4-openssl-dev libcjson-dev libpcre2-dev libseccomp-dev libcap-dev libyaml-dev libedit-dev libncurses-dev
   libarchive-dev libssl-dev
   musl-tools
   scdoc
@@ -28,7 +28,7 @@ BUILD_PACKAGES="
 TEST_PACKAGES="
   clang
   python3 python3-jinja2 python3-yaml python3-dotenv
-  util-linux procps iproute2 bubblewrap tmux git busybox-static mmdebstrap
+  util-linux procps iproute2 bubblewrap tmux git busybox-static mmdebstrap chromium curl openssl
   slurmctld slurmd slurm-client munge
   zsh fish bash-completion apparmor lintian dpkg-dev
 "

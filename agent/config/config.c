@@ -678,6 +678,7 @@ static const struct keydef environment_keys[] = {
     { "socket", V_STR, NULL },           /* sandbox */
     { "forward_env", V_LIST_STR, NULL }, /* sandbox */
     { "image", V_STR, NULL },            /* sandbox: an imported image as the root */
+    { "allow_hosts", V_LIST_STR, NULL }, /* sandbox: network allowlist entries (docs/profiles.md) */
     { NULL, 0, NULL },
 };
 

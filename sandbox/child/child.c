@@ -28,6 +28,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <netinet/in.h>
 #include <unistd.h>
 
 /* Per-user inotify counters inside the sandbox's user namespace (see
@@ -275,6 +276,28 @@ static void bring_up_loopback(struct child *c)
         fail(c);
 }
 
+/* Network allowlist: the proxy's endpoint, 127.0.0.1:MINI_NET_PROXY_PORT
+ * in this network namespace.  Bound here, where the namespace's owner has
+ * the right to; a rootless daemon could not setns() into it.  The daemon
+ * gets the listening socket over the control socket and accepts on it;
+ * nothing in the sandbox keeps a copy, so no command can accept on it or
+ * bind the port itself. */
+static void open_proxy_listener(struct child *c)
+{
+    if (c->cfg->profile->network != MINI_NET_ALLOW || !(c->cfg->namespaces & MINI_FEAT_NET_NS))
+        return;
+    struct sockaddr_in sa = { .sin_family = AF_INET,
+                              .sin_port = htons(MINI_NET_PROXY_PORT),
+                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 256) < 0)
+        fail_sys(c, errno, "opening the network proxy's socket on 127.0.0.1:%d", MINI_NET_PROXY_PORT);
+    struct mini_ctl_msg m = { .type = MINI_CTL_LISTENER };
+    if (mini_send_fds(MINI_FD_CTL, &m, sizeof m, &fd, 1) < 0)
+        _exit(125); /* the daemon is gone */
+    close(fd);
+}
+
 /* Mount everything in the new root, pivot_root into it, detach the old
  * one (container/rootfs.c). */
 static void enter_root(struct child *c)
@@ -432,6 +455,7 @@ static __attribute__((noreturn)) void namespace_child(struct child *c)
     die_with_daemon(c);
     set_hostname(c);
     bring_up_loopback(c);
+    open_proxy_listener(c);
     enter_root(c);
     close_setup_fds(c);
     confine(c);

@@ -88,29 +88,12 @@ static int idmapped_image(const struct mini_spawn_cfg *cfg, struct mini_err *e)
 static int send_go(int ctl, int fd, int image)
 {
     struct mini_go_msg go = { .type = MINI_MSG_GO, .has_fd = fd >= 0, .has_image = image >= 0 };
-    char cbuf[CMSG_SPACE(2 * sizeof(int))];
-    memset(cbuf, 0, sizeof cbuf);
-    struct iovec iov = { &go, sizeof go };
-    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
     int fds[2], n_fds = 0;
     if (fd >= 0)
         fds[n_fds++] = fd;
     if (image >= 0)
         fds[n_fds++] = image;
-    if (n_fds) {
-        mh.msg_control = cbuf;
-        mh.msg_controllen = CMSG_SPACE(n_fds * sizeof(int));
-        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(n_fds * sizeof(int));
-        memcpy(CMSG_DATA(c), fds, n_fds * sizeof(int));
-    }
-    ssize_t n;
-    do
-        n = sendmsg(ctl, &mh, MSG_NOSIGNAL);
-    while (n < 0 && errno == EINTR);
-    return n == sizeof go ? 0 : -1;
+    return mini_send_fds(ctl, &go, sizeof go, fds, (size_t)n_fds);
 }
 
 /* The daemon's ends and the child's ends of the three channels. */
@@ -291,17 +274,32 @@ int mini_sandbox_launch(struct mini_sandbox *sb, const struct mini_launch *l, st
 
 int mini_sandbox_read_ctl(struct mini_sandbox *sb, struct mini_ctl_msg *m)
 {
-    ssize_t n = recv(sb->ctl, m, sizeof *m, MSG_WAITALL | MSG_DONTWAIT);
-    if (n == 0)
-        return 0;
-    if (n < 0)
-        return (errno == EAGAIN || errno == EWOULDBLOCK) ? -2 : -1;
-    if (n != sizeof *m) {
-        /* A short message can only come from a dying peer. */
-        return 0;
+    for (;;) {
+        char cbuf[CMSG_SPACE(sizeof(int))];
+        struct iovec iov = { m, sizeof *m };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf };
+        ssize_t n = recvmsg(sb->ctl, &mh, MSG_WAITALL | MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (n == 0)
+            return 0;
+        if (n < 0)
+            return (errno == EAGAIN || errno == EWOULDBLOCK) ? -2 : -1;
+        int fd = -1;
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
+            memcpy(&fd, CMSG_DATA(c), sizeof fd);
+        if (n != sizeof *m) {
+            /* A short message can only come from a dying peer. */
+            mini_close(fd);
+            return 0;
+        }
+        m->text[sizeof m->text - 1] = '\0';
+        if (m->type != MINI_CTL_LISTENER) {
+            mini_close(fd);
+            return 1;
+        }
+        mini_close(sb->listen_fd);
+        sb->listen_fd = fd;
     }
-    m->text[sizeof m->text - 1] = '\0';
-    return 1;
 }
 
 void mini_sandbox_kill(struct mini_sandbox *sb)
@@ -350,7 +348,8 @@ void mini_sandbox_destroy(struct mini_sandbox *sb)
     mini_close(sb->ctl);
     mini_close(sb->out);
     mini_close(sb->in);
-    sb->pidfd = sb->ctl = sb->out = sb->in = -1;
+    mini_close(sb->listen_fd);
+    sb->pidfd = sb->ctl = sb->out = sb->in = sb->listen_fd = -1;
     sb->state = MINI_SB_DONE;
     if (sb->overlay_work) {
         /* Its overlay went with its mount namespace. */

@@ -87,10 +87,11 @@ struct mini_sandbox {
     bool group_kill;    /* degraded path: init leads a process group that holds the command */
     bool in_cgroup;     /* joins cfg's cgroup itself (else the daemon must attach it) */
     char *overlay_work; /* this sandbox's overlayfs work directories (removed by destroy), or NULL */
+    int listen_fd;      /* network allowlist: the proxy's listener in the sandbox's netns (MINI_CTL_LISTENER), or -1 */
 };
-#define MINI_SANDBOX_INIT                                      \
-    {                                                          \
-        .pid = -1, .pidfd = -1, .ctl = -1, .out = -1, .in = -1 \
+#define MINI_SANDBOX_INIT                                                       \
+    {                                                                           \
+        .pid = -1, .pidfd = -1, .ctl = -1, .out = -1, .in = -1, .listen_fd = -1 \
     }
 
 /* What launch sends: all strings are copied into one message. */
@@ -108,7 +109,8 @@ struct mini_launch {
 int mini_sandbox_prepare(const struct mini_spawn_cfg *cfg, struct mini_sandbox *sb, struct mini_err *e);
 /* Hand a command to a READY sandbox. */
 int mini_sandbox_launch(struct mini_sandbox *sb, const struct mini_launch *l, struct mini_err *e);
-/* Read one control message, without blocking.  1: got one; 0: peer
+/* Read one control message, without blocking.  MINI_CTL_LISTENER is
+ * taken here (its socket into sb->listen_fd) and never returned.  1: got one; 0: peer
  * closed (or a short message from a dying peer); -2: none yet (EAGAIN);
  * -1: error. */
 int mini_sandbox_read_ctl(struct mini_sandbox *sb, struct mini_ctl_msg *m);

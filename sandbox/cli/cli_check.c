@@ -150,8 +150,33 @@ static void print_machine(const struct mini_caps *c)
     }
 }
 
-static void print_assessment(const char *name, const struct mini_assessment *a)
+/* What the profile's network gives a command, in one line. */
+static void network_text(const struct mini_profile *p, char *buf, size_t size)
 {
+    if (p->network == MINI_NET_HOST) {
+        snprintf(buf, size, "host: the host's network, everything it reaches");
+        return;
+    }
+    if (p->network == MINI_NET_NONE) {
+        snprintf(buf, size,
+                 "none: loopback only; a connection elsewhere fails at once (ENETUNREACH), no DNS resolver");
+        return;
+    }
+    int n = snprintf(buf, size, "allowlist: an HTTP proxy on 127.0.0.1:%d (CONNECT and http:// URLs) for ",
+                     MINI_NET_PROXY_PORT);
+    for (size_t i = 0; i < p->n_net_allow && n > 0 && (size_t)n < size; i++)
+        n += snprintf(buf + n, size - (size_t)n, "%s%s", i ? ", " : "", p->net_allow[i]);
+    if (n > 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n,
+                 "%s; private, loopback, link-local and the host's addresses only by an entry naming them; "
+                 "a connection around the proxy fails at once (ENETUNREACH); no DNS resolver inside",
+                 p->n_net_deny ? " (minus network.deny)" : "");
+}
+
+static void print_assessment(const char *name, const struct mini_assessment *a, const struct mini_profile *p)
+{
+    char net[1024];
+    network_text(p, net, sizeof net);
     const char *st = a->status == MINI_ASSESS_FULL ? "FULL"
         : a->status == MINI_ASSESS_DEGRADED        ? "DEGRADED"
                                                    : "REFUSED";
@@ -163,6 +188,7 @@ static void print_assessment(const char *name, const struct mini_assessment *a)
     printf("  %-12s %-9s %s\n", name, st, a->summary);
     for (size_t i = 0; i < a->n_items; i++)
         printf("  %-12s %-9s - %s -> %s\n", "", "", a->items[i].feature, a->items[i].replacement);
+    printf("  %-12s %-9s network %s\n", "", "", net);
 }
 
 static struct mini_profile *load_one(const char *arg, struct mini_err *e)
@@ -268,12 +294,15 @@ int mini_cli_check(int argc, char **argv)
             refused = true;
         if (json) {
             cJSON *aj = mini_assessment_to_json(&a);
-            if (!aj || !cJSON_AddItemToObject(jprof, profiles[i]->name, aj)) {
+            char net[1024];
+            network_text(profiles[i], net, sizeof net);
+            if (!aj || !cJSON_AddStringToObject(aj, "network", net) ||
+                !cJSON_AddItemToObject(jprof, profiles[i]->name, aj)) {
                 cJSON_Delete(aj);
                 rc = CHECK_ERROR;
             }
         } else {
-            print_assessment(profiles[i]->name, &a);
+            print_assessment(profiles[i]->name, &a, profiles[i]);
         }
     }
     if (json) {

@@ -1,5 +1,6 @@
 /* mini-sandboxd: the sandbox executor.  See docs/protocol.md. */
 #include "server.h"
+#include "netpolicy.h"
 #include "mini/client.h"
 #include "mini/cleanup.h"
 #include "mini/io.h"
@@ -33,7 +34,9 @@ static void usage(FILE *f)
             "  --foreground       do not detach (a detached daemon writes its messages to\n"
             "                     STATE-DIR/sandboxd.log once it listens)\n"
             "  --log-level L      error, warn, info or debug (default warn)\n"
-            "  --audit-log FILE   append one JSON line per command\n"
+            "  --audit-log FILE   append one JSON line per command and per proxied connection\n"
+            "  --resolve NAME:ADDR  the network proxy resolves NAME to ADDR (repeatable; a\n"
+            "                     name given twice gets both addresses), not through DNS\n"
             "  --inherit-fd FD    serve the connected socket FD only, exit when it closes\n"
             "                     (how mini-sandbox starts a private daemon)\n"
             "  --max-clients N    serve at most N connections at once (default: 256, or\n"
@@ -209,6 +212,7 @@ int main(int argc, char **argv)
         { "foreground", no_argument, NULL, 'f' },
         { "log-level", required_argument, NULL, 'l' },
         { "audit-log", required_argument, NULL, 'a' },
+        { "resolve", required_argument, NULL, 'R' },
         { "inherit-fd", required_argument, NULL, 'i' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
@@ -218,6 +222,7 @@ int main(int argc, char **argv)
     };
     mini_log_init("mini-sandboxd", MINI_LOG_WARN);
     struct mini_server_cfg cfg = { .inherit_fd = -1, .listen_fd = -1 };
+    _cleanup_free_ char **resolve = NULL;
     _cleanup_free_ char *socket_path = NULL, *state_dir = NULL, *sockdir = NULL;
     bool foreground = false;
     struct mini_err e;
@@ -236,6 +241,26 @@ int main(int argc, char **argv)
             break;
         case 'f': foreground = true; break;
         case 'a': cfg.audit_log = optarg; break;
+        case 'R': {
+            /* Checked now, so that a typo is a usage error, not a daemon
+             * that fails after detaching. */
+            struct mini_net_pins check = { 0 };
+            const char *why;
+            int bad = mini_net_pins_add(&check, optarg, &why);
+            mini_net_pins_free(&check);
+            if (bad < 0) {
+                fprintf(stderr, "mini-sandboxd: --resolve %s: %s\n", optarg, why);
+                return 2;
+            }
+            char **v = realloc(resolve, (cfg.n_resolve + 1) * sizeof *v);
+            if (!v) {
+                fprintf(stderr, "mini-sandboxd: out of memory\n");
+                return 1;
+            }
+            resolve = v;
+            resolve[cfg.n_resolve++] = optarg;
+            break;
+        }
         case 'l': {
             int lvl = mini_log_level_parse(optarg);
             if (lvl < 0) {
@@ -350,6 +375,7 @@ int main(int argc, char **argv)
     state_dir = real_state;
     cfg.socket_path = socket_path;
     cfg.state_dir = state_dir;
+    cfg.resolve = resolve;
     int ready = -1;
     if (!foreground && cfg.inherit_fd < 0 && daemonize(state_dir, &ready, &e) < 0)
         goto fail;

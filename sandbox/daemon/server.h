@@ -5,6 +5,7 @@
 #ifndef MINI_SANDBOX_SERVER_H
 #define MINI_SANDBOX_SERVER_H
 
+#include <stddef.h>
 #include "mini/err.h"
 
 struct mini_server_cfg {
@@ -18,6 +19,8 @@ struct mini_server_cfg {
     int ready_fd;            /* > 0: write one byte here once listening, then close */
     int max_clients;         /* > 0: the connections cap; 0: from the open-files limit */
     double frame_timeout_s;  /* > 0: a partial frame's time limit; 0: FRAME_TIMEOUT_S */
+    char **resolve;          /* --resolve NAME:ADDR pins for the network proxy */
+    size_t n_resolve;
 };
 
 /* Serve until SIGTERM/SIGINT (or, with inherit_fd, until the client

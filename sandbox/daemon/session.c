@@ -36,6 +36,7 @@ void session_unref(struct session *ss)
         free(ss->overlay_dir);
     }
     disk_close(ss);
+    session_net_close(ss);
     mini_profile_free(ss->profile);
     free(ss->workspace);
     mini_close(ss->ws_fd);
@@ -761,6 +762,9 @@ void do_open(struct server *s, struct client *c, const struct mini_req *req)
         goto fail;
     if (o->overrides && mini_profile_apply_overrides(ss->profile, o->overrides, &e) < 0)
         goto fail;
+    if (mini_profile_allow_hosts(ss->profile, o->allow_hosts, o->n_allow_hosts, &e) < 0 ||
+        session_net_open(ss, &e) < 0)
+        goto fail;
     /* What this machine can give the profile: full, degraded (said in
      * every reply) or refused with the reason and the remedy. */
     mini_caps_assess(&s->caps, ss->profile, &ss->assess);
@@ -776,18 +780,30 @@ void do_open(struct server *s, struct client *c, const struct mini_req *req)
     snprintf(ss->id, sizeof ss->id, "s%llu", (unsigned long long)++s->next_session);
     if (ss->profile->overlay_root && (ss->assess.features & MINI_FEAT_OVERLAY) && session_overlay(s, ss, &e) < 0)
         goto fail;
-    disk_open(ss);
     for (size_t i = 0; i < o->env.n; i++)
         if (mini_env_add(&ss->env, o->env.keys[i], o->env.values[i]) < 0) {
             mini_err_set(&e, MINI_E_NOMEM, "out of memory");
             goto fail;
         }
-    ss->next = c->sessions;
-    c->sessions = ss;
+    /* It counts from here, also while the disk watch measures it. */
     c->n_sessions++;
     s->n_sessions++;
+    if (disk_open(s, c, ss, req->id) == 0)
+        open_finish(s, c, ss, req->id);
+    return;
+fail:
+    if (e.code == MINI_E_PROFILE_INVALID && o->profile && !o->profile_data)
+        mini_err_prefix(&e, "profile %s", o->profile);
+    send_error(s, c, req->id, &e);
+    session_unref(ss);
+}
 
-    struct mini_rep rep = { .op = MINI_OP_OPENED, .id = req->id };
+void open_finish(struct server *s, struct client *c, struct session *ss, int64_t req_id)
+{
+    ss->next = c->sessions;
+    c->sessions = ss;
+
+    struct mini_rep rep = { .op = MINI_OP_OPENED, .id = req_id };
     /* The summary, then what is missing and what stands in for it. */
     char *notes[MINI_ASSESS_MAX_ITEMS + 2] = { NULL };
     char items[MINI_ASSESS_MAX_ITEMS][300];
@@ -806,12 +822,6 @@ void do_open(struct server *s, struct client *c, const struct mini_req *req)
     cJSON_Delete(rep.u.opened.isolation);
     log_info("session %s: profile %s, workspace %s", ss->id, ss->profile->name, ss->workspace);
     pool_fill(s, ss);
-    return;
-fail:
-    if (e.code == MINI_E_PROFILE_INVALID && o->profile && !o->profile_data)
-        mini_err_prefix(&e, "profile %s", o->profile);
-    send_error(s, c, req->id, &e);
-    session_unref(ss);
 }
 
 void session_close(struct server *s, struct client *c, struct session *ss, enum mini_limit why)

@@ -19,8 +19,8 @@ OPT = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]+")
 
 PROGRAMS = {
     # program: (help invocations, man page, bash function, zsh functions, subcommands)
-    "mini": ([[], ["batch"], ["batch", "slurm"], ["batch", "merge"], ["config"]],
-             "mini.1", "_mini", ["_mini_agent"], ["config", "batch"]),
+    "mini": ([[], ["batch"], ["batch", "slurm"], ["batch", "merge"], ["config"], ["inspect"]],
+             "mini.1", "_mini", ["_mini_agent"], ["config", "batch", "inspect"]),
     "mini-sandbox": ([[], ["check"], ["bench"], ["image"]],
                      "mini-sandbox.1", "_mini_sandbox", ["_mini_sandbox"],
                      ["run", "check", "bench", "ping", "stats", "profiles", "image"]),

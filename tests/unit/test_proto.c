@@ -216,6 +216,18 @@ static void test_json(void)
     v = mini_json_parse("{}\0", 3, &e);
     CHECK(!v && strcmp(e.msg, "invalid JSON: NUL byte at byte 2") == 0);
 
+    /* mini_json_parse_where: the offset of the error, for a line and column. */
+    size_t where = 99;
+    v = mini_json_parse_where("{\"a\":\"x\0y\"}", 11, &where, &e);
+    CHECK(!v && where == 7);
+    v = mini_json_parse_where("[1,\n 01]", 8, &where, &e);
+    CHECK(!v && where == 5 && strstr(e.msg, "malformed number"));
+    v = mini_json_parse_where("{\"a\": 1} x", 10, &where, &e);
+    CHECK(!v && where == 9 && strstr(e.msg, "unexpected data"));
+    v = mini_json_parse_where("[1, 2]", 6, &where, &e);
+    CHECK(cJSON_IsArray(v) && where == 0);
+    cJSON_Delete(v);
+
     /* Nesting: 1000 levels parse, 1001 do not. */
     struct mini_buf b = MINI_BUF_INIT;
     for (int i = 0; i < 1000; i++)
