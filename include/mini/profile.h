@@ -156,8 +156,9 @@ int mini_profile_add_hide(struct mini_profile *p, const char *path);
 int mini_profile_list(const char *dir, char **names, size_t max, size_t *n);
 
 /* Directory of built-in profiles: $MINI_PROFILE_DIR if set (and not
- * empty); else <executable's dir>/../share/mini/profiles if it exists; else
- * the source tree's profiles/ if it exists; else the install location. */
+ * empty); else share/mini/profiles found relative to the running program
+ * (mini_exe_relative: <bin>/../share/mini/profiles installed and in the
+ * build tree alike). */
 const char *mini_profile_default_dir(void);
 
 #endif

@@ -30,9 +30,10 @@ static const unsigned long SANDBOX_CLONE_FLAGS = CLONE_NEWUSER | CLONE_NEWPID;
 int mini_sandbox_open_init(struct mini_err *e)
 {
     const char *env = getenv("MINI_SANDBOX_INIT");
-    _cleanup_free_ char *path = env && *env ? strdup(env) : mini_exe_sibling("mini-sandbox-init");
+    _cleanup_free_ char *path =
+        env && *env ? strdup(env) : mini_exe_relative(MINI_BIN_TO_LIBEXEC "/mini-sandbox-init");
     if (!path)
-        return mini_err_sys(e, MINI_E_IO, errno, "finding mini-sandbox-init beside /proc/self/exe");
+        return mini_err_sys(e, MINI_E_IO, errno, "finding mini-sandbox-init relative to /proc/self/exe");
     int fd = open(path, O_PATH | O_CLOEXEC);
     if (fd < 0)
         return mini_err_sys(e, MINI_E_IO, errno, "%s (the sandbox's init program)", path);

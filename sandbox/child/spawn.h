@@ -66,7 +66,8 @@ struct mini_spawn_cfg {
     const struct mini_landlock_plan *landlock;
 };
 
-/* Open mini-sandbox-init ($MINI_SANDBOX_INIT, else beside this program)
+/* Open mini-sandbox-init ($MINI_SANDBOX_INIT, else libexec/mini/ relative
+ * to this program: mini_exe_relative)
  * for the sandboxes to become.  An O_PATH fd, or -1 with e filled. */
 int mini_sandbox_open_init(struct mini_err *e);
 

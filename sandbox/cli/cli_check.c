@@ -42,6 +42,30 @@ static void row(const char *feature, const char *avail, const char *detail)
 
 static const char *yes(bool b) { return b ? "yes" : "no"; }
 
+/* The AppArmor restriction on unprivileged user namespaces (Ubuntu 24.04
+ * and later) and the profile that lifts it for mini-sandboxd. */
+static void print_apparmor(const struct mini_caps *c)
+{
+    char d[MINI_CAPS_TEXT_MAX + 64];
+    if (c->apparmor_restrict_userns != 1) {
+        row("AppArmor userns restriction", "no",
+            c->apparmor_restrict_userns < 0 ? "kernel.apparmor_restrict_unprivileged_userns: no such sysctl"
+                                            : "kernel.apparmor_restrict_unprivileged_userns=0");
+        return;
+    }
+    snprintf(d, sizeof d, "kernel.apparmor_restrict_unprivileged_userns=1; profile " MINI_APPARMOR_PROFILE ": %s",
+             c->apparmor_profile_loaded == 1   ? "loaded"
+                 : c->apparmor_profile_loaded == 0 ? "not loaded"
+                                                   : "cannot tell (the loaded profiles are not readable)");
+    row("AppArmor userns restriction", "yes", d);
+    char rem[MINI_CAPS_TEXT_MAX];
+    mini_caps_apparmor_remedy(c, rem, sizeof rem);
+    if (rem[0]) {
+        snprintf(d, sizeof d, "remedy: %s", rem);
+        row("", "", d);
+    }
+}
+
 static void print_machine(const struct mini_caps *c)
 {
     char d[2048];
@@ -68,6 +92,8 @@ static void print_machine(const struct mini_caps *c)
         snprintf(d, sizeof d, "remedy: %s", c->userns_remedy);
         row("", "", d);
     }
+
+    print_apparmor(c);
 
     d[0] = '\0';
     if (c->seccomp) {

@@ -681,7 +681,8 @@ static void server_free(struct server *s)
     mini_ws_guard_free(&s->guard);
     mini_uid_range_free(&s->uids);
     bpf_cache_free(s);
-    if (s->lfd >= 0 && s->cfg->socket_path)
+    /* A passed socket is its owner's (systemd listens on it again). */
+    if (s->lfd >= 0 && s->cfg->socket_path && s->cfg->listen_fd < 0)
         unlink(s->cfg->socket_path);
     mini_close(s->lfd);
     mini_close(s->sfd);
@@ -775,9 +776,16 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
             goto out;
         }
     } else {
-        if (listen_on(&s, cfg->socket_path, e) < 0 || ep_add(&s, s.lfd, EPOLLIN, &s.ev_listen) < 0)
+        if (cfg->listen_fd >= 0)
+            s.lfd = cfg->listen_fd;
+        else if (listen_on(&s, cfg->socket_path, e) < 0)
             goto out;
-        log_info("listening on %s", cfg->socket_path);
+        if (ep_add(&s, s.lfd, EPOLLIN, &s.ev_listen) < 0) {
+            mini_err_sys(e, MINI_E_IO, errno, "watching %s", cfg->socket_path);
+            goto out;
+        }
+        log_info("%s %s", cfg->listen_fd >= 0 ? "serving the socket passed by LISTEN_FDS:" : "listening on",
+                 cfg->socket_path);
         if (cfg->ready_fd > 0) {
             mini_write_all(cfg->ready_fd, "1", 1);
             close(cfg->ready_fd);

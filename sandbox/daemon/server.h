@@ -11,6 +11,8 @@
 struct mini_server_cfg {
     const char *socket_path; /* listen here (NULL with inherit_fd) */
     int inherit_fd;          /* >= 0: serve this one connection, exit when it closes */
+    int listen_fd;           /* >= 0: a listening socket bound to socket_path, passed by
+                              * systemd (socket activation): served, never unlinked */
     const char *state_dir;   /* 0700 directory for mount points and overlays */
     const char *profile_dir; /* built-in profiles */
     const char *audit_log;   /* JSON lines, one per command; NULL: none */
