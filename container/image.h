@@ -90,6 +90,18 @@ const struct mini_descriptor *mini_image_index_pick(const struct mini_image_inde
 /* The OCI architecture name of this machine ("amd64", "arm64", ...). */
 const char *mini_image_host_arch(void);
 
+/* The ids of an image config's User: "NAME", "UID", "UID:GID",
+ * "NAME:GROUP" (or "UID:GROUP", "NAME:GID"); "" is root.  Names are looked
+ * up in the image's /etc/passwd and /etc/group texts (NULL: the image has
+ * none); a user given alone gets its passwd group, a numeric uid the
+ * image does not list gets group 0.  0, or -1 with e filled
+ * (MINI_E_BAD_REQUEST: a name that is not there, a malformed spec). */
+struct mini_image_user {
+    uint32_t uid, gid;
+};
+int mini_image_user_parse(const char *spec, const char *passwd, size_t plen, const char *group, size_t glen,
+                          struct mini_image_user *out, struct mini_err *e);
+
 /* Whether name is a valid image name: [a-z0-9][a-z0-9._/-]* up to 128
  * bytes, optionally ":TAG" with TAG [A-Za-z0-9_][A-Za-z0-9._-]* up to 128. */
 bool mini_image_name_valid(const char *name);
@@ -132,6 +144,10 @@ int mini_image_resolve(struct mini_image_store *s, const char *ref, char id[stat
 cJSON *mini_image_inspect(struct mini_image_store *s, const char *ref, struct mini_err *e);
 /* The path of the image's root filesystem (malloc'ed), or NULL. */
 char *mini_image_rootfs(struct mini_image_store *s, const char *ref, struct mini_err *e);
+/* Resolve spec (an image config's User) against rootfs's own etc/passwd
+ * and etc/group, opened inside rootfs (symbolic links resolve within it,
+ * never out of it), regular files of at most MINI_IMAGE_META_MAX bytes. */
+int mini_image_user_resolve(const char *rootfs, const char *spec, struct mini_image_user *out, struct mini_err *e);
 /* A sandbox session's hold on image id (a shared flock on its directory,
  * for the session's life): rm and prune leave a held image alone.  The
  * fd to close when done, or -1 with e filled. */

@@ -404,3 +404,101 @@ const struct mini_descriptor *mini_image_index_pick(const struct mini_image_inde
                      idx->n_manifests, arch);
     return found;
 }
+
+/* ---------------------------------------------------------- config User */
+
+/* A decimal id: digits only, at most 4294967294 ((uid_t)-1 is no id). */
+static bool parse_id(const char *s, size_t n, uint32_t *out)
+{
+    if (n == 0 || n > 10)
+        return false;
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        v = v * 10 + (uint64_t)(s[i] - '0');
+    }
+    if (v > 4294967294u)
+        return false;
+    *out = (uint32_t)v;
+    return true;
+}
+
+/* Look name (or, when name is NULL, the id `want`) up in a passwd or group
+ * text: lines "name:password:id:..." (passwd: the primary gid follows).
+ * True with *id (and *gid for passwd) set when found. */
+static bool db_lookup(const char *db, size_t len, const char *name, size_t name_len, uint32_t want, bool passwd,
+                      uint32_t *id, uint32_t *gid)
+{
+    const char *p = db, *end = db ? db + len : NULL;
+    while (p && p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        /* fields of this line */
+        const char *f[4] = { NULL };
+        size_t fl[4] = { 0 }, nf = 0;
+        const char *q = p;
+        while (nf < 4) {
+            const char *c = memchr(q, ':', (size_t)(le - q));
+            f[nf] = q;
+            fl[nf] = (size_t)((c ? c : le) - q);
+            nf++;
+            if (!c)
+                break;
+            q = c + 1;
+        }
+        uint32_t v, g = 0;
+        bool ok = nf >= (passwd ? 4u : 3u) && fl[0] > 0 && parse_id(f[2], fl[2], &v) &&
+            (!passwd || parse_id(f[3], fl[3], &g));
+        if (ok && (name ? fl[0] == name_len && memcmp(f[0], name, name_len) == 0 : v == want)) {
+            *id = v;
+            if (gid)
+                *gid = g;
+            return true;
+        }
+        p = nl ? nl + 1 : NULL;
+    }
+    return false;
+}
+
+static bool user_name_valid(const char *s, size_t n)
+{
+    if (n == 0 || n > 256)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x21 || s[i] == 0x7f || s[i] == ':')
+            return false;
+    return true;
+}
+
+int mini_image_user_parse(const char *spec, const char *passwd, size_t plen, const char *group, size_t glen,
+                          struct mini_image_user *out, struct mini_err *e)
+{
+    *out = (struct mini_image_user){ 0, 0 };
+    if (!spec || !*spec)
+        return 0;
+    const char *colon = strchr(spec, ':');
+    size_t ul = colon ? (size_t)(colon - spec) : strlen(spec);
+    const char *gs = colon ? colon + 1 : NULL;
+    size_t gl = gs ? strlen(gs) : 0;
+    if (!user_name_valid(spec, ul) || (gs && !user_name_valid(gs, gl)))
+        return mini_err_set(e, MINI_E_BAD_REQUEST,
+                            "user \"%.64s\": not NAME, UID, UID:GID or NAME:GROUP (names of printable "
+                            "characters, ids up to 4294967294)",
+                            spec);
+    uint32_t pgid = 0;
+    bool found;
+    if (parse_id(spec, ul, &out->uid))
+        found = db_lookup(passwd, plen, NULL, 0, out->uid, true, &out->uid, &pgid);
+    else if (!(found = db_lookup(passwd, plen, spec, ul, 0, true, &out->uid, &pgid)))
+        return mini_err_set(e, MINI_E_BAD_REQUEST, "user \"%.*s\" is not in the image's /etc/passwd%s", (int)ul, spec,
+                            passwd ? "" : " (it has none)");
+    /* A numeric uid the image does not list: its group is 0, as Docker has it. */
+    out->gid = found ? pgid : 0;
+    if (!gs || parse_id(gs, gl, &out->gid))
+        return 0;
+    if (!db_lookup(group, glen, gs, gl, 0, false, &out->gid, NULL))
+        return mini_err_set(e, MINI_E_BAD_REQUEST, "group \"%.*s\" is not in the image's /etc/group%s", (int)gl, gs,
+                            group ? "" : " (it has none)");
+    return 0;
+}

@@ -101,6 +101,7 @@ static const struct field req_open[] = {
     FLD(struct mini_req_open, "overrides", F_OBJ, false, overrides),
     FLD(struct mini_req_open, "env", F_ENV, false, env),
     FLD(struct mini_req_open, "image", F_STR, false, image),
+    FLD(struct mini_req_open, "user", F_STR, false, user),
 };
 static const struct field req_exec[] = {
     FLD(struct mini_req_exec, "session", F_STR, true, session),

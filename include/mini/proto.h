@@ -12,7 +12,8 @@
  * Requests (client -> daemon):
  *   hello   {version:int, client?:string}
  *   open    {workspace:string, profile?:string | profile_data?:object,
- *            overrides?:object, env?:{string:string}, image?:string}
+ *            overrides?:object, env?:{string:string}, image?:string,
+ *            user?:string}
  *   exec    {session:string, command?:string | argv?:[string,...],
  *            cwd?:string, env?:{string:string}, timeout?:number (s, 0 < t <= 1e6),
  *            stdin?:string, stream?:bool}
@@ -137,6 +138,7 @@ struct mini_req_open {
     cJSON *overrides;    /* may only tighten the profile; NULL if absent */
     struct mini_env env; /* session-wide extra variables */
     char *image;         /* an image of the daemon's store as the root (docs/images.md); NULL: the profile's */
+    char *user;          /* with an image: who the commands run as, instead of its config's User */
 };
 
 struct mini_req_exec {

@@ -48,6 +48,8 @@ static void usage(FILE *f)
             "      --network none|host   host only where the profile allows it\n"
             "      --env K=V             set a variable (repeatable); nothing else is inherited\n"
             "      --image NAME          an imported image as the root (mini-sandbox image)\n"
+            "      --user USER[:GROUP]   with --image: run as this user of the image instead of\n"
+            "                            its config's User (a name or a number)\n"
             "      --policy FILE         check the command against a policy first (YAML or JSON:\n"
             "                            mini's `policy` object, docs/config.md); denied: exit\n"
             "                            126, nothing run; a rule's profile replaces --profile\n"
@@ -214,10 +216,11 @@ static int cmd_run(int argc, char **argv)
         { "network", required_argument, NULL, 'n' }, { "env", required_argument, NULL, 'e' },
         { "socket", required_argument, NULL, 's' },  { "help", no_argument, NULL, 'h' },
         { "verbose", no_argument, NULL, 'v' },       { "image", required_argument, NULL, 'i' },
-        { "policy", required_argument, NULL, 'P' },  { 0 },
+        { "policy", required_argument, NULL, 'P' },  { "user", required_argument, NULL, 'u' },
+        { 0 },
     };
     const char *profile = NULL, *workspace = ".", *cwd = NULL, *network = NULL, *socket = NULL, *image = NULL;
-    const char *policy_path = NULL;
+    const char *policy_path = NULL, *user = NULL;
     bool verbose = false;
     double timeout = 0;
     struct mini_env env = { 0 };
@@ -229,6 +232,7 @@ static int cmd_run(int argc, char **argv)
         switch (c) {
         case 'p': profile = optarg; break;
         case 'i': image = optarg; break;
+        case 'u': user = optarg; break;
         case 'P': policy_path = optarg; break;
         case 'v': verbose = true; break;
         case 'w': workspace = optarg; break;
@@ -360,6 +364,7 @@ static int cmd_run(int argc, char **argv)
     open.u.open.profile = pdata ? NULL : (char *)profile;
     open.u.open.profile_data = pdata;
     open.u.open.image = (char *)image;
+    open.u.open.user = (char *)user;
     if (network) {
         ov = cJSON_CreateObject();
         cJSON_AddStringToObject(ov, "network", network);

@@ -1,6 +1,7 @@
 /* libFuzzer target: image metadata parsing (container/image_parse.c).  The
  * first byte picks the parser (OCI index, manifest, config, docker-archive
- * manifest.json), the rest is the document.  Whatever parses must hold
+ * manifest.json, a config's User against passwd and group texts), the
+ * rest is the document.  Whatever parses must hold
  * only valid digests and member names, and counts within their bounds;
  * index picking and the name/member checks run on what was parsed. */
 #include "image.h"
@@ -24,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *p = (const char *)data + 1;
     size_t n = size - 1;
     struct mini_err e;
-    switch (data[0] % 5) {
+    switch (data[0] % 6) {
     case 0: {
         struct mini_image_index x;
         if (mini_image_parse_index(p, n, &x, &e) == 0) {
@@ -78,6 +79,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     abort();
         }
         mini_docker_manifest_free(&m);
+        break;
+    }
+    case 4: {
+        /* an image config's User: "SPEC\0PASSWD\0GROUP" */
+        const char *pw = memchr(p, '\0', n) ? p + strlen(p) + 1 : NULL;
+        const char *gr = pw && memchr(pw, '\0', n - (size_t)(pw - p)) ? pw + strlen(pw) + 1 : NULL;
+        char *spec = strndup(p, n);
+        if (!spec)
+            return 0;
+        struct mini_image_user u;
+        size_t plen = pw ? (gr ? (size_t)(gr - pw - 1) : n - (size_t)(pw - p)) : 0;
+        size_t glen = gr ? n - (size_t)(gr - p) : 0;
+        if (mini_image_user_parse(spec, pw, plen, gr, glen, &u, &e) == 0 &&
+            (u.uid == 4294967295u || u.gid == 4294967295u || (!*spec && (u.uid || u.gid))))
+            abort();
+        free(spec);
         break;
     }
     default: {

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Build image fixtures offline, for tests/image/*.sh.
 
-  mkimage.py oci DIR [--busybox PATH]      a two-layer busybox image as an OCI
-                                           layout (tag "test"), with whiteouts
+  mkimage.py oci DIR [--busybox PATH] [--user SPEC]
+                                           a two-layer busybox image as an OCI
+                                           layout (tag "test"), with whiteouts;
+                                           --user sets its config's User
   mkimage.py docker FILE [--busybox PATH]  the same image as a docker-archive
   mkimage.py hostile KIND OUT [ARG]        one hostile image (see KINDS)
 
@@ -54,7 +56,7 @@ def busybox_layers(busybox):
     l1 += [
         dirent("etc"),
         ti("etc/passwd", data=b"root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000::/home/user:/bin/sh\n"),
-        ti("etc/group", data=b"root:x:0:\nuser:x:1000:\n"),
+        ti("etc/group", data=b"root:x:0:\nuser:x:1000:\nstaff:x:50:\n"),
         ti("etc/removed.txt", data=b"this file is deleted by layer 2\n"),
         ti("etc/secret", data=b"root only\n", mode=0o600),
         ti("etc/hosts.link", tarfile.LNKTYPE, linkname="etc/passwd"),
@@ -63,6 +65,8 @@ def busybox_layers(busybox):
         dirent("opq"), ti("opq/a", data=b"a from layer 1\n"),
         dirent("home"), dirent("home/user", mode=0o700, uid=1000, gid=1000),
         ti("home/user/notes", data=b"user's\n", mode=0o600, uid=1000, gid=1000),
+        dirent("srv", mode=0o755, uid=1000, gid=1000),
+        ti("srv/data", data=b"the user's data\n", mode=0o644, uid=1000, gid=1000),
         dirent("work"), dirent("tmp", mode=0o1777),
     ]
     l2 = [
@@ -105,7 +109,7 @@ def write_blob(d, data):
     return h
 
 
-def write_oci(d, layers, tag="test", compress=(True, False), config=None, lie=None):
+def write_oci(d, layers, tag="test", compress=(True, False), config=None, lie=None, user=""):
     """layers: raw tar bytes.  lie: what to get wrong in the manifest."""
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "oci-layout"), "w") as f:
@@ -118,7 +122,7 @@ def write_oci(d, layers, tag="test", compress=(True, False), config=None, lie=No
         h = write_blob(d, blob)
         descs.append({"mediaType": "application/vnd.oci.image.layer.v1.tar" + ("+gzip" if z else ""),
                       "digest": "sha256:" + h, "size": len(blob)})
-    cfg = config if config is not None else config_for(diff_ids)
+    cfg = config if config is not None else config_for(diff_ids, user=user)
     if lie == "diff_id":
         c = json.loads(cfg)
         c["rootfs"]["diff_ids"][0] = "sha256:" + "0" * 64
@@ -263,13 +267,15 @@ class ZeroReader:
 
 def main():
     a = sys.argv[1:]
-    bb = "/bin/busybox"
-    if "--busybox" in a:
-        i = a.index("--busybox")
-        bb = a[i + 1]
-        del a[i:i + 2]
+    opt = {"--busybox": "/bin/busybox", "--user": ""}
+    for k in opt:
+        if k in a:
+            i = a.index(k)
+            opt[k] = a[i + 1]
+            del a[i:i + 2]
+    bb = opt["--busybox"]
     if a[0] == "oci":
-        write_oci(a[1], list(busybox_layers(bb)))
+        write_oci(a[1], list(busybox_layers(bb)), user=opt["--user"])
     elif a[0] == "docker":
         write_docker(a[1], list(busybox_layers(bb)))
     elif a[0] == "hostile":
