@@ -77,6 +77,18 @@ int mini_image_parse_manifest(const char *p, size_t len, struct mini_image_manif
 int mini_image_parse_config(const char *p, size_t len, struct mini_image_config *out, struct mini_err *e);
 /* A docker-archive manifest.json: an array; *out gets its first entry. */
 int mini_image_parse_docker_manifest(const char *p, size_t len, struct mini_docker_manifest *out, struct mini_err *e);
+/* The pre-2016 docker-archive (no manifest.json): `repositories`
+ * ({"NAME": {"TAG": "ID"}}) names the top layer; each layer's member
+ * ID/json (got through member: its text and length, NULL when absent)
+ * names its parent; layers are ID/layer.tar.  The chain, walked from the
+ * top, becomes out's layers (base first; out->config stays NULL); *top
+ * gets the top layer's json (its config, os, architecture are the
+ * image's), *name "NAME:TAG" when valid and *name was NULL.  A chain
+ * longer than MINI_IMAGE_MAX_LAYERS, a loop, a missing or malformed
+ * ID/json: -1 with e filled. */
+typedef const char *(*mini_member_fn)(void *arg, const char *name, size_t *len);
+int mini_image_parse_legacy(const char *repositories, size_t len, mini_member_fn member, void *arg, char **name,
+                            struct mini_docker_manifest *out, cJSON **top, struct mini_err *e);
 void mini_image_index_free(struct mini_image_index *x);
 void mini_image_manifest_free(struct mini_image_manifest *m);
 void mini_image_config_free(struct mini_image_config *c);
@@ -162,6 +174,9 @@ int mini_image_prune(struct mini_image_store *s, int64_t *freed, struct mini_err
 
 /* ---- import (image_import.c) */
 
+/* MINI_IMG_DOCKER: an image archive, told apart by its members:
+ * docker-archive (manifest.json, or the legacy repositories form) or
+ * oci-archive (an OCI layout in a tar). */
 enum mini_image_format { MINI_IMG_AUTO, MINI_IMG_OCI, MINI_IMG_DOCKER, MINI_IMG_ROOTFS };
 
 struct mini_import_opts {

@@ -502,3 +502,82 @@ int mini_image_user_parse(const char *spec, const char *passwd, size_t plen, con
                             group ? "" : " (it has none)");
     return 0;
 }
+
+/* ---------------------------------------------- legacy docker-archive */
+
+static bool hex_id(const char *s)
+{
+    if (strlen(s) != 64)
+        return false;
+    for (const char *c = s; *c; c++)
+        if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f')))
+            return false;
+    return true;
+}
+
+int mini_image_parse_legacy(const char *repositories, size_t len, mini_member_fn member, void *arg, char **name,
+                            struct mini_docker_manifest *m, cJSON **top, struct mini_err *e)
+{
+    memset(m, 0, sizeof *m);
+    *top = NULL;
+    _cleanup_cjson_ cJSON *repos = repositories ? cJSON_ParseWithLength(repositories, len) : NULL;
+    const cJSON *repo = cJSON_IsObject(repos) ? repos->child : NULL;
+    const cJSON *tagj = cJSON_IsObject(repo) ? repo->child : NULL;
+    const char *id = cJSON_GetStringValue(tagj);
+    if (!id || !hex_id(id))
+        return mini_err_set(e, MINI_E_BAD_REQUEST,
+                            "repositories: not {\"NAME\": {\"TAG\": \"ID\"}} with a 64-hex-digit ID");
+    char *nt = NULL;
+    if (!*name && asprintf(&nt, "%s:%s", repo->string, tagj->string) >= 0) {
+        if (mini_image_name_valid(nt))
+            *name = nt;
+        else
+            free(nt);
+    }
+    char ids[MINI_IMAGE_MAX_LAYERS][65], next[65];
+    size_t n = 0;
+    _cleanup_cjson_ cJSON *first = NULL;
+    for (; id; n++) {
+        if (!hex_id(id))
+            return mini_err_set(e, MINI_E_BAD_REQUEST, "layer %zu: parent \"%.*s\" is not a layer id", n,
+                                MINI_JSON_SHOW(id));
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(ids[i], id) == 0)
+                return mini_err_set(e, MINI_E_BAD_REQUEST, "a loop in the layers' parent chain at %.12s", id);
+        if (n == MINI_IMAGE_MAX_LAYERS)
+            return mini_err_set(e, MINI_E_BAD_REQUEST, "a parent chain longer than %d layers", MINI_IMAGE_MAX_LAYERS);
+        memcpy(ids[n], id, 65);
+        char name_of[80];
+        snprintf(name_of, sizeof name_of, "%s/json", id);
+        size_t jlen = 0;
+        const char *jt = member(arg, name_of, &jlen);
+        _cleanup_cjson_ cJSON *j = jt ? cJSON_ParseWithLength(jt, jlen) : NULL;
+        if (!cJSON_IsObject(j))
+            return mini_err_set(e, MINI_E_BAD_REQUEST, "no valid member %s (or larger than 1 MiB)", name_of);
+        const cJSON *parent = cJSON_GetObjectItemCaseSensitive(j, "parent");
+        if (parent && !cJSON_IsString(parent) && !cJSON_IsNull(parent))
+            return mini_err_set(e, MINI_E_BAD_REQUEST, "%s: parent is not a string", name_of);
+        const char *p = cJSON_GetStringValue(parent);
+        id = NULL;
+        if (p && *p) {
+            if (strlen(p) != 64)
+                return mini_err_set(e, MINI_E_BAD_REQUEST, "%s: parent is not a layer id", name_of);
+            memcpy(next, p, 65);
+            id = next;
+        }
+        if (!first)
+            first = TAKE_PTR(j);
+    }
+    if (!(m->layers = calloc(n, sizeof *m->layers)))
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        if (asprintf(&m->layers[i], "%s/layer.tar", ids[n - 1 - i]) < 0) {
+            m->layers[i] = NULL;
+            return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+        }
+        m->n_layers = i + 1;
+    }
+    *top = TAKE_PTR(first);
+    return 0;
+}
+

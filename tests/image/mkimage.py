@@ -6,6 +6,13 @@
                                            layout (tag "test"), with whiteouts;
                                            --user sets its config's User
   mkimage.py docker FILE [--busybox PATH]  the same image as a docker-archive
+  mkimage.py oci-archive FILE              the same OCI layout in a tar (as skopeo's
+                                           oci-archive: makes it)
+  mkimage.py docker-legacy FILE            the same image as a pre-2016 docker save
+                                           (repositories, ID/json with parents,
+                                           ID/layer.tar, no manifest.json)
+  mkimage.py oci-nested DIR DEPTH          the OCI layout with its manifest under
+                                           DEPTH nested image indexes
   mkimage.py hostile KIND OUT [ARG]        one hostile image (see KINDS)
 
 The busybox image: layer 1 (gzip) has bin/busybox and its applets as
@@ -78,6 +85,8 @@ def busybox_layers(busybox):
         dirent("opq"),
         ti("opq/.wh..wh..opq"),
         ti("opq/b", data=b"b from layer 2\n"),
+        # a hard link to a file of the layer below
+        ti("etc/passwd.hard", tarfile.LNKTYPE, linkname="etc/passwd"),
     ]
     return tar_bytes(l1), tar_bytes(l2)
 
@@ -176,6 +185,54 @@ def write_docker(path, layers, name="busybox-docker:latest"):
         f.write(tar_bytes(members))
 
 
+INDEX_TYPE = "application/vnd.oci.image.index.v1+json"
+
+
+def nest_index(d, depth):
+    """Put the layout's manifest under DEPTH image indexes (a platform
+    list pointing at a platform list ...)."""
+    with open(os.path.join(d, "index.json")) as f:
+        index = json.load(f)
+    desc = dict(index["manifests"][0])
+    ref = desc.pop("annotations")
+    for _ in range(depth):
+        desc["platform"] = {"os": "linux", "architecture": "amd64" if os.uname().machine == "x86_64" else "arm64"}
+        blob = json.dumps({"schemaVersion": 2, "mediaType": INDEX_TYPE, "manifests": [desc]}).encode()
+        desc = {"mediaType": INDEX_TYPE, "digest": "sha256:" + write_blob(d, blob), "size": len(blob)}
+    desc["annotations"] = ref
+    index["manifests"] = [desc]
+    with open(os.path.join(d, "index.json"), "w") as f:
+        json.dump(index, f)
+
+
+def tar_dir(d, path):
+    """An OCI layout directory as an oci-archive: its files at the top."""
+    with tarfile.open(path, "w") as t:
+        for name in sorted(os.listdir(d)):
+            t.add(os.path.join(d, name), arcname=name)
+
+
+def write_legacy(path, layers, name="bb-legacy", tag="test", ids=None, parents=None, config=None):
+    """docker save before 1.10: repositories names the top layer, each
+    ID/json its parent.  ids/parents: override the chain (hostile)."""
+    ids = ids or [sha(("layer%d" % i).encode() + raw) for i, raw in enumerate(layers)]
+    parents = parents if parents is not None else [None] + ids[:-1]
+    cfg = config or json.loads(config_for([sha(r) for r in layers]))["config"]
+    members = []
+    for i, (lid, raw) in enumerate(zip(ids, layers)):
+        j = {"id": lid, "created": "2015-01-01T00:00:00Z", "os": "linux",
+             "architecture": "amd64" if os.uname().machine == "x86_64" else "arm64"}
+        if parents[i]:
+            j["parent"] = parents[i]
+        if i == len(layers) - 1:
+            j["config"] = cfg
+        members += [dirent(lid), ti(lid + "/VERSION", data=b"1.0"), ti(lid + "/json", data=json.dumps(j).encode()),
+                    ti(lid + "/layer.tar", data=raw)]
+    members.append(ti("repositories", data=json.dumps({name: {tag: ids[-1]}}).encode()))
+    with open(path, "wb") as f:
+        f.write(tar_bytes(members))
+
+
 def hostile(kind, out, arg):
     """Root filesystem tarballs unless the kind says oci-*."""
     base = [dirent("."), dirent("etc"), ti("etc/ok", data=b"ok\n")]
@@ -240,6 +297,42 @@ def hostile(kind, out, arg):
         raw = tar_bytes(base) + b"\0" * (3 << 20)
         open(out, "wb").write(gzip.compress(raw))
         return
+    elif kind == "legacy-loop":  # the parent chain comes back to the top
+        l1, l2 = tar_bytes(base), tar_bytes([dirent("etc"), ti("etc/two", data=b"2\n")])
+        a, b = "a" * 64, "b" * 64
+        write_legacy(out, [l1, l2], ids=[a, b], parents=[b, a])
+        return
+    elif kind == "legacy-noparent":  # a parent that is not in the archive
+        write_legacy(out, [tar_bytes(base)], ids=["c" * 64], parents=["d" * 64])
+        return
+    elif kind == "xlink-whiteout":  # layer 2 removes etc/ok and hard-links to it
+        l1 = tar_bytes(base)
+        l2 = tar_bytes([dirent("etc"), ti("etc/.wh.ok"), ti("etc/h", tarfile.LNKTYPE, linkname="etc/ok")])
+        write_oci(out, [l1, l2])
+        return
+    elif kind == "xlink-symlink":  # layer 1: evil -> outside; layer 2: a hard link through it
+        l1 = tar_bytes(base + [ti("evil", tarfile.SYMTYPE, linkname=arg)])
+        l2 = tar_bytes([dirent("etc"), ti("etc/h", tarfile.LNKTYPE, linkname="evil/target")])
+        write_oci(out, [l1, l2])
+        return
+    elif kind == "xlink-dir":  # a hard link to a lower layer's directory
+        l2 = tar_bytes([ti("h", tarfile.LNKTYPE, linkname="etc")])
+        write_oci(out, [tar_bytes(base), l2])
+        return
+    elif kind == "nest-bomb":  # image indexes nested 50 deep
+        write_oci(out, [tar_bytes(base)])
+        nest_index(out, 50)
+        return
+    elif kind == "ociar-digest":  # an oci-archive whose layer blob is not what its name says
+        d = out + ".d"
+        write_oci(d, [tar_bytes(base)], compress=(False,))
+        blobs = os.path.join(d, "blobs", "sha256")
+        big = max(os.listdir(blobs), key=lambda n: os.path.getsize(os.path.join(blobs, n)))
+        raw = tar_bytes(base + [ti("etc/evil", data=b"x")])
+        with open(os.path.join(blobs, big), "wb") as f:
+            f.write(raw)
+        tar_dir(d, out)
+        return
     elif kind.startswith("oci-"):
         lie = kind[4:]
         l1, l2 = tar_bytes(base), tar_bytes([dirent("etc"), ti("etc/two", data=b"2\n")])
@@ -278,6 +371,14 @@ def main():
         write_oci(a[1], list(busybox_layers(bb)), user=opt["--user"])
     elif a[0] == "docker":
         write_docker(a[1], list(busybox_layers(bb)))
+    elif a[0] == "oci-archive":
+        write_oci(a[1] + ".d", list(busybox_layers(bb)), user=opt["--user"])
+        tar_dir(a[1] + ".d", a[1])
+    elif a[0] == "docker-legacy":
+        write_legacy(a[1], list(busybox_layers(bb)))
+    elif a[0] == "oci-nested":
+        write_oci(a[1], list(busybox_layers(bb)))
+        nest_index(a[1], int(a[2]))
     elif a[0] == "hostile":
         hostile(a[1], a[2], a[3] if len(a) > 3 else "")
     else:
