@@ -530,11 +530,13 @@ static int extract_entry(struct layer *l, struct archive *tar, struct archive_en
         const char *tname = split(tpath, tdir, sizeof tdir);
         _cleanup_close_ int tparent = openat2_beneath(l->treefd, tdir, O_PATH | O_DIRECTORY);
         struct stat st;
-        int terr = !*tpath ? EISDIR
-            : tparent < 0  ? errno
-            : fstatat(tparent, tname, &st, AT_SYMLINK_NOFOLLOW) < 0 ? errno
-            : S_ISDIR(st.st_mode) ? EISDIR
-                                  : 0;
+        int terr = 0; /* why the target is not a file of this layer */
+        if (!*tpath)
+            terr = EISDIR;
+        else if (tparent < 0 || fstatat(tparent, tname, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            terr = errno;
+        else if (S_ISDIR(st.st_mode))
+            terr = EISDIR;
         if (terr == ENOENT && strcmp(tpath, path) != 0) {
             /* Not in this layer: a file of the layers below (OCI allows
              * it), linked when the layers are applied (apply_links), where
@@ -1685,8 +1687,8 @@ static int import_image_archive(struct import *im, const char *path, enum archiv
     } else if (kind == AK_DOCKER_LEGACY) {
         *format = "docker-archive-legacy";
         const struct mini_buf *rb = stash_get(st, "repositories");
-        if (mini_image_parse_legacy(rb ? rb->data : NULL, rb ? rb->len : 0, stash_member, (void *)st, name, &m,
-                                    &top, e) < 0) {
+        if (mini_image_parse_legacy(rb ? rb->data : NULL, rb ? rb->len : 0, stash_member, (void *)st, name, &m, &top,
+                                    e) < 0) {
             mini_err_prefix(e, "%s", path);
             goto out;
         }
@@ -1899,8 +1901,10 @@ int mini_image_import(struct mini_image_store *s, const char *src, const struct 
             stash_free(&stash);
             return -1;
         }
-        if (fmt == MINI_IMG_DOCKER && k == 0)
-            return stash_free(&stash), mini_err_set(e, MINI_E_BAD_REQUEST, "%s: not an image archive (docker-archive or oci-archive)", dir);
+        if (fmt == MINI_IMG_DOCKER && k == 0) {
+            stash_free(&stash);
+            return mini_err_set(e, MINI_E_BAD_REQUEST, "%s: not an image archive (docker-archive or oci-archive)", dir);
+        }
         fmt = k ? MINI_IMG_DOCKER : MINI_IMG_ROOTFS;
     }
     if (opts->tag && !tag && !(tag = strdup(opts->tag)))

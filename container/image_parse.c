@@ -580,4 +580,3 @@ int mini_image_parse_legacy(const char *repositories, size_t len, mini_member_fn
     *top = TAKE_PTR(first);
     return 0;
 }
-

@@ -649,9 +649,9 @@ static int read_image_db(int rootfd, const char *name, struct mini_buf *b, struc
     if (!S_ISREG(st.st_mode))
         return mini_err_set(e, MINI_E_BAD_REQUEST, "the image's /%s is not a regular file", name);
     if (mini_read_to_end(fd, b, MINI_IMAGE_META_MAX) < 0)
-        return errno == EFBIG ? mini_err_set(e, MINI_E_BAD_REQUEST, "the image's /%s is larger than %u bytes", name,
-                                             MINI_IMAGE_META_MAX)
-                              : mini_err_sys(e, MINI_E_IO, errno, "reading the image's /%s", name);
+        return errno == EFBIG
+            ? mini_err_set(e, MINI_E_BAD_REQUEST, "the image's /%s is larger than %u bytes", name, MINI_IMAGE_META_MAX)
+            : mini_err_sys(e, MINI_E_IO, errno, "reading the image's /%s", name);
     return 1;
 }
 

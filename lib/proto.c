@@ -151,8 +151,10 @@ static const struct field rep_exit[] = {
 };
 #define STATS_COUNTER(nm, m) FLD(struct mini_rep_stats, nm, F_INT, true, m, RANGE(0, MINI_ID_MAX))
 static const struct field rep_stats[] = {
-    STATS_COUNTER("sessions", sessions),       STATS_COUNTER("running", running),
-    STATS_COUNTER("execs_total", execs_total), STATS_COUNTER("clients", clients),
+    STATS_COUNTER("sessions", sessions),
+    STATS_COUNTER("running", running),
+    STATS_COUNTER("execs_total", execs_total),
+    STATS_COUNTER("clients", clients),
     STATS_COUNTER("uptime_ms", uptime_ms),
     FLD(struct mini_rep_stats, "preparing", F_INT, false, preparing, RANGE(0, MINI_ID_MAX)),
 };

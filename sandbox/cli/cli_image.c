@@ -137,7 +137,8 @@ static int cmd_import(int argc, char **argv)
             else if (!strcmp(optarg, "rootfs"))
                 o.format = MINI_IMG_ROOTFS;
             else
-                return mini_cli_usage_error("image import", "--format: oci, docker-archive, oci-archive or rootfs, not %s", optarg);
+                return mini_cli_usage_error("image import",
+                                            "--format: oci, docker-archive, oci-archive or rootfs, not %s", optarg);
             break;
         case 'S':
             if (!parse_size(optarg, &o.max_bytes))

@@ -135,6 +135,7 @@ struct session {
     uid_t inner_uid; /* what they are inside (the only ids mapped): 0, or an image's User */
     gid_t inner_gid;
     int root_slot;   /* root daemon, image User not root: a second slot, whose ids are the image's root */
+    long root_host_uid, root_host_gid; /* those ids, else -1 */
     uid_t owner_uid; /* the host ids its files in the workspace get */
     gid_t owner_gid;
     int uid_slot;     /* root daemon: its slot in the server's uid range, else -1 */

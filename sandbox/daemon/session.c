@@ -118,10 +118,12 @@ static int session_image(struct server *s, struct session *ss, const char *ref, 
             ss->uids = &s->uids;
         if ((ss->root_slot = mini_uid_range_take(&s->uids)) < 0)
             return mini_err_set(e, MINI_E_BUSY, "every uid of the daemon's range (%u) is in use", s->uids.count);
+        ss->root_host_uid = s->uids.uid_base + (uid_t)ss->root_slot;
+        ss->root_host_gid = s->uids.gid_base + (gid_t)ss->root_slot;
         if (u.uid != 0)
-            up[nu][0] = 0, up[nu++][1] = s->uids.uid_base + (uid_t)ss->root_slot;
+            up[nu][0] = 0, up[nu++][1] = (unsigned long)ss->root_host_uid;
         if (u.gid != 0)
-            gp[ng][0] = 0, gp[ng++][1] = s->uids.gid_base + (gid_t)ss->root_slot;
+            gp[ng][0] = 0, gp[ng++][1] = (unsigned long)ss->root_host_gid;
     }
     ss->image_userns = mini_idmap_userns_pairs((const unsigned long(*)[2])up, nu, (const unsigned long(*)[2])gp, ng, e);
     return ss->image_userns < 0 ? -1 : 0;
@@ -192,11 +194,9 @@ static cJSON *isolation_json(const struct server *s, const struct session *ss)
     cJSON_AddStringToObject(o, "network", ss->profile->network == MINI_NET_NONE ? "none" : "host");
     cJSON_AddStringToObject(o, "limits_by", ss->assess.cgroups ? mini_cg_mode_name(s->cgroups.mode) : "rlimits");
     char map[96];
-    long ru = ss->root_slot >= 0 ? (long)(s->uids.uid_base + (uid_t)ss->root_slot) : -1;
-    long rg = ss->root_slot >= 0 ? (long)(s->uids.gid_base + (gid_t)ss->root_slot) : -1;
-    mini_format_id_map(map, sizeof map, ss->inner_uid, ss->host_uid, ru, ", ");
+    mini_format_id_map(map, sizeof map, ss->inner_uid, ss->host_uid, ss->root_host_uid, ", ");
     cJSON_AddStringToObject(o, "uid_map", map);
-    mini_format_id_map(map, sizeof map, ss->inner_gid, ss->host_gid, rg, ", ");
+    mini_format_id_map(map, sizeof map, ss->inner_gid, ss->host_gid, ss->root_host_gid, ", ");
     cJSON_AddStringToObject(o, "gid_map", map);
     snprintf(map, sizeof map, "%u:%u", (unsigned)ss->owner_uid, (unsigned)ss->owner_gid);
     cJSON_AddStringToObject(o, "files_owned_by", map);
@@ -384,8 +384,8 @@ static void session_spawn_cfg(const struct server *s, const struct session *ss, 
         .host_gid = ss->host_gid,
         .inner_uid = ss->inner_uid,
         .inner_gid = ss->inner_gid,
-        .root_host_uid = ss->root_slot >= 0 ? (long)(s->uids.uid_base + (uid_t)ss->root_slot) : -1,
-        .root_host_gid = ss->root_slot >= 0 ? (long)(s->uids.gid_base + (gid_t)ss->root_slot) : -1,
+        .root_host_uid = ss->root_host_uid,
+        .root_host_gid = ss->root_host_gid,
         .idmap_workspace = ss->idmap,
         .idmap_userns = ss->idmap_userns,
         .init_fd = s->init_fd,
@@ -786,6 +786,7 @@ void do_open(struct server *s, struct client *c, const struct mini_req *req)
     ss->image_hold = -1;
     ss->uid_slot = -1;
     ss->root_slot = -1;
+    ss->root_host_uid = ss->root_host_gid = -1;
     ss->refs = 1;
     if (o->profile_data)
         ss->profile = mini_profile_from_json(o->profile_data, "profile_data", &e);
@@ -807,7 +808,8 @@ void do_open(struct server *s, struct client *c, const struct mini_req *req)
         mini_ws_check(&s->guard, ss->profile, ss->workspace, ss->ws_fd, &e) < 0 || session_ids(s, ss, &e) < 0 ||
         (o->user && !o->image && !ss->profile->image &&
          mini_err_set(&e, MINI_E_BAD_REQUEST, "open.user is for an image's root (open.image); there is none") < 0) ||
-        ((o->image || ss->profile->image) && session_image(s, ss, o->image ? o->image : ss->profile->image, o->user, &e) < 0))
+        ((o->image || ss->profile->image) &&
+         session_image(s, ss, o->image ? o->image : ss->profile->image, o->user, &e) < 0))
         goto fail;
     snprintf(ss->id, sizeof ss->id, "s%llu", (unsigned long long)++s->next_session);
     if (ss->profile->overlay_root && (ss->assess.features & MINI_FEAT_OVERLAY) && session_overlay(s, ss, &e) < 0)

@@ -466,8 +466,7 @@ static int format_map(char *buf, size_t size, const unsigned long (*pairs)[2], s
     return n;
 }
 
-static int write_map(pid_t pid, const char *name, const unsigned long (*pairs)[2], size_t n_pairs,
-                     struct mini_err *e)
+static int write_map(pid_t pid, const char *name, const unsigned long (*pairs)[2], size_t n_pairs, struct mini_err *e)
 {
     char path[64], map[512];
     snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, name);

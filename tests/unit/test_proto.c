@@ -894,12 +894,14 @@ static void test_reply_round_trips(void)
     struct mini_rep ok = { .op = MINI_OP_OK, .id = 7 };
     rep_round_trip(&ok, &out);
     mini_rep_free(&out);
-    struct mini_rep stats = {
-        .op = MINI_OP_STATS,
-        .id = 8,
-        .u.stats = { .sessions = 3, .running = 2, .execs_total = 1000000, .clients = 4, .uptime_ms = MINI_ID_MAX,
-                     .preparing = 5 }
-    };
+    struct mini_rep stats = { .op = MINI_OP_STATS,
+                              .id = 8,
+                              .u.stats = { .sessions = 3,
+                                           .running = 2,
+                                           .execs_total = 1000000,
+                                           .clients = 4,
+                                           .uptime_ms = MINI_ID_MAX,
+                                           .preparing = 5 } };
     rep_round_trip(&stats, &out);
     CHECK(out.u.stats.sessions == 3 && out.u.stats.running == 2 && out.u.stats.execs_total == 1000000);
     CHECK(out.u.stats.clients == 4 && out.u.stats.uptime_ms == MINI_ID_MAX && out.u.stats.preparing == 5);
