@@ -196,7 +196,8 @@ static void wait_for_go(struct child *c)
 static void build_root(struct child *c)
 {
     const struct mini_spawn_cfg *cfg = c->cfg;
-    if ((c->root_fd = mini_rootfs_base(cfg->root_dir, cfg->profile, cfg->image_root != NULL, &c->e)) < 0)
+    if ((c->root_fd = mini_rootfs_base(cfg->root_dir, cfg->profile, cfg->image_root != NULL, cfg->inner_uid,
+                                       cfg->inner_gid, &c->e)) < 0)
         fail(c);
     if (c->ws_mount < 0) {
         struct stat a, b;
@@ -219,14 +220,18 @@ static void build_root(struct child *c)
         fail_sys(c, errno, "opening the image %s", cfg->image_root);
 }
 
-/* Become uid/gid 0 of the new namespace, which is the unprivileged host id
- * the daemon mapped (a root daemon's credentials are not mapped at all
- * until then).  A root daemon leaves setgroups allowed so that its
+/* Become the new namespace's only ids (0, or an image's User), which are
+ * the unprivileged host ids the daemon mapped (a root daemon's credentials
+ * are not mapped at all until then).  The capabilities the clone gave in
+ * the namespace stay for the setup: with uid 0 unmapped there is no "root"
+ * whose loss would clear them; confine() drops them all.  A root daemon leaves setgroups allowed so that its
  * supplementary groups can be dropped here; a rootless one cannot drop
  * them (the kernel denies setgroups), as with any unprivileged sandbox. */
 static void become_namespace_root(struct child *c)
 {
-    if ((setgroups(0, NULL) < 0 && errno != EPERM) || setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
+    uid_t u = c->cfg->inner_uid;
+    gid_t g = c->cfg->inner_gid;
+    if ((setgroups(0, NULL) < 0 && errno != EPERM) || setresgid(g, g, g) < 0 || setresuid(u, u, u) < 0)
         fail_sys(c, errno, "switching to the sandbox's ids");
 }
 

@@ -67,9 +67,10 @@ static int idmapped_workspace(const struct mini_spawn_cfg *cfg, struct mini_err 
     return fd;
 }
 
-/* A root daemon's image: an idmapped clone of its tree in which the
- * image's root-owned files are the sandbox's uid 0 (host_uid on the host),
- * as the workspace's owner's are.  Other owners stay unmapped. */
+/* A root daemon's image: an idmapped clone of its tree in which the files
+ * of the image's user (root, or its config's User) are the sandbox's
+ * (host_uid on the host), as the workspace's owner's are.  Other owners
+ * stay unmapped. */
 static int idmapped_image(const struct mini_spawn_cfg *cfg, struct mini_err *e)
 {
     int fd = open_tree(AT_FDCWD, cfg->image_root, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
@@ -196,14 +197,24 @@ static int clone_child(const struct mini_spawn_cfg *cfg, struct mini_sandbox *sb
     return 0;
 }
 
-/* uid 0 and gid 0 inside are the session's host ids, and nothing else. */
+int mini_format_id_map(char *buf, size_t size, unsigned inner, unsigned long host, long root_host, const char *sep)
+{
+    int n = snprintf(buf, size, "%u %lu 1", inner, host);
+    if (inner != 0 && root_host >= 0)
+        n += snprintf(buf + n, size - (size_t)n, "%s0 %ld 1", sep, root_host);
+    return n;
+}
+
+/* The inner ids (uid and gid 0, or an image's User) are the session's host
+ * ids; with a root daemon's image user, 0 is its image's root (see
+ * mini_spawn_cfg); nothing else is mapped. */
 static int write_id_maps(const struct mini_spawn_cfg *cfg, pid_t pid, struct mini_err *e)
 {
-    char map[64];
-    snprintf(map, sizeof map, "0 %u 1\n", (unsigned)cfg->host_uid);
+    char map[96];
+    mini_format_id_map(map, sizeof map, cfg->inner_uid, cfg->host_uid, cfg->root_host_uid, "\n");
     if (write_file(pid, "uid_map", map, e) < 0 || (geteuid() != 0 && write_file(pid, "setgroups", "deny", e) < 0))
         return -1;
-    snprintf(map, sizeof map, "0 %u 1\n", (unsigned)cfg->host_gid);
+    mini_format_id_map(map, sizeof map, cfg->inner_gid, cfg->host_gid, cfg->root_host_gid, "\n");
     return write_file(pid, "gid_map", map, e);
 }
 

@@ -44,9 +44,14 @@ struct mini_spawn_cfg {
     const char *root_dir;           /* an empty directory (daemon state) used as mount point */
     const char *overlay_dir;        /* per-session upper/work dirs when profile->overlay_root; else NULL */
     const char *image_root;         /* an image's tree as the root (docs/images.md), or NULL */
-    int image_userns;               /* root daemon: its idmapping, image uid 0 -> host_uid; else -1 */
-    uid_t host_uid;                 /* host ids that uid/gid 0 inside map to */
+    int image_userns;               /* root daemon: its idmapping, image uid inner_uid -> host_uid; else -1 */
+    uid_t host_uid;                 /* host ids that inner_uid/inner_gid map to */
     gid_t host_gid;
+    uid_t inner_uid; /* the ids mapped inside, which the sandbox runs as: 0, or an image's User */
+    gid_t inner_gid;
+    /* Root daemon, an image User not root: the host ids the image's root
+     * is (mapped as uid/gid 0 inside, which nothing runs as), else -1. */
+    long root_host_uid, root_host_gid;
     bool idmap_workspace; /* root daemon: the workspace through an idmapped mount */
     int idmap_userns;     /* its mapping: the owner's ids -> host_uid/host_gid */
     int init_fd;          /* mini-sandbox-init, from mini_sandbox_open_init() */
@@ -65,6 +70,10 @@ struct mini_spawn_cfg {
      * process group.  NULL: the namespace path. */
     const struct mini_landlock_plan *landlock;
 };
+
+/* One uid_map or gid_map text: "INNER HOST 1", and "0 ROOT_HOST 1" after
+ * sep when inner is not 0 and root_host is not -1. */
+int mini_format_id_map(char *buf, size_t size, unsigned inner, unsigned long host, long root_host, const char *sep);
 
 /* Open mini-sandbox-init ($MINI_SANDBOX_INIT, else libexec/mini/ relative
  * to this program: mini_exe_relative)

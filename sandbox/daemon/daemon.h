@@ -175,6 +175,10 @@ struct session {
     int ws_fd;
     uid_t host_uid; /* the host ids the sandbox's processes run as */
     gid_t host_gid;
+    uid_t inner_uid; /* what they are inside (the only ids mapped): 0, or an image's User */
+    gid_t inner_gid;
+    int root_slot;   /* root daemon, image User not root: a second slot, whose ids are the image's root */
+    long root_host_uid, root_host_gid; /* those ids, else -1 */
     uid_t owner_uid; /* the host ids its files in the workspace get */
     gid_t owner_gid;
     int uid_slot;     /* root daemon: its slot in the server's uid range, else -1 */
@@ -187,7 +191,7 @@ struct session {
     char *image_root;              /* the root of the session's image (open.image), or NULL */
     struct mini_env image_env;     /* its config's Env */
     char *image_workdir;           /* its config's WorkingDir (the default cwd), or NULL */
-    int image_userns;              /* root daemon: image uid 0 -> host_uid (an idmapping), else -1 */
+    int image_userns;              /* root daemon: image uid inner_uid -> host_uid (an idmapping), else -1 */
     int image_hold;                /* mini_image_hold() on it, else -1 */
     struct disk_watch disk;
     struct session_net net;

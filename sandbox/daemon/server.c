@@ -129,10 +129,13 @@ static void do_hello(struct server *s, struct client *c, const struct mini_req *
 static void do_stats(struct server *s, struct client *c, const struct mini_req *req)
 {
     struct mini_rep rep = { .op = MINI_OP_STATS, .id = req->id };
-    int64_t sessions = 0, running = 0;
+    int64_t sessions = 0, running = 0, preparing = 0;
     for (struct client *k = s->clients; k; k = k->next)
-        for (struct session *ss = k->sessions; ss; ss = ss->next)
+        for (struct session *ss = k->sessions; ss; ss = ss->next) {
             sessions++;
+            for (struct pooled *p = ss->pool; p; p = p->next)
+                preparing += !p->ready && !p->dead;
+        }
     for (struct exec *x = s->execs; x; x = x->next)
         running += !x->finished;
     rep.u.stats.sessions = sessions;
@@ -140,6 +143,7 @@ static void do_stats(struct server *s, struct client *c, const struct mini_req *
     rep.u.stats.execs_total = s->execs_total;
     rep.u.stats.clients = (int64_t)s->n_clients;
     rep.u.stats.uptime_ms = (mini_mono_ns() - s->start_ns) / 1000000;
+    rep.u.stats.preparing = preparing;
     send_rep(s, c, &rep);
 }
 
