@@ -117,6 +117,11 @@ static int give_name(int fd, const char *tmp)
 
 int mini_write_file_atomic(const char *path, const void *p, size_t n, int mode, struct mini_err *e)
 {
+    return mini_write_file_replace(path, p, n, mode, true, e);
+}
+
+int mini_write_file_replace(const char *path, const void *p, size_t n, int mode, bool durable, struct mini_err *e)
+{
     _cleanup_free_ char *tmp = NULL;
     if (asprintf(&tmp, "%s.tmp", path) < 0)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
@@ -130,7 +135,7 @@ int mini_write_file_atomic(const char *path, const void *p, size_t n, int mode, 
     }
     if (fd < 0)
         return mini_err_sys(e, MINI_E_IO, errno, "creating a temporary file beside %s", path);
-    if (mini_write_all(fd, p, n) < 0 || fchmod(fd, (mode_t)mode) < 0 || fsync(fd) < 0)
+    if (mini_write_all(fd, p, n) < 0 || fchmod(fd, (mode_t)mode) < 0 || (durable && fsync(fd) < 0))
         goto fail;
     if (!named) {
         if (give_name(fd, tmp) < 0)
