@@ -841,6 +841,14 @@ void do_close(struct server *s, struct client *c, const struct mini_req *req)
         send_error(s, c, req->id, &e);
         return;
     }
-    session_close(s, c, ss, MINI_LIMIT_CANCELLED);
+    /* Its commands are killed first, as ever; the reply goes before the
+     * rest of the teardown (the prepared sandboxes it kept, which never
+     * ran a command of it, are killed and reaped; its cgroups removed),
+     * which the client need not wait for: a batch's worker gets on with
+     * its task meanwhile. */
+    for (struct exec *x = s->execs; x; x = x->next)
+        if (x->session == ss)
+            exec_kill(x, MINI_LIMIT_CANCELLED);
     send_ok(s, c, req->id);
+    session_close(s, c, ss, MINI_LIMIT_CANCELLED);
 }
