@@ -304,6 +304,9 @@ struct batch {
     bool cost_stop;
     int errors;     /* of the batch itself */
     cJSON *pending; /* results read, not yet written */
+    /* MINI_BATCH_TIMING: seconds this process spent starting workers,
+     * reading their results, writing the outputs. */
+    double t_start, t_finish, t_record;
 };
 
 static int start_task(struct batch *b, const struct mini_task *t)
@@ -434,12 +437,15 @@ static void finish_task(struct batch *b, size_t i, int status)
 static void record_pending(struct batch *b)
 {
     cJSON *res;
-    while ((res = cJSON_DetachItemFromArray(b->pending, 0))) {
-        struct mini_err e;
+    struct mini_err e;
+    while ((res = cJSON_DetachItemFromArray(b->pending, 0)))
         if (batch_out_record(&b->out, res, &e) < 0) {
             fprintf(stderr, "mini batch: %s\n", e.msg);
             b->errors++;
         }
+    if (batch_out_sync(&b->out, &e) < 0) {
+        fprintf(stderr, "mini batch: %s\n", e.msg);
+        b->errors++;
     }
 }
 
@@ -503,7 +509,10 @@ static void pool(struct batch *b)
                 b->cost_stop = true;
                 break;
             }
-            if (start_task(b, b->queue[b->next]) < 0) {
+            double t0 = mini_mono_s();
+            int r = start_task(b, b->queue[b->next]);
+            b->t_start += mini_mono_s() - t0;
+            if (r < 0) {
                 fprintf(stderr, "mini batch: starting a worker: %s\n", strerror(errno));
                 b->errors++;
                 b->cost_stop = true; /* stop starting; finish the others */
@@ -511,7 +520,9 @@ static void pool(struct batch *b)
             }
             b->next++;
         }
+        double t0 = mini_mono_s();
         record_pending(b);
+        b->t_record += mini_mono_s() - t0;
         if (b->nr == 0)
             break;
         struct pollfd pf[WORKERS_MAX];
@@ -523,7 +534,9 @@ static void pool(struct batch *b)
             if (pf[i].revents)
                 read_progress(&b->run[i]);
         on_interrupts(b, &seen_int);
+        t0 = mini_mono_s();
         reap(b);
+        b->t_finish += mini_mono_s() - t0;
         draw(&b->pg, b->run, b->nr, false);
     }
     on_interrupts(b, &seen_int);
@@ -714,6 +727,11 @@ static int run_batch(struct opts *o)
     if (b.cost_stop && !b.errors)
         fprintf(stderr, "mini batch: stopped starting tasks at the total cost limit ($%.4f); %zu not run\n",
                 o->cost_total, b.n_queue - b.next);
+    if (getenv("MINI_BATCH_TIMING") && b.next > 0)
+        fprintf(stderr, "mini batch: timing: per task, %.3f ms starting its worker, %.3f ms reading its result, "
+                        "%.3f ms writing the outputs\n",
+                b.t_start * 1000 / (double)b.next, b.t_finish * 1000 / (double)b.next,
+                b.t_record * 1000 / (double)b.next);
     rc = interrupted ? 130 : b.errors ? 1 : 0;
 out:
     if (daemon > 0) {

@@ -7,23 +7,28 @@ peak RSS of the batch process and of the daemon; never pass/fail on time.
     batch_bench.py MINI_BIN [N] [STEPS] [WORKERS,...]
 
 Overhead per task = (workers x wall - time in sandboxed commands - time in
-the model) / tasks, where the command and model times come from each
-trajectory's message timestamps (a command: from its assistant message to
-its observation; the model: from the previous observation, or the task's
-start, to the assistant message).  So it is what the batch adds around
-each task: forking the worker, making the workspace, opening the sandbox
-session, writing the trajectory and the outputs, and the time workers wait
-for a free core.  The baseline in the same run is a bare fork+exec of
-/bin/true per command, the floor of running anything at all.
+the model) / tasks, where the command and model times are what each worker
+measured around the environment's execute calls and the model's queries
+(MINI_BATCH_TIMING=1: result.json's "timing", docs/batch.md).  So it is
+what the batch adds around each task: forking the worker, making the
+workspace, opening and closing the sandbox session, rendering the
+templates, writing the trajectory and the outputs, and the time workers
+wait for a free core.  A second table splits it by phase (ms per task, as
+the workers and the batch process measured them).  The baseline in the
+same run is a bare fork+exec of /bin/true per command, the floor of running
+anything at all.
 """
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+
+PHASES = ["prep", "workspace", "setup", "open", "model", "commands", "save", "agent", "close", "verify"]
 
 
 def hwm_kb(pid):
@@ -74,12 +79,14 @@ def main():
         fork_exec_ms = (time.monotonic() - t0) / min(n * steps, 1000) * 1000
 
         rows = []
+        splits = []
         for w in workers:
             out = os.path.join(tmp, f"out-w{w}")
             cmd = [os.path.join(mini_bin, "mini"), "batch", tasks, "-o", out, "-w", str(w), "-c", "mini", "-c",
                    cfg, "-c", f"environment.socket={sock}", "--sandbox", "strict"]
             t0 = time.monotonic()
-            p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                 env=dict(os.environ, MINI_BATCH_TIMING="1"))
             peak = 0
             while p.poll() is None:
                 peak = max(peak, hwm_kb(p.pid))
@@ -89,27 +96,24 @@ def main():
             if p.returncode != 0:
                 print(err)
                 sys.exit(1)
-            cmd_s = model_s = 0.0
+            phases = dict.fromkeys(PHASES, 0.0)
             submitted = 0
             for i in range(n):
                 iid = f"b{i:04d}"
-                t = json.load(open(os.path.join(out, iid, iid + ".traj.json")))
-                submitted += t["info"]["exit_status"] == "Submitted"
-                last = None
-                for m in t["messages"]:
-                    ts = (m.get("extra") or {}).get("timestamp")
-                    if ts is None:
-                        continue
-                    if m["role"] == "assistant":
-                        if last is not None:
-                            model_s += ts - last
-                        last = ts
-                    elif last is not None:
-                        cmd_s += ts - last
-                        last = ts
+                r = json.load(open(os.path.join(out, iid, "result.json")))
+                submitted += r["exit_status"] == "Submitted"
+                for k in PHASES:
+                    phases[k] += r["timing"][k + "_s"]
+            cmd_s, model_s = phases["commands"], phases["model"]
+            parent = re.search(r"timing: per task, ([\d.]+) ms starting its worker, ([\d.]+) ms reading its "
+                               r"result, ([\d.]+) ms writing the outputs", err)
             overhead_ms = (w * wall - cmd_s - model_s) / n * 1000
             rows.append((w, n / wall, wall, cmd_s / (n * steps) * 1000, overhead_ms, peak / 1024,
                          hwm_kb(daemon.pid) / 1024, submitted))
+            split = {k: v / n * 1000 for k, v in phases.items()}
+            split["agent"] -= split["model"] + split["commands"] + split["save"]  # the agent's own work
+            split["start"], split["reap"], split["outputs"] = (float(x) for x in parent.groups())
+            splits.append((w, split))
         daemon.terminate()
         daemon.wait()
         print(f"mini batch: {n} deterministic tasks x {steps} steps, strict sandbox; "
@@ -119,6 +123,13 @@ def main():
         for w, tps, wall, per_cmd, ov, bp, dp, sub in rows:
             print(f"{w:>7} {tps:>8.1f} {wall:>7.2f} {per_cmd:>10.2f} {ov:>16.2f} {ov / fork_exec_ms:>11.1f} "
                   f"{bp:>14.1f} {dp:>15.1f} {sub:>6}/{n}")
+        cols = ["prep", "workspace", "open", "agent", "save", "close", "start", "reap", "outputs"]
+        print("where it goes, ms per task: in the worker (prep: its directory and config; open: model, session,"
+              " agent; agent: its own work besides model, commands and saves; close: the session's), and in the"
+              " batch process (start: fork; reap: reading the result; outputs: preds.json and summary.json)")
+        print(f"{'workers':>7} " + " ".join(f"{c:>9}" for c in cols))
+        for w, sp in splits:
+            print(f"{w:>7} " + " ".join(f"{sp[c]:>9.3f}" for c in cols))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
