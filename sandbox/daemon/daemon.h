@@ -242,6 +242,10 @@ struct server {
     FILE *audit;
     struct mini_ws_guard guard; /* what a workspace must not be or hold */
     struct mini_uid_range uids; /* root daemon: host ids for sessions */
+    /* Filesystems (st_dev) whose workspaces have been idmapped: the probe
+     * of session_ids is not repeated for them (it costs a mount's teardown). */
+    dev_t idmap_ok[16];
+    size_t n_idmap_ok;
 };
 
 /* ------------------------------------------------------------ server.c */

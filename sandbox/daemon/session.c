@@ -704,24 +704,32 @@ static int session_ids(struct server *s, struct session *ss, struct mini_err *e)
     gid_t gid = s->uids.gid_base + (gid_t)slot;
     if ((ss->idmap_userns = mini_idmap_userns(ss->owner_uid, uid, ss->owner_gid, gid, e)) < 0)
         return -1;
-    /* Whether this filesystem can be idmapped at all: try it once here. */
-    int probe = open_tree(ss->ws_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
-    struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)ss->idmap_userns };
-    int r = probe < 0 ? -1 : mount_setattr(probe, "", AT_EMPTY_PATH, &attr, sizeof attr);
-    int err = errno;
-    mini_close(probe);
-    if (r < 0 && (err == EINVAL || err == EOPNOTSUPP || err == ENOSYS)) {
-        log_warn("workspace %s: its filesystem cannot be idmapped (%s): the sandbox runs as its owner, uid %u",
-                 ss->workspace, strerror(err), (unsigned)ss->owner_uid);
-        mini_close(ss->idmap_userns);
-        ss->idmap_userns = -1;
-        mini_uid_range_put(&s->uids, slot);
-        ss->uid_slot = -1;
-        ss->uids = NULL;
-        return 0;
+    bool known = false;
+    for (size_t i = 0; i < s->n_idmap_ok; i++)
+        known = known || s->idmap_ok[i] == st.st_dev;
+    if (!known) {
+        /* Whether this filesystem can be idmapped at all: try it here, once
+         * per filesystem (a later failure is the sandbox's spawn error). */
+        int probe = open_tree(ss->ws_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+        struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)ss->idmap_userns };
+        int r = probe < 0 ? -1 : mount_setattr(probe, "", AT_EMPTY_PATH, &attr, sizeof attr);
+        int err = errno;
+        mini_close(probe);
+        if (r < 0 && (err == EINVAL || err == EOPNOTSUPP || err == ENOSYS)) {
+            log_warn("workspace %s: its filesystem cannot be idmapped (%s): the sandbox runs as its owner, uid %u",
+                     ss->workspace, strerror(err), (unsigned)ss->owner_uid);
+            mini_close(ss->idmap_userns);
+            ss->idmap_userns = -1;
+            mini_uid_range_put(&s->uids, slot);
+            ss->uid_slot = -1;
+            ss->uids = NULL;
+            return 0;
+        }
+        if (r < 0)
+            return mini_err_sys(e, MINI_E_SPAWN_FAILED, err, "idmapping the workspace %s", ss->workspace);
+        if (s->n_idmap_ok < sizeof s->idmap_ok / sizeof s->idmap_ok[0])
+            s->idmap_ok[s->n_idmap_ok++] = st.st_dev;
     }
-    if (r < 0)
-        return mini_err_sys(e, MINI_E_SPAWN_FAILED, err, "idmapping the workspace %s", ss->workspace);
     ss->host_uid = uid;
     ss->host_gid = gid;
     ss->idmap = true;
