@@ -105,7 +105,7 @@ def main():
                 for k in PHASES:
                     phases[k] += r["timing"][k + "_s"]
             cmd_s, model_s = phases["commands"], phases["model"]
-            parent = re.search(r"timing: per task, ([\d.]+) ms starting its worker, ([\d.]+) ms reading its "
+            parent = re.search(r"timing: per task, ([\d.]+) ms handing it to a worker, ([\d.]+) ms reading its "
                                r"result, ([\d.]+) ms writing the outputs", err)
             overhead_ms = (w * wall - cmd_s - model_s) / n * 1000
             rows.append((w, n / wall, wall, cmd_s / (n * steps) * 1000, overhead_ms, peak / 1024,
