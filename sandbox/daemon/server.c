@@ -657,6 +657,7 @@ static void server_free(struct server *s)
     flush_clients(s);
     while (s->clients)
         client_close(s, s->clients);
+    pool_reap_closing(s);
     bury(s);
     mini_cgroups_fini(&s->cgroups);
     sessions_fini(s);

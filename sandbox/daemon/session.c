@@ -615,8 +615,48 @@ struct pooled *pool_take(struct server *s, struct session *ss)
     return best;
 }
 
+/* A prepared sandbox of a session being closed: killed now, and reaped
+ * (its cgroups and tmpdir removed) when its pidfd says it has died, so
+ * that neither the close's reply nor the next client waits for it.  It
+ * holds a reference to its session (and so its uid slot) until then. */
+static void pool_retire(struct server *s, struct pooled *p)
+{
+    pool_unlink(p->ss, p);
+    p->ss->refs++;
+    p->closing = true;
+    ep_del(s, p->slot.sb.ctl);
+    mini_sandbox_kill(&p->slot.sb);
+    p->next = s->closing_pooled;
+    s->closing_pooled = p;
+}
+
+static void pool_reaped(struct server *s, struct pooled *p)
+{
+    for (struct pooled **pp = &s->closing_pooled; *pp; pp = &(*pp)->next)
+        if (*pp == p) {
+            *pp = p->next;
+            break;
+        }
+    ep_del(s, p->slot.sb.pidfd);
+    slot_release(&p->slot);
+    struct session *ss = p->ss;
+    pool_bury(s, p);
+    session_unref(ss);
+}
+
+void pool_reap_closing(struct server *s)
+{
+    while (s->closing_pooled)
+        pool_reaped(s, s->closing_pooled);
+}
+
 void pool_event(struct server *s, struct pooled *p, bool exited)
 {
+    if (p->closing) {
+        if (exited)
+            pool_reaped(s, p);
+        return;
+    }
     bool failed = true;
     if (!exited) {
         struct mini_ctl_msg m;
@@ -836,7 +876,7 @@ void session_close(struct server *s, struct client *c, struct session *ss, enum 
     c->n_sessions--;
     s->n_sessions--;
     while (ss->pool)
-        pool_discard(s, ss->pool);
+        pool_retire(s, ss->pool);
     session_unref(ss);
 }
 
@@ -849,14 +889,7 @@ void do_close(struct server *s, struct client *c, const struct mini_req *req)
         send_error(s, c, req->id, &e);
         return;
     }
-    /* Its commands are killed first, as ever; the reply goes before the
-     * rest of the teardown (the prepared sandboxes it kept, which never
-     * ran a command of it, are killed and reaped; its cgroups removed),
-     * which the client need not wait for: a batch's worker gets on with
-     * its task meanwhile. */
-    for (struct exec *x = s->execs; x; x = x->next)
-        if (x->session == ss)
-            exec_kill(x, MINI_LIMIT_CANCELLED);
-    send_ok(s, c, req->id);
+    /* Its prepared sandboxes are killed, not waited for (pool_retire). */
     session_close(s, c, ss, MINI_LIMIT_CANCELLED);
+    send_ok(s, c, req->id);
 }
