@@ -148,10 +148,12 @@ static void on_progress(void *arg, long calls, double cost)
         (void)!write(p->fd, line, (size_t)n); /* a pipe: short lines are atomic */
 }
 
+/* A task's sessions end with their connection: the worker goes on with
+ * the task (its result, the next task) while the daemon closes them. */
 static void env_freep(struct mini_environment **env)
 {
     w_env = NULL;
-    mini_environment_free(*env);
+    mini_environment_drop(*env);
 }
 
 static struct mini_environment *new_env(const cJSON *cfg, struct mini_err *e)
@@ -362,7 +364,7 @@ int batch_worker(const struct batch_ctx *b, const struct mini_task *t)
                 return 1;
         }
         lap(&tm);
-        env_freep(&env); /* the session's close */
+        env_freep(&env); /* the session's end */
         env = NULL;
         tm.close = lap(&tm);
     }
