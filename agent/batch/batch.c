@@ -1,9 +1,10 @@
 /* `mini batch TASKS`: the command line, the pool of worker processes, the
  * progress display and Ctrl-C (batch.h, docs/batch.md).
  *
- * Each task runs in a fork of this process (worker.c), so that a task that
- * crashes or is killed takes nothing else with it; this process alone
- * writes preds.json and summary.json, from each worker's result.json.
+ * Tasks run in worker processes, forks of this one that take task after
+ * task (struct running; worker.c runs one), so that a task that crashes or
+ * is killed takes nothing else with it; this process alone writes
+ * preds.json and summary.json, from each worker's result.json.
  * Workers die with the batch (PR_SET_PDEATHSIG): a batch killed with -9
  * leaves only tasks that never reached preds.json, which the next run of
  * the same command runs again. */
@@ -643,7 +644,7 @@ static void pool(struct batch *b)
             if (pf[i].revents)
                 read_progress(&b->run[i]);
             if (b->run[i].task && b->run[i].done)
-                finish_task(b, &b->run[i], 0);
+                finish_task(b, &b->run[i], (b->run[i].rc & 0xff) << 8);
         }
         on_interrupts(b, &seen_int);
         reap(b);

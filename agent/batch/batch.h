@@ -1,5 +1,5 @@
-/* `mini batch`: many tasks, each run by a worker process of its own (a
- * fork of the batch), sharing one sandbox daemon; resumable output in the
+/* `mini batch`: many tasks, run by worker processes (forks of the batch,
+ * each taking task after task), sharing one sandbox daemon; resumable output in the
  * layout of mini-swe-agent's batch runs.  docs/batch.md.
  *
  *   batch.c    the command line, the pool of workers, progress, Ctrl-C
@@ -30,9 +30,9 @@ struct batch_ctx {
     int progress_fd; /* the worker writes "P calls cost\n" here, or -1 */
 };
 
-/* Run one task in this (forked) process: its directory OUT/ID is made
- * fresh, the result goes to OUT/ID/result.json.  The exit code (0 when
- * result.json was written). */
+/* Run one task in this (worker) process: its directory OUT/ID is made
+ * fresh, the result goes to OUT/ID/result.json.  0 when result.json was
+ * written, else 1. */
 int batch_worker(const struct batch_ctx *b, const struct mini_task *t);
 
 /* ---- output.c ---- */

@@ -104,6 +104,9 @@ def main():
                 submitted += r["exit_status"] == "Submitted"
                 for k in PHASES:
                     phases[k] += r["timing"][k + "_s"]
+            if submitted != n:
+                print(f"{n - submitted} of {n} tasks not submitted (see {out}/*/result.json): no figures")
+                sys.exit(1)
             cmd_s, model_s = phases["commands"], phases["model"]
             parent = re.search(r"timing: per task, ([\d.]+) ms handing it to a worker, ([\d.]+) ms reading its "
                                r"result, ([\d.]+) ms writing the outputs", err)
