@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Benchmark of `mini batch` (issue P10): N deterministic tasks of S steps
 each under the strict sandbox, for several worker counts.  Prints, per
-worker count: tasks per second, the batch's own overhead per task, and the
-peak RSS of the batch process and of the daemon; never pass/fail on time.
+worker count: tasks per second, the batch's own overhead per task, the
+peak RSS of the batch process and of the daemon, and the peak of the
+resident sets of the batch, its workers and the daemon added up (pages the
+forks share counted once per process: an upper bound); never pass/fail
+on time.
 
     batch_bench.py MINI_BIN [N] [STEPS] [WORKERS,...]
 
@@ -29,6 +32,25 @@ import tempfile
 import time
 
 PHASES = ["prep", "workspace", "setup", "open", "model", "commands", "save", "agent", "close", "verify"]
+
+
+def rss_kb(pid, key="VmRSS:"):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(key):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def children(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
 
 
 def hwm_kb(pid):
@@ -87,9 +109,12 @@ def main():
             t0 = time.monotonic()
             p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                  env=dict(os.environ, MINI_BATCH_TIMING="1"))
-            peak = 0
+            peak = peak_all = 0
             while p.poll() is None:
                 peak = max(peak, hwm_kb(p.pid))
+                # The batch, its workers and the daemon: their resident sets
+                # added up (pages the forks share counted in each).
+                peak_all = max(peak_all, sum(rss_kb(q) for q in [p.pid, daemon.pid] + children(p.pid)))
                 time.sleep(0.02)
             wall = time.monotonic() - t0
             err = p.stderr.read()
@@ -112,7 +137,7 @@ def main():
                                r"result, ([\d.]+) ms writing the outputs", err)
             overhead_ms = (w * wall - cmd_s - model_s) / n * 1000
             rows.append((w, n / wall, wall, cmd_s / (n * steps) * 1000, overhead_ms, peak / 1024,
-                         hwm_kb(daemon.pid) / 1024, submitted))
+                         hwm_kb(daemon.pid) / 1024, peak_all / 1024, submitted))
             split = {k: v / n * 1000 for k, v in phases.items()}
             split["agent"] -= split["model"] + split["commands"] + split["save"]  # the agent's own work
             split["start"], split["reap"], split["outputs"] = (float(x) for x in parent.groups())
@@ -122,10 +147,10 @@ def main():
         print(f"mini batch: {n} deterministic tasks x {steps} steps, strict sandbox; "
               f"baseline fork+exec of /bin/true: {fork_exec_ms:.2f} ms")
         print(f"{'workers':>7} {'tasks/s':>8} {'wall s':>7} {'ms/command':>10} {'overhead ms/task':>16} "
-              f"{'x fork+exec':>11} {'batch peak MiB':>14} {'daemon peak MiB':>15} {'submitted':>9}")
-        for w, tps, wall, per_cmd, ov, bp, dp, sub in rows:
+              f"{'x fork+exec':>11} {'batch peak MiB':>14} {'daemon peak MiB':>15} {'all peak MiB':>12} {'submitted':>9}")
+        for w, tps, wall, per_cmd, ov, bp, dp, ap, sub in rows:
             print(f"{w:>7} {tps:>8.1f} {wall:>7.2f} {per_cmd:>10.2f} {ov:>16.2f} {ov / fork_exec_ms:>11.1f} "
-                  f"{bp:>14.1f} {dp:>15.1f} {sub:>6}/{n}")
+                  f"{bp:>14.1f} {dp:>15.1f} {ap:>12.1f} {sub:>6}/{n}")
         cols = ["prep", "workspace", "open", "agent", "save", "close", "start", "reap", "outputs"]
         print("where it goes, ms per task: in the worker (prep: its directory and config; open: model, session,"
               " agent; agent: its own work besides model, commands and saves; close: the session's), and in the"
