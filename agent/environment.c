@@ -82,6 +82,18 @@ static int open_session(struct mini_environment *env, const char *profile, char 
         return mini_err_sys(e, MINI_E_WORKSPACE_INVALID, errno, "workspace %s", env->workspace);
     struct mini_req req = { .op = MINI_OP_OPEN };
     req.u.open.workspace = ws;
+    /* environment.allow_hosts: entries for the profile's network
+     * allowlist (the daemon checks each and bounds their number). */
+    const cJSON *hosts = cJSON_GetObjectItemCaseSensitive(env->cfg, "allow_hosts");
+    int nh = cJSON_IsArray(hosts) ? cJSON_GetArraySize(hosts) : 0;
+    _cleanup_free_ char **allow = nh > 0 ? calloc((size_t)nh + 1, sizeof *allow) : NULL;
+    if (nh > 0 && !allow)
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    for (int i = 0; i < nh; i++) {
+        const cJSON *h = cJSON_GetArrayItem(hosts, i);
+        allow[req.u.open.n_allow_hosts++] = cJSON_IsString(h) ? h->valuestring : (char *)"";
+    }
+    req.u.open.allow_hosts = allow;
     _cleanup_buf_ struct mini_buf file = MINI_BUF_INIT;
     cJSON *pdata = NULL;
     if (strchr(profile, '/')) {

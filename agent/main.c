@@ -1,6 +1,7 @@
 /* mini: a minimal software-engineering agent whose commands run in a sandbox. */
 #include "agent.h"
 #include "batch/batch.h"
+#include "inspect/inspect.h"
 #include "mini/json.h"
 #include "config/command.h"
 #include "config/config.h"
@@ -59,6 +60,8 @@ static void usage(FILE *f)
             "      --audit-log FILE       append one JSON line per action (its policy decision and how\n"
             "                             it ran) to FILE (default: policy.audit_log)\n"
             "  -h, --help, --version\n\n"
+            "       mini inspect [PATH]        browse trajectories (a terminal browser, plain text,\n"
+            "                             or --html OUT.html); mini inspect --help\n"
             "       mini config set KEY VALUE | unset KEY | edit\n"
             "                             change the global .env file (mini-extra config)\n\n"
             "Without -y, mini shows each step's commands and runs them when you press Enter\n"
@@ -488,6 +491,8 @@ int main(int argc, char **argv)
         return mini_config_command(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "batch"))
         return mini_batch_main(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "inspect"))
+        return mini_inspect_main(argc - 1, argv + 1);
     struct args o = { .specs = specs };
     int rc = parse_args(argc, argv, &o);
     return rc >= 0 ? rc : run(&o);

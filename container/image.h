@@ -77,6 +77,18 @@ int mini_image_parse_manifest(const char *p, size_t len, struct mini_image_manif
 int mini_image_parse_config(const char *p, size_t len, struct mini_image_config *out, struct mini_err *e);
 /* A docker-archive manifest.json: an array; *out gets its first entry. */
 int mini_image_parse_docker_manifest(const char *p, size_t len, struct mini_docker_manifest *out, struct mini_err *e);
+/* The pre-2016 docker-archive (no manifest.json): `repositories`
+ * ({"NAME": {"TAG": "ID"}}) names the top layer; each layer's member
+ * ID/json (got through member: its text and length, NULL when absent)
+ * names its parent; layers are ID/layer.tar.  The chain, walked from the
+ * top, becomes out's layers (base first; out->config stays NULL); *top
+ * gets the top layer's json (its config, os, architecture are the
+ * image's), *name "NAME:TAG" when valid and *name was NULL.  A chain
+ * longer than MINI_IMAGE_MAX_LAYERS, a loop, a missing or malformed
+ * ID/json: -1 with e filled. */
+typedef const char *(*mini_member_fn)(void *arg, const char *name, size_t *len);
+int mini_image_parse_legacy(const char *repositories, size_t len, mini_member_fn member, void *arg, char **name,
+                            struct mini_docker_manifest *out, cJSON **top, struct mini_err *e);
 void mini_image_index_free(struct mini_image_index *x);
 void mini_image_manifest_free(struct mini_image_manifest *m);
 void mini_image_config_free(struct mini_image_config *c);
@@ -89,6 +101,18 @@ const struct mini_descriptor *mini_image_index_pick(const struct mini_image_inde
                                                     struct mini_err *e);
 /* The OCI architecture name of this machine ("amd64", "arm64", ...). */
 const char *mini_image_host_arch(void);
+
+/* The ids of an image config's User: "NAME", "UID", "UID:GID",
+ * "NAME:GROUP" (or "UID:GROUP", "NAME:GID"); "" is root.  Names are looked
+ * up in the image's /etc/passwd and /etc/group texts (NULL: the image has
+ * none); a user given alone gets its passwd group, a numeric uid the
+ * image does not list gets group 0.  0, or -1 with e filled
+ * (MINI_E_BAD_REQUEST: a name that is not there, a malformed spec). */
+struct mini_image_user {
+    uint32_t uid, gid;
+};
+int mini_image_user_parse(const char *spec, const char *passwd, size_t plen, const char *group, size_t glen,
+                          struct mini_image_user *out, struct mini_err *e);
 
 /* Whether name is a valid image name: [a-z0-9][a-z0-9._/-]* up to 128
  * bytes, optionally ":TAG" with TAG [A-Za-z0-9_][A-Za-z0-9._-]* up to 128. */
@@ -132,6 +156,10 @@ int mini_image_resolve(struct mini_image_store *s, const char *ref, char id[stat
 cJSON *mini_image_inspect(struct mini_image_store *s, const char *ref, struct mini_err *e);
 /* The path of the image's root filesystem (malloc'ed), or NULL. */
 char *mini_image_rootfs(struct mini_image_store *s, const char *ref, struct mini_err *e);
+/* Resolve spec (an image config's User) against rootfs's own etc/passwd
+ * and etc/group, opened inside rootfs (symbolic links resolve within it,
+ * never out of it), regular files of at most MINI_IMAGE_META_MAX bytes. */
+int mini_image_user_resolve(const char *rootfs, const char *spec, struct mini_image_user *out, struct mini_err *e);
 /* A sandbox session's hold on image id (a shared flock on its directory,
  * for the session's life): rm and prune leave a held image alone.  The
  * fd to close when done, or -1 with e filled. */
@@ -146,6 +174,9 @@ int mini_image_prune(struct mini_image_store *s, int64_t *freed, struct mini_err
 
 /* ---- import (image_import.c) */
 
+/* MINI_IMG_DOCKER: an image archive, told apart by its members:
+ * docker-archive (manifest.json, or the legacy repositories form) or
+ * oci-archive (an OCI layout in a tar). */
 enum mini_image_format { MINI_IMG_AUTO, MINI_IMG_OCI, MINI_IMG_DOCKER, MINI_IMG_ROOTFS };
 
 struct mini_import_opts {

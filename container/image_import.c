@@ -38,6 +38,7 @@
 #define MAX_DEPTH 128
 #define MAX_TRAILING (1u << 20) /* bytes after a tar's end-of-archive marker */
 #define MAX_OWNERS 100000
+#define MAX_LINKS 100000 /* hard links to a lower layer's file, per layer */
 
 /* ---- sha256 */
 
@@ -136,6 +137,8 @@ struct layer {
     size_t n_fixes, cap_fixes;
     cJSON *owners; /* [[path, uid, gid, mode], ...] as in the image (rootless) */
     size_t n_owners;
+    cJSON *links; /* [[path, target], ...]: hard links to files of the layers below */
+    size_t n_links;
     uint64_t bytes, entries;
     /* results */
     char blob_digest[MINI_DIGEST_LEN + 1];
@@ -527,10 +530,31 @@ static int extract_entry(struct layer *l, struct archive *tar, struct archive_en
         const char *tname = split(tpath, tdir, sizeof tdir);
         _cleanup_close_ int tparent = openat2_beneath(l->treefd, tdir, O_PATH | O_DIRECTORY);
         struct stat st;
-        if (!*tpath || tparent < 0 || fstatat(tparent, tname, &st, AT_SYMLINK_NOFOLLOW) < 0 || S_ISDIR(st.st_mode))
+        int terr = 0; /* why the target is not a file of this layer */
+        if (!*tpath)
+            terr = EISDIR;
+        else if (tparent < 0 || fstatat(tparent, tname, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            terr = errno;
+        else if (S_ISDIR(st.st_mode))
+            terr = EISDIR;
+        if (terr == ENOENT && strcmp(tpath, path) != 0) {
+            /* Not in this layer: a file of the layers below (OCI allows
+             * it), linked when the layers are applied (apply_links), where
+             * it must be a file of the image beneath this one. */
+            if (l->n_links >= MAX_LINKS)
+                return mini_err_set(e, MINI_E_LIMIT, "%s: more than %d hard links to lower layers", im->what,
+                                    MAX_LINKS);
+            cJSON *row = cJSON_CreateArray();
+            if (!row || !cJSON_AddItemToArray(l->links, row) || !cJSON_AddItemToArray(row, cJSON_CreateString(path)) ||
+                !cJSON_AddItemToArray(row, cJSON_CreateString(tpath)))
+                return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+            l->n_links++;
+            return remove_at(parent, name, e);
+        }
+        if (terr)
             return mini_err_set(e, MINI_E_BAD_REQUEST,
-                                "%s: hard link %.*s points to \"%.*s\", not a file of this layer", im->what,
-                                MINI_JSON_SHOW(path), MINI_JSON_SHOW(tpath));
+                                "%s: hard link %.*s points to \"%.*s\", not a file of this layer or those below",
+                                im->what, MINI_JSON_SHOW(path), MINI_JSON_SHOW(tpath));
         if (strcmp(tpath, path) == 0)
             return 0;
         if (remove_at(parent, name, e) < 0)
@@ -644,6 +668,7 @@ static void layer_free(struct layer *l)
         free(l->fixes[i].path);
     free(l->fixes);
     cJSON_Delete(l->owners);
+    cJSON_Delete(l->links);
 }
 
 /* Extract one layer from a source into tmp/layer-N/tree, leaving its
@@ -660,6 +685,8 @@ static int extract_layer(struct import *im, src_read_fn src, void *arg, int64_t 
     l->treefd = -1;
     l->stream_cap = im->max_bytes + (im->max_entries < (1u << 20) ? im->max_entries : (1u << 20)) * 4096ull;
     l->owners = im->root ? NULL : cJSON_CreateArray();
+    if (!(l->links = cJSON_CreateArray()))
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     snprintf(dirname, 32, "layer-%u", im->seq++);
     char tree[64];
     snprintf(tree, sizeof tree, "%s/tree", dirname);
@@ -774,7 +801,16 @@ static int write_layer_json(struct import *im, struct layer *l, const char *dirn
     _cleanup_free_ char *path = NULL;
     if (!text || asprintf(&path, "%s/%s/layer.json", im->tmp, dirname) < 0)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-    return mini_write_file_atomic(path, text, strlen(text), 0600, e);
+    if (mini_write_file_atomic(path, text, strlen(text), 0600, e) < 0)
+        return -1;
+    if (!l->n_links)
+        return 0;
+    /* links.json: the hard links to lower layers' files (apply_links). */
+    _cleanup_free_ char *links = cJSON_PrintUnformatted(l->links);
+    _cleanup_free_ char *lpath = NULL;
+    if (!links || asprintf(&lpath, "%s/%s/links.json", im->tmp, dirname) < 0)
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    return mini_write_file_atomic(lpath, links, strlen(links), 0600, e);
 }
 
 static int commit_layer(struct import *im, struct layer *l, const char *dirname, struct mini_err *e)
@@ -910,6 +946,53 @@ static int apply_dir(int ld, int td, const char *rel, struct dirfix **fixes, siz
     return rc;
 }
 
+/* A layer's hard links to files of the layers below (its links.json),
+ * once the layer is applied on td: each target must be a file (not a
+ * directory) of the image as it is now, reached without a symbolic link;
+ * one whited out by this layer or never there is refused.  A link whose
+ * path the layer itself filled later (its tree has it) is not made. */
+static int apply_links(struct import *im, int ld, const char *diff_id, int td, struct mini_err *e)
+{
+    char p[128];
+    snprintf(p, sizeof p, "%s/layers/%s/links.json", im->s->root, diff_id + 7);
+    _cleanup_buf_ struct mini_buf b = MINI_BUF_INIT;
+    struct mini_err ignored;
+    if (access(p, F_OK) < 0 && errno == ENOENT)
+        return 0;
+    if (mini_read_file(p, &b, 64u << 20, &ignored) < 0)
+        return mini_err_set(e, MINI_E_IO, "%s: %s", p, ignored.msg);
+    _cleanup_cjson_ cJSON *links = cJSON_ParseWithLength(b.data, b.len);
+    if (!cJSON_IsArray(links))
+        return mini_err_set(e, MINI_E_IO, "%s: not a JSON array", p);
+    const cJSON *row;
+    cJSON_ArrayForEach (row, links) {
+        const char *path = cJSON_GetStringValue(cJSON_GetArrayItem(row, 0));
+        const char *target = cJSON_GetStringValue(cJSON_GetArrayItem(row, 1));
+        if (!path || !target || !*path || !*target)
+            return mini_err_set(e, MINI_E_IO, "%s: a malformed row", p);
+        char dir[4096], tdir[4096];
+        const char *name = split(path, dir, sizeof dir), *tname = split(target, tdir, sizeof tdir);
+        struct stat st;
+        _cleanup_close_ int lparent = openat2_beneath(ld, dir, O_PATH | O_DIRECTORY);
+        if (lparent >= 0 && fstatat(lparent, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+            continue;
+        _cleanup_close_ int parent = openat2_beneath(td, dir, O_PATH | O_DIRECTORY);
+        _cleanup_close_ int tparent = openat2_beneath(td, tdir, O_PATH | O_DIRECTORY);
+        if (tparent < 0 || fstatat(tparent, tname, &st, AT_SYMLINK_NOFOLLOW) < 0 || S_ISDIR(st.st_mode))
+            return mini_err_set(e, MINI_E_BAD_REQUEST,
+                                "hard link %.*s points to \"%.*s\", which is not a file of the layers below "
+                                "(whited out, a directory, or behind a symbolic link)",
+                                MINI_JSON_SHOW(path), MINI_JSON_SHOW(target));
+        if (parent < 0)
+            return mini_err_sys(e, MINI_E_IO, errno, "hard link %.*s: its directory", MINI_JSON_SHOW(path));
+        if (remove_at(parent, name, e) < 0)
+            return -1;
+        if (linkat(tparent, tname, parent, name, 0) < 0)
+            return mini_err_sys(e, MINI_E_IO, errno, "hard link %.*s", MINI_JSON_SHOW(path));
+    }
+    return 0;
+}
+
 /* Build tmp/image/rootfs from the stored layers, in order. */
 static int build_rootfs(struct import *im, char **diff_ids, size_t n, struct mini_err *e)
 {
@@ -934,7 +1017,7 @@ static int build_rootfs(struct import *im, char **diff_ids, size_t n, struct min
         snprintf(what, sizeof what, "applying layer %zu/%zu", i + 1, n);
         if (im->o->progress)
             im->o->progress(im->o->progress_arg, what, i, n);
-        if (apply_dir(ld, td, "", &fixes, &nf, &cap, 0, e) < 0)
+        if (apply_dir(ld, td, "", &fixes, &nf, &cap, 0, e) < 0 || apply_links(im, ld, diff_ids[i], td, e) < 0)
             rc = mini_err_prefix(e, "%s", what);
     }
     if (rc == 0 && apply_fixes(td, fixes, nf, im->root, e) == 0) {
@@ -978,6 +1061,19 @@ static ssize_t ar_read(void *arg, void *buf, size_t n, struct mini_err *e)
     return r;
 }
 
+/* Whether b (blob p) has the size and digest its descriptor says. */
+static int check_blob(const char *p, const struct mini_descriptor *d, const struct mini_buf *b, struct mini_err *e)
+{
+    if (b->len != (size_t)d->size)
+        return mini_err_set(e, MINI_E_BAD_REQUEST, "%s: %zu bytes, its descriptor says %lld", p, b->len,
+                            (long long)d->size);
+    char got[MINI_DIGEST_LEN + 1];
+    sha_of(b->data ? b->data : "", b->len, got);
+    if (strcmp(got, d->digest) != 0)
+        return mini_err_set(e, MINI_E_BAD_REQUEST, "%s: digest mismatch: the content hashes to %s", p, got);
+    return 0;
+}
+
 /* Read a small blob, checking its size and digest. */
 static int read_blob(int dirfd, const struct mini_descriptor *d, struct mini_buf *b, struct mini_err *e)
 {
@@ -994,14 +1090,7 @@ static int read_blob(int dirfd, const struct mini_descriptor *d, struct mini_buf
             ? mini_err_set(e, MINI_E_BAD_REQUEST, "%s: larger than the %lld bytes its descriptor says", p,
                            (long long)d->size)
             : mini_err_sys(e, MINI_E_IO, errno, "reading %s", p);
-    if (b->len != (size_t)d->size)
-        return mini_err_set(e, MINI_E_BAD_REQUEST, "%s: %zu bytes, its descriptor says %lld", p, b->len,
-                            (long long)d->size);
-    char got[MINI_DIGEST_LEN + 1];
-    sha_of(b->data ? b->data : "", b->len, got);
-    if (strcmp(got, d->digest) != 0)
-        return mini_err_set(e, MINI_E_BAD_REQUEST, "%s: digest mismatch: the content hashes to %s", p, got);
-    return 0;
+    return check_blob(p, d, b, e);
 }
 
 static bool is_index_type(const char *mt)
@@ -1018,6 +1107,140 @@ struct layers {
     unsigned shared;
 };
 
+/* Small members of an archive, kept from the first pass over it
+ * (sniff_file) so that the second knows the manifests, configs and layers'
+ * diff ids before it meets the layers (and skips those already stored),
+ * whatever the members' order.  Bounded: members of at most 1 MiB
+ * (MINI_IMAGE_META_MAX for index.json), STASH_MAX_MEMBERS of them,
+ * STASH_MAX_BYTES in all; past that, members are not kept (and a document
+ * that is needed then is missing, with a clear error). */
+#define STASH_MAX_MEMBERS 1024
+#define STASH_MAX_BYTES (64u << 20)
+struct stash {
+    char **name;
+    struct mini_buf *data;
+    size_t n, cap, bytes;
+};
+
+static void stash_free(struct stash *st)
+{
+    for (size_t i = 0; i < st->n; i++) {
+        free(st->name[i]);
+        mini_buf_free(&st->data[i]);
+    }
+    free(st->name);
+    free(st->data);
+    memset(st, 0, sizeof *st);
+}
+
+static const struct mini_buf *stash_get(const struct stash *st, const char *name)
+{
+    for (size_t i = 0; i < st->n; i++)
+        if (strcmp(st->name[i], name) == 0)
+            return &st->data[i];
+    return NULL;
+}
+
+/* Where an OCI layout's documents (index.json, manifests, configs) come
+ * from: a layout directory, or an archive of one (oci-archive), whose
+ * members the first pass kept. */
+struct oci_docs {
+    int dfd;                /* the directory, or -1 */
+    const struct stash *st; /* else the archive's members */
+    const char *where;      /* for messages */
+};
+
+static int oci_read_index(const struct oci_docs *d, struct mini_buf *b, struct mini_err *e)
+{
+    if (d->dfd < 0) {
+        const struct mini_buf *m = stash_get(d->st, "index.json");
+        if (!m)
+            return mini_err_set(e, MINI_E_BAD_REQUEST, "%s: no index.json (or larger than %u bytes)", d->where,
+                                MINI_IMAGE_META_MAX);
+        return mini_buf_append(b, m->data ? m->data : "", m->len) < 0 ? mini_err_set(e, MINI_E_NOMEM, "out of memory")
+                                                                      : 0;
+    }
+    _cleanup_close_ int fd = openat(d->dfd, "index.json", O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return mini_err_sys(e, MINI_E_BAD_REQUEST, errno, "%s/index.json", d->where);
+    if (mini_read_to_end(fd, b, MINI_IMAGE_META_MAX) < 0)
+        return mini_err_sys(e, MINI_E_BAD_REQUEST, errno, "reading %s/index.json", d->where);
+    return 0;
+}
+
+static int oci_read_blob(const struct oci_docs *d, const struct mini_descriptor *desc, struct mini_buf *b,
+                         struct mini_err *e)
+{
+    if (d->dfd >= 0)
+        return read_blob(d->dfd, desc, b, e);
+    char p[128];
+    snprintf(p, sizeof p, "blobs/sha256/%s", desc->digest + 7);
+    const struct mini_buf *m = stash_get(d->st, p);
+    if (!m)
+        return mini_err_set(e, MINI_E_BAD_REQUEST, "%s: no member %s (or larger than 1 MiB)", d->where, p);
+    if (mini_buf_append(b, m->data ? m->data : "", m->len) < 0)
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    return check_blob(p, desc, b, e);
+}
+
+/* An index's descriptor may point at another index (a list of
+ * platforms, itself listed in index.json...): followed this deep. */
+#define MAX_INDEX_DEPTH 8
+
+/* index.json -> (indexes) -> manifest -> config, every blob checked
+ * against its descriptor.  m and cfg are filled (free both even on
+ * failure); config gets the config's text. */
+static int oci_resolve(const struct oci_docs *d, const char *tag, char **name, struct mini_image_manifest *m,
+                       struct mini_buf *config, struct mini_image_config *cfg, struct mini_err *e)
+{
+    memset(m, 0, sizeof *m);
+    _cleanup_buf_ struct mini_buf b = MINI_BUF_INIT;
+    if (oci_read_index(d, &b, e) < 0)
+        return -1;
+    struct mini_descriptor pick;
+    memset(&pick, 0, sizeof pick);
+    _cleanup_free_ char *mt = NULL;
+    for (int depth = 0;; depth++) {
+        struct mini_image_index idx;
+        if (mini_image_parse_index(b.data ? b.data : "", b.len, &idx, e) < 0) {
+            mini_image_index_free(&idx);
+            return depth ? mini_err_prefix(e, "nested index %s", pick.digest) : -1;
+        }
+        /* The tag picks in index.json; below it, the platform does. */
+        const struct mini_descriptor *x = mini_image_index_pick(&idx, depth ? NULL : tag, e);
+        if (x) {
+            pick.size = x->size;
+            memcpy(pick.digest, x->digest, sizeof pick.digest);
+            free(mt);
+            mt = x->media_type ? strdup(x->media_type) : NULL;
+            if (!depth && x->ref_name && !*name && !(*name = strdup(x->ref_name))) {
+                mini_image_index_free(&idx);
+                return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+            }
+        }
+        mini_image_index_free(&idx);
+        if (!x)
+            return depth ? mini_err_prefix(e, "nested index") : -1;
+        mini_buf_reset(&b);
+        if (oci_read_blob(d, &pick, &b, e) < 0)
+            return -1;
+        if (!is_index_type(mt))
+            break;
+        if (depth + 1 >= MAX_INDEX_DEPTH)
+            return mini_err_set(e, MINI_E_BAD_REQUEST, "image indexes nested more than %d deep (a loop?)",
+                                MAX_INDEX_DEPTH);
+    }
+    if (mini_image_parse_manifest(b.data ? b.data : "", b.len, m, e) < 0)
+        return -1;
+    if (oci_read_blob(d, &m->config, config, e) < 0 ||
+        mini_image_parse_config(config->data ? config->data : "", config->len, cfg, e) < 0)
+        return -1;
+    if (cfg->n_diff_ids != m->n_layers)
+        return mini_err_set(e, MINI_E_BAD_REQUEST, "config has %zu diff_ids for %zu layers", cfg->n_diff_ids,
+                            m->n_layers);
+    return 0;
+}
+
 static int import_oci(struct import *im, const char *dir, const char *tag, struct mini_buf *config, char **name,
                       struct mini_image_config *cfg, struct layers *ls, struct mini_err *e)
 {
@@ -1027,69 +1250,11 @@ static int import_oci(struct import *im, const char *dir, const char *tag, struc
     struct stat st;
     if (fstatat(dfd, "oci-layout", &st, 0) < 0)
         return mini_err_set(e, MINI_E_BAD_REQUEST, "%s: not an OCI image layout (no oci-layout file)", dir);
-    _cleanup_buf_ struct mini_buf b = MINI_BUF_INIT;
-    {
-        _cleanup_close_ int fd = openat(dfd, "index.json", O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-            return mini_err_sys(e, MINI_E_BAD_REQUEST, errno, "%s/index.json", dir);
-        if (mini_read_to_end(fd, &b, MINI_IMAGE_META_MAX) < 0)
-            return mini_err_sys(e, MINI_E_BAD_REQUEST, errno, "reading %s/index.json", dir);
-    }
-    struct mini_image_index idx;
-    if (mini_image_parse_index(b.data ? b.data : "", b.len, &idx, e) < 0) {
-        mini_image_index_free(&idx);
-        return -1;
-    }
-    const struct mini_descriptor *d = mini_image_index_pick(&idx, tag, e);
-    struct mini_descriptor pick;
-    memset(&pick, 0, sizeof pick);
-    if (d) {
-        pick.size = d->size;
-        memcpy(pick.digest, d->digest, sizeof pick.digest);
-        pick.media_type = d->media_type ? strdup(d->media_type) : NULL;
-        if (d->ref_name && !*name && !(*name = strdup(d->ref_name))) {
-            mini_image_index_free(&idx);
-            return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-        }
-    }
-    mini_image_index_free(&idx);
-    if (!d)
-        return -1;
-    _cleanup_free_ char *mt = pick.media_type;
-    mini_buf_reset(&b);
-    if (read_blob(dfd, &pick, &b, e) < 0)
-        return -1;
-    if (is_index_type(mt)) { /* an index of platforms: one level more */
-        struct mini_image_index sub;
-        if (mini_image_parse_index(b.data, b.len, &sub, e) < 0) {
-            mini_image_index_free(&sub);
-            return -1;
-        }
-        const struct mini_descriptor *sd = mini_image_index_pick(&sub, NULL, e);
-        if (sd) {
-            pick.size = sd->size;
-            memcpy(pick.digest, sd->digest, sizeof pick.digest);
-        }
-        mini_image_index_free(&sub);
-        if (!sd)
-            return -1;
-        mini_buf_reset(&b);
-        if (read_blob(dfd, &pick, &b, e) < 0)
-            return -1;
-    }
+    struct oci_docs docs = { .dfd = dfd, .where = dir };
     struct mini_image_manifest m;
-    if (mini_image_parse_manifest(b.data, b.len, &m, e) < 0) {
-        mini_image_manifest_free(&m);
-        return -1;
-    }
     int rc = -1;
-    if (read_blob(dfd, &m.config, config, e) < 0 ||
-        mini_image_parse_config(config->data ? config->data : "", config->len, cfg, e) < 0)
+    if (oci_resolve(&docs, tag, name, &m, config, cfg, e) < 0)
         goto out;
-    if (cfg->n_diff_ids != m.n_layers) {
-        mini_err_set(e, MINI_E_BAD_REQUEST, "config has %zu diff_ids for %zu layers", cfg->n_diff_ids, m.n_layers);
-        goto out;
-    }
     ls->n = m.n_layers;
     ls->diff_ids = cfg->diff_ids;
     for (size_t i = 0; i < m.n_layers; i++) {
@@ -1185,26 +1350,6 @@ static struct archive *open_outer(const char *path, struct mini_err *e)
     return a;
 }
 
-/* First pass over a file: docker archive (its manifest.json read into m)
- * or root filesystem tarball?  1 docker, 0 rootfs, -1 error. */
-/* Small members that may be the config, kept from the first pass so that
- * the second knows the layers' diff ids before it meets them (and skips
- * those already stored), whatever the members' order. */
-struct stash {
-    char *name[16];
-    struct mini_buf data[16];
-    size_t n;
-};
-
-static void stash_free(struct stash *st)
-{
-    for (size_t i = 0; i < st->n; i++) {
-        free(st->name[i]);
-        mini_buf_free(&st->data[i]);
-    }
-    st->n = 0;
-}
-
 static bool config_like(const char *n)
 {
     if (strlen(n) == 69 && hex64(n, 64) && strcmp(n + 64, ".json") == 0)
@@ -1227,14 +1372,53 @@ static int read_member(struct archive *a, struct mini_buf *b, const char *what, 
     }
 }
 
-static int sniff_file(const char *path, struct mini_buf *manifest, struct stash *st, struct mini_err *e)
+/* Keep a member of the first pass (see struct stash), when it fits. */
+static int stash_add(struct stash *st, struct archive *a, const char *name, int64_t size, size_t max,
+                     struct mini_err *e)
+{
+    if (size < 0 || (uint64_t)size > max || st->n >= STASH_MAX_MEMBERS || st->bytes + (uint64_t)size > STASH_MAX_BYTES)
+        return 0;
+    if (st->n == st->cap) {
+        size_t cap = st->cap ? st->cap * 2 : 16;
+        char **nn = realloc(st->name, cap * sizeof *nn);
+        if (nn)
+            st->name = nn;
+        struct mini_buf *nd = nn ? realloc(st->data, cap * sizeof *nd) : NULL;
+        if (!nd)
+            return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+        st->data = nd;
+        st->cap = cap;
+    }
+    if (!(st->name[st->n] = strdup(name)))
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    memset(&st->data[st->n], 0, sizeof st->data[st->n]);
+    st->n++;
+    if (read_member(a, &st->data[st->n - 1], name, e) < 0)
+        return -1;
+    st->bytes += st->data[st->n - 1].len;
+    return 0;
+}
+
+/* What a file is, from its members: */
+enum archive_kind {
+    AK_ROOTFS,        /* anything else: a root filesystem tarball */
+    AK_DOCKER,        /* manifest.json (docker save, podman save) */
+    AK_OCI_ARCHIVE,   /* oci-layout and index.json, no manifest.json (oci-archive) */
+    AK_DOCKER_LEGACY, /* repositories and <id>/json, no manifest.json (docker save before 1.10) */
+};
+
+/* First pass over a file: its kind, docker's manifest.json read into
+ * manifest, and the small members kept in st. */
+static int sniff_file(const char *path, struct mini_buf *manifest, struct stash *st, enum archive_kind *kind,
+                      struct mini_err *e)
 {
     _cleanup_archive_ struct archive *a = open_outer(path, e);
     if (!a)
         return -1;
     struct archive_entry *ent;
-    bool docker = false;
-    for (unsigned n = 0;; n++) {
+    bool docker = false, layout = false, repositories = false;
+    *kind = AK_ROOTFS;
+    for (;;) {
         int r = archive_read_next_header(a, &ent);
         if (r == ARCHIVE_EOF)
             break;
@@ -1245,38 +1429,88 @@ static int sniff_file(const char *path, struct mini_buf *manifest, struct stash 
             continue;
         if (!docker_like(name))
             return 0;
+        int64_t size = archive_entry_size(ent);
+        const char *slash = strchr(name, '/');
         if (strcmp(name, "manifest.json") == 0) {
-            if (archive_entry_size(ent) > (int64_t)MINI_IMAGE_META_MAX)
+            if (size > (int64_t)MINI_IMAGE_META_MAX)
                 return mini_err_set(e, MINI_E_BAD_REQUEST, "%s: manifest.json larger than %u bytes", path,
                                     MINI_IMAGE_META_MAX);
             if (read_member(a, manifest, "manifest.json", e) < 0)
                 return -1;
             docker = true;
-        } else if (config_like(name) && st->n < MINI_ARRAY_SIZE(st->name) && archive_entry_size(ent) <= (1 << 20)) {
-            if (!(st->name[st->n] = strdup(name)))
-                return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-            memset(&st->data[st->n], 0, sizeof st->data[st->n]);
-            if (read_member(a, &st->data[st->n++], name, e) < 0)
+        } else if (strcmp(name, "oci-layout") == 0) {
+            layout = true;
+        } else if (strcmp(name, "index.json") == 0 || strcmp(name, "repositories") == 0) {
+            repositories |= name[0] == 'r';
+            if (stash_add(st, a, name, size, MINI_IMAGE_META_MAX, e) < 0)
+                return -1;
+        } else if (config_like(name) || (slash && strcmp(slash, "/json") == 0)) {
+            if (stash_add(st, a, name, size, 1u << 20, e) < 0)
                 return -1;
         }
     }
-    if (!docker)
+    if (docker)
+        *kind = AK_DOCKER;
+    else if (layout && stash_get(st, "index.json"))
+        *kind = AK_OCI_ARCHIVE;
+    else if (repositories)
+        *kind = AK_DOCKER_LEGACY;
+    else
         return mini_err_set(e, MINI_E_BAD_REQUEST,
-                            "%s: a docker archive without manifest.json (the legacy format is not supported)", path);
+                            "%s: an image archive with neither manifest.json, nor oci-layout and index.json, nor "
+                            "repositories",
+                            path);
     return 1;
 }
 
-static int import_docker(struct import *im, const char *path, struct mini_buf *mbuf, struct stash *st,
-                         struct mini_buf *config, char **name, struct mini_image_config *cfg, struct layers *ls,
-                         struct mini_err *e)
+/* A legacy archive's member, from the first pass (mini_member_fn). */
+static const char *stash_member(void *arg, const char *name, size_t *len)
 {
-    struct mini_docker_manifest m;
+    const struct mini_buf *b = stash_get(arg, name);
+    *len = b ? b->len : 0;
+    return b ? (b->data ? b->data : "") : NULL;
+}
+
+/* The config of a legacy archive's image: the top layer's config, os and
+ * architecture, and the diff ids its layers hashed to. */
+static int legacy_config(const cJSON *top, char **diff_ids, size_t n, struct mini_buf *config,
+                         struct mini_image_config *cfg, struct mini_err *e)
+{
+    _cleanup_cjson_ cJSON *c = cJSON_CreateObject();
+    const char *arch = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(top, "architecture"));
+    const char *os = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(top, "os"));
+    const cJSON *tc = cJSON_GetObjectItemCaseSensitive(top, "config");
+    cJSON *rfs = cJSON_AddObjectToObject(c, "rootfs");
+    cJSON *ids = cJSON_AddArrayToObject(rfs, "diff_ids");
+    cJSON_AddStringToObject(c, "architecture", arch ? arch : mini_image_host_arch());
+    cJSON_AddStringToObject(c, "os", os ? os : "linux");
+    cJSON_AddItemToObject(c, "config", cJSON_IsObject(tc) ? cJSON_Duplicate(tc, true) : cJSON_CreateObject());
+    cJSON_AddStringToObject(rfs, "type", "layers");
+    for (size_t i = 0; i < n; i++)
+        cJSON_AddItemToArray(ids, cJSON_CreateString(diff_ids[i]));
+    _cleanup_free_ char *text = cJSON_PrintUnformatted(c);
+    if (!text || mini_buf_puts(config, text) < 0)
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    return mini_image_parse_config(config->data, config->len, cfg, e);
+}
+
+/* The second pass over an image archive: its layers, as m lists them
+ * (members of the archive), extracted and checked.  For a docker-archive
+ * the config is the member m->config; for an oci-archive it is in config
+ * and cfg already (oci_resolve), and sizes are the layers' per their
+ * manifest; for a legacy archive (legacy_top: its top layer's json) it is
+ * made from the diff ids found.  A member named blobs/sha256/HEX must
+ * hash to HEX. */
+static int import_archive(struct import *im, const char *path, const struct mini_docker_manifest *mp,
+                          const struct stash *st, const int64_t *sizes, const cJSON *legacy_top,
+                          struct mini_buf *config, char **name, struct mini_image_config *cfg, struct layers *ls,
+                          struct mini_err *e)
+{
+    const struct mini_docker_manifest m = *mp;
     int rc = -1;
     char(*dirs)[32] = NULL;
     char **got = NULL; /* computed diff ids, per layer */
     struct archive *a = NULL;
-    if (mini_image_parse_docker_manifest(mbuf->data, mbuf->len, &m, e) < 0)
-        goto out;
     if (m.n_repo_tags && !*name && mini_image_name_valid(m.repo_tags[0]) && !(*name = strdup(m.repo_tags[0]))) {
         mini_err_set(e, MINI_E_NOMEM, "out of memory");
         goto out;
@@ -1289,8 +1523,8 @@ static int import_docker(struct import *im, const char *path, struct mini_buf *m
     }
     if (!(a = open_outer(path, e)))
         goto out;
-    bool have_config = false;
-    for (size_t i = 0; i < st->n; i++) {
+    bool have_config = config->len > 0;
+    for (size_t i = 0; m.config && !have_config && i < st->n; i++) {
         if (strcmp(st->name[i], m.config) != 0)
             continue;
         if (mini_buf_append(config, st->data[i].data ? st->data[i].data : "", st->data[i].len) < 0) {
@@ -1315,7 +1549,7 @@ static int import_docker(struct import *im, const char *path, struct mini_buf *m
             goto out;
         }
         const char *mn = member_name(ent);
-        if (strcmp(mn, m.config) == 0 && !have_config) {
+        if (m.config && strcmp(mn, m.config) == 0 && !have_config) {
             if (archive_entry_size(ent) > (int64_t)MINI_IMAGE_META_MAX) {
                 mini_err_set(e, MINI_E_BAD_REQUEST, "%s: config larger than %u bytes", path, MINI_IMAGE_META_MAX);
                 goto out;
@@ -1348,8 +1582,11 @@ static int import_docker(struct import *im, const char *path, struct mini_buf *m
             im->what = what;
             struct ar_src s = { a };
             struct layer l;
-            int x = extract_layer(im, ar_read, &s, archive_entry_size_is_set(ent) ? archive_entry_size(ent) : -1,
-                                  dirs[i], &l, e);
+            int64_t size = sizes ? sizes[i] : archive_entry_size_is_set(ent) ? archive_entry_size(ent) : -1;
+            int x = extract_layer(im, ar_read, &s, size, dirs[i], &l, e);
+            if (x == 0 && strncmp(mn, "blobs/sha256/", 13) == 0 && strcmp(mn + 13, l.blob_digest + 7) != 0)
+                x = mini_err_set(e, MINI_E_BAD_REQUEST, "%s: digest mismatch: the blob %s hashes to %s", what, mn,
+                                 l.blob_digest);
             if (x == 0 && !(got[i] = strdup(l.diff_id)))
                 x = mini_err_set(e, MINI_E_NOMEM, "out of memory");
             if (x == 0)
@@ -1365,13 +1602,21 @@ static int import_docker(struct import *im, const char *path, struct mini_buf *m
             break;
         }
     }
-    if (!have_config) {
+    for (size_t i = 0; legacy_top && i < m.n_layers; i++)
+        if (!got[i]) {
+            mini_err_set(e, MINI_E_BAD_REQUEST, "%s: no member %s (layer %zu of the parent chain)", path, m.layers[i],
+                         i + 1);
+            goto out;
+        }
+    if (legacy_top && legacy_config(legacy_top, got, m.n_layers, config, cfg, e) < 0)
+        goto out;
+    if (!legacy_top && !have_config) {
         mini_err_set(e, MINI_E_BAD_REQUEST, "%s: no member %s (the config manifest.json names)", path, m.config);
         goto out;
     }
     /* A config named by its digest (NAME.json or blobs/sha256/NAME) is
      * checked against it. */
-    {
+    if (m.config) {
         const char *base = strrchr(m.config, '/') ? strrchr(m.config, '/') + 1 : m.config;
         char want[MINI_DIGEST_LEN + 1], have[MINI_DIGEST_LEN + 1];
         if (strlen(base) >= 64 && hex64(base, 64)) {
@@ -1418,7 +1663,60 @@ out:
             free(got[i]);
     free(got);
     free(dirs);
+    return rc;
+}
+
+/* An image archive of any kind (sniff_file): its manifest, then its
+ * layers (import_archive). */
+static int import_image_archive(struct import *im, const char *path, enum archive_kind kind,
+                                const struct mini_buf *dmanifest, const struct stash *st, const char *tag,
+                                struct mini_buf *config, char **name, struct mini_image_config *cfg, struct layers *ls,
+                                const char **format, struct mini_err *e)
+{
+    struct mini_docker_manifest m;
+    struct mini_image_manifest om;
+    memset(&om, 0, sizeof om);
+    _cleanup_cjson_ cJSON *top = NULL;
+    _cleanup_free_ int64_t *sizes = NULL;
+    int rc = -1;
+    memset(&m, 0, sizeof m);
+    if (kind == AK_DOCKER) {
+        *format = "docker-archive";
+        if (mini_image_parse_docker_manifest(dmanifest->data, dmanifest->len, &m, e) < 0)
+            goto out;
+    } else if (kind == AK_DOCKER_LEGACY) {
+        *format = "docker-archive-legacy";
+        const struct mini_buf *rb = stash_get(st, "repositories");
+        if (mini_image_parse_legacy(rb ? rb->data : NULL, rb ? rb->len : 0, stash_member, (void *)st, name, &m, &top,
+                                    e) < 0) {
+            mini_err_prefix(e, "%s", path);
+            goto out;
+        }
+    } else {
+        /* oci-archive: the layout's documents from the first pass; its
+         * layers are the members blobs/sha256/HEX. */
+        *format = "oci-archive";
+        struct oci_docs docs = { .dfd = -1, .st = st, .where = path };
+        if (oci_resolve(&docs, tag, name, &om, config, cfg, e) < 0)
+            goto out;
+        if (!(m.layers = calloc(om.n_layers + 1, sizeof *m.layers)) ||
+            !(sizes = calloc(om.n_layers + 1, sizeof *sizes))) {
+            mini_err_set(e, MINI_E_NOMEM, "out of memory");
+            goto out;
+        }
+        for (size_t i = 0; i < om.n_layers; i++, m.n_layers++) {
+            sizes[i] = om.layers[i].size;
+            if (asprintf(&m.layers[i], "blobs/sha256/%s", om.layers[i].digest + 7) < 0) {
+                m.layers[i] = NULL;
+                mini_err_set(e, MINI_E_NOMEM, "out of memory");
+                goto out;
+            }
+        }
+    }
+    rc = import_archive(im, path, &m, st, sizes, top, config, name, cfg, ls, e);
+out:
     mini_docker_manifest_free(&m);
+    mini_image_manifest_free(&om);
     return rc;
 }
 
@@ -1524,7 +1822,7 @@ static int split_tag(const char *src, char **dir, char **tag)
     const char *colon = strrchr(src, ':');
     if (colon && colon != src) {
         _cleanup_free_ char *d = strndup(src, (size_t)(colon - src));
-        if (d && stat(d, &st) == 0 && S_ISDIR(st.st_mode)) {
+        if (d && stat(d, &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
             *dir = TAKE_PTR(d);
             return (*tag = strdup(colon + 1)) ? 0 : -1;
         }
@@ -1582,7 +1880,8 @@ int mini_image_import(struct mini_image_store *s, const char *src, const struct 
     int rc = -1;
     _cleanup_close_ int gl = -1;
     const char *format = NULL;
-    struct stash stash = { .n = 0 };
+    struct stash stash = { 0 };
+    enum archive_kind kind = AK_ROOTFS;
 
     if (split_tag(src, &dir, &tag) < 0)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
@@ -1597,13 +1896,15 @@ int mini_image_import(struct mini_image_store *s, const char *src, const struct 
     if (fmt != MINI_IMG_OCI && !S_ISREG(st.st_mode))
         return mini_err_set(e, MINI_E_BAD_REQUEST, "%s: not a regular file", dir);
     if (fmt == MINI_IMG_AUTO || fmt == MINI_IMG_DOCKER) {
-        int k = sniff_file(dir, &dmanifest, &stash, e);
+        int k = sniff_file(dir, &dmanifest, &stash, &kind, e);
         if (k < 0) {
             stash_free(&stash);
             return -1;
         }
-        if (fmt == MINI_IMG_DOCKER && k == 0)
-            return mini_err_set(e, MINI_E_BAD_REQUEST, "%s: not a docker archive", dir);
+        if (fmt == MINI_IMG_DOCKER && k == 0) {
+            stash_free(&stash);
+            return mini_err_set(e, MINI_E_BAD_REQUEST, "%s: not an image archive (docker-archive or oci-archive)", dir);
+        }
         fmt = k ? MINI_IMG_DOCKER : MINI_IMG_ROOTFS;
     }
     if (opts->tag && !tag && !(tag = strdup(opts->tag)))
@@ -1632,8 +1933,7 @@ int mini_image_import(struct mini_image_store *s, const char *src, const struct 
         format = "oci";
         r = import_oci(&im, dir, tag, &config, &name, &cfg, &ls, e);
     } else if (fmt == MINI_IMG_DOCKER) {
-        format = "docker-archive";
-        r = import_docker(&im, dir, &dmanifest, &stash, &config, &name, &cfg, &ls, e);
+        r = import_image_archive(&im, dir, kind, &dmanifest, &stash, tag, &config, &name, &cfg, &ls, &format, e);
     } else {
         format = "rootfs";
         r = import_rootfs(&im, dir, &config, &cfg, &ls, e);
@@ -1647,9 +1947,9 @@ int mini_image_import(struct mini_image_store *s, const char *src, const struct 
     if (opts->name) {
         free(name);
         name = strdup(opts->name);
-    } else if (fmt == MINI_IMG_OCI) {
+    } else if (fmt == MINI_IMG_OCI || kind == AK_OCI_ARCHIVE) {
         /* Its ref name: a full NAME:TAG, or a bare tag of the directory's
-         * name ("DIR:latest"). */
+         * (or archive file's) name ("DIR:latest"). */
         _cleanup_free_ char *base = name_from_path(dir);
         if (!name || !strchr(name, ':') || !mini_image_name_valid(name)) {
             char *full = NULL;

@@ -404,3 +404,179 @@ const struct mini_descriptor *mini_image_index_pick(const struct mini_image_inde
                      idx->n_manifests, arch);
     return found;
 }
+
+/* ---------------------------------------------------------- config User */
+
+/* A decimal id: digits only, at most 4294967294 ((uid_t)-1 is no id). */
+static bool parse_id(const char *s, size_t n, uint32_t *out)
+{
+    if (n == 0 || n > 10)
+        return false;
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        v = v * 10 + (uint64_t)(s[i] - '0');
+    }
+    if (v > 4294967294u)
+        return false;
+    *out = (uint32_t)v;
+    return true;
+}
+
+/* Look name (or, when name is NULL, the id `want`) up in a passwd or group
+ * text: lines "name:password:id:..." (passwd: the primary gid follows).
+ * True with *id (and *gid for passwd) set when found. */
+static bool db_lookup(const char *db, size_t len, const char *name, size_t name_len, uint32_t want, bool passwd,
+                      uint32_t *id, uint32_t *gid)
+{
+    const char *p = db, *end = db ? db + len : NULL;
+    while (p && p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        /* fields of this line */
+        const char *f[4] = { NULL };
+        size_t fl[4] = { 0 }, nf = 0;
+        const char *q = p;
+        while (nf < 4) {
+            const char *c = memchr(q, ':', (size_t)(le - q));
+            f[nf] = q;
+            fl[nf] = (size_t)((c ? c : le) - q);
+            nf++;
+            if (!c)
+                break;
+            q = c + 1;
+        }
+        uint32_t v, g = 0;
+        bool ok = nf >= (passwd ? 4u : 3u) && fl[0] > 0 && parse_id(f[2], fl[2], &v) &&
+            (!passwd || parse_id(f[3], fl[3], &g));
+        if (ok && (name ? fl[0] == name_len && memcmp(f[0], name, name_len) == 0 : v == want)) {
+            *id = v;
+            if (gid)
+                *gid = g;
+            return true;
+        }
+        p = nl ? nl + 1 : NULL;
+    }
+    return false;
+}
+
+static bool user_name_valid(const char *s, size_t n)
+{
+    if (n == 0 || n > 256)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x21 || s[i] == 0x7f || s[i] == ':')
+            return false;
+    return true;
+}
+
+int mini_image_user_parse(const char *spec, const char *passwd, size_t plen, const char *group, size_t glen,
+                          struct mini_image_user *out, struct mini_err *e)
+{
+    *out = (struct mini_image_user){ 0, 0 };
+    if (!spec || !*spec)
+        return 0;
+    const char *colon = strchr(spec, ':');
+    size_t ul = colon ? (size_t)(colon - spec) : strlen(spec);
+    const char *gs = colon ? colon + 1 : NULL;
+    size_t gl = gs ? strlen(gs) : 0;
+    if (!user_name_valid(spec, ul) || (gs && !user_name_valid(gs, gl)))
+        return mini_err_set(e, MINI_E_BAD_REQUEST,
+                            "user \"%.64s\": not NAME, UID, UID:GID or NAME:GROUP (names of printable "
+                            "characters, ids up to 4294967294)",
+                            spec);
+    uint32_t pgid = 0;
+    bool found;
+    if (parse_id(spec, ul, &out->uid))
+        found = db_lookup(passwd, plen, NULL, 0, out->uid, true, &out->uid, &pgid);
+    else if (!(found = db_lookup(passwd, plen, spec, ul, 0, true, &out->uid, &pgid)))
+        return mini_err_set(e, MINI_E_BAD_REQUEST, "user \"%.*s\" is not in the image's /etc/passwd%s", (int)ul, spec,
+                            passwd ? "" : " (it has none)");
+    /* A numeric uid the image does not list: its group is 0, as Docker has it. */
+    out->gid = found ? pgid : 0;
+    if (!gs || parse_id(gs, gl, &out->gid))
+        return 0;
+    if (!db_lookup(group, glen, gs, gl, 0, false, &out->gid, NULL))
+        return mini_err_set(e, MINI_E_BAD_REQUEST, "group \"%.*s\" is not in the image's /etc/group%s", (int)gl, gs,
+                            group ? "" : " (it has none)");
+    return 0;
+}
+
+/* ---------------------------------------------- legacy docker-archive */
+
+static bool hex_id(const char *s)
+{
+    if (strlen(s) != 64)
+        return false;
+    for (const char *c = s; *c; c++)
+        if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f')))
+            return false;
+    return true;
+}
+
+int mini_image_parse_legacy(const char *repositories, size_t len, mini_member_fn member, void *arg, char **name,
+                            struct mini_docker_manifest *m, cJSON **top, struct mini_err *e)
+{
+    memset(m, 0, sizeof *m);
+    *top = NULL;
+    _cleanup_cjson_ cJSON *repos = repositories ? cJSON_ParseWithLength(repositories, len) : NULL;
+    const cJSON *repo = cJSON_IsObject(repos) ? repos->child : NULL;
+    const cJSON *tagj = cJSON_IsObject(repo) ? repo->child : NULL;
+    const char *id = cJSON_GetStringValue(tagj);
+    if (!id || !hex_id(id))
+        return mini_err_set(e, MINI_E_BAD_REQUEST,
+                            "repositories: not {\"NAME\": {\"TAG\": \"ID\"}} with a 64-hex-digit ID");
+    char *nt = NULL;
+    if (!*name && asprintf(&nt, "%s:%s", repo->string, tagj->string) >= 0) {
+        if (mini_image_name_valid(nt))
+            *name = nt;
+        else
+            free(nt);
+    }
+    char ids[MINI_IMAGE_MAX_LAYERS][65], next[65];
+    size_t n = 0;
+    _cleanup_cjson_ cJSON *first = NULL;
+    for (; id; n++) {
+        if (!hex_id(id))
+            return mini_err_set(e, MINI_E_BAD_REQUEST, "layer %zu: parent \"%.*s\" is not a layer id", n,
+                                MINI_JSON_SHOW(id));
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(ids[i], id) == 0)
+                return mini_err_set(e, MINI_E_BAD_REQUEST, "a loop in the layers' parent chain at %.12s", id);
+        if (n == MINI_IMAGE_MAX_LAYERS)
+            return mini_err_set(e, MINI_E_BAD_REQUEST, "a parent chain longer than %d layers", MINI_IMAGE_MAX_LAYERS);
+        memcpy(ids[n], id, 65);
+        char name_of[80];
+        snprintf(name_of, sizeof name_of, "%s/json", id);
+        size_t jlen = 0;
+        const char *jt = member(arg, name_of, &jlen);
+        _cleanup_cjson_ cJSON *j = jt ? cJSON_ParseWithLength(jt, jlen) : NULL;
+        if (!cJSON_IsObject(j))
+            return mini_err_set(e, MINI_E_BAD_REQUEST, "no valid member %s (or larger than 1 MiB)", name_of);
+        const cJSON *parent = cJSON_GetObjectItemCaseSensitive(j, "parent");
+        if (parent && !cJSON_IsString(parent) && !cJSON_IsNull(parent))
+            return mini_err_set(e, MINI_E_BAD_REQUEST, "%s: parent is not a string", name_of);
+        const char *p = cJSON_GetStringValue(parent);
+        id = NULL;
+        if (p && *p) {
+            if (strlen(p) != 64)
+                return mini_err_set(e, MINI_E_BAD_REQUEST, "%s: parent is not a layer id", name_of);
+            memcpy(next, p, 65);
+            id = next;
+        }
+        if (!first)
+            first = TAKE_PTR(j);
+    }
+    if (!(m->layers = calloc(n, sizeof *m->layers)))
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        if (asprintf(&m->layers[i], "%s/layer.tar", ids[n - 1 - i]) < 0) {
+            m->layers[i] = NULL;
+            return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+        }
+        m->n_layers = i + 1;
+    }
+    *top = TAKE_PTR(first);
+    return 0;
+}

@@ -22,11 +22,13 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 char *mini_image_store_path(struct mini_err *e)
@@ -627,4 +629,45 @@ int mini_image_prune(struct mini_image_store *s, int64_t *freed, struct mini_err
     }
     closedir(d);
     return rc;
+}
+
+/* An image's own etc/passwd or etc/group: looked up inside its root (a
+ * symbolic link there resolves within the image, never on the host), a
+ * regular file, bounded.  1 read, 0 absent, -1 with e filled. */
+static int read_image_db(int rootfd, const char *name, struct mini_buf *b, struct mini_err *e)
+{
+    struct open_how how = {
+        .flags = O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC,
+        .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+    };
+    _cleanup_close_ int fd = (int)syscall(SYS_openat2, rootfd, name, &how, sizeof how);
+    struct stat st;
+    if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
+        return 0;
+    if (fd < 0 || fstat(fd, &st) < 0)
+        return mini_err_sys(e, MINI_E_IO, errno, "the image's /%s", name);
+    if (!S_ISREG(st.st_mode))
+        return mini_err_set(e, MINI_E_BAD_REQUEST, "the image's /%s is not a regular file", name);
+    if (mini_read_to_end(fd, b, MINI_IMAGE_META_MAX) < 0)
+        return errno == EFBIG
+            ? mini_err_set(e, MINI_E_BAD_REQUEST, "the image's /%s is larger than %u bytes", name, MINI_IMAGE_META_MAX)
+            : mini_err_sys(e, MINI_E_IO, errno, "reading the image's /%s", name);
+    return 1;
+}
+
+int mini_image_user_resolve(const char *rootfs, const char *spec, struct mini_image_user *out, struct mini_err *e)
+{
+    _cleanup_buf_ struct mini_buf pw = MINI_BUF_INIT;
+    _cleanup_buf_ struct mini_buf gr = MINI_BUF_INIT;
+    *out = (struct mini_image_user){ 0, 0 };
+    if (!spec || !*spec)
+        return 0;
+    _cleanup_close_ int root = open(rootfs, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (root < 0)
+        return mini_err_sys(e, MINI_E_IO, errno, "opening %s", rootfs);
+    int hp = read_image_db(root, "etc/passwd", &pw, e);
+    int hg = hp < 0 ? -1 : read_image_db(root, "etc/group", &gr, e);
+    if (hp < 0 || hg < 0)
+        return -1;
+    return mini_image_user_parse(spec, hp ? pw.data : NULL, pw.len, hg ? gr.data : NULL, gr.len, out, e);
 }

@@ -354,7 +354,8 @@ static const struct mini_bind *host_root_bind(const struct mini_profile *p)
     return NULL;
 }
 
-int mini_rootfs_base(const char *root, const struct mini_profile *p, bool image, struct mini_err *e)
+int mini_rootfs_base(const char *root, const struct mini_profile *p, bool image, unsigned uid, unsigned gid,
+                     struct mini_err *e)
 {
     /* Nothing we mount may propagate back to the host. */
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
@@ -363,8 +364,11 @@ int mini_rootfs_base(const char *root, const struct mini_profile *p, bool image,
     if (hr) {
         if (mount("/", root, NULL, MS_BIND | MS_REC, NULL) < 0)
             return mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "binding / on %s", root);
-    } else if (mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m,uid=0,gid=0") < 0) {
-        return mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "mounting the new root on %s", root);
+    } else {
+        char opts[64];
+        snprintf(opts, sizeof opts, "mode=0755,size=1m,uid=%u,gid=%u", uid, gid);
+        if (mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+            return mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "mounting the new root on %s", root);
     }
     int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)

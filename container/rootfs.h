@@ -37,10 +37,12 @@ struct mini_rootfs_spec {
 /* First step, still with the credentials the daemon cloned us with (a
  * root daemon's are not mapped in the new namespace yet, but can reach
  * its private state directory): make every mount private and put the base
- * of the new root on `root`: an empty tmpfs, or, when the profile binds
+ * of the new root on `root`: an empty tmpfs (owned by uid:gid, the
+ * sandbox's ids), or, when the profile binds
  * "/" itself, the host's root (read-only unless that bind is writable).
  * Returns an O_PATH fd of it, or -1 with e filled. */
-int mini_rootfs_base(const char *root, const struct mini_profile *p, bool image, struct mini_err *e);
+int mini_rootfs_base(const char *root, const struct mini_profile *p, bool image, unsigned uid, unsigned gid,
+                     struct mini_err *e);
 
 /* Build and enter the root.  On return the process's root and cwd are the
  * sandbox's.  -1 with e filled (stage and errno) on failure. */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -473,4 +474,34 @@ int mini_mkdir_p(const char *path, int mode, struct mini_err *e)
     if (!S_ISDIR(st.st_mode))
         return mini_err_set(e, MINI_E_IO, "%s: not a directory", p);
     return 0;
+}
+
+int mini_send_fds(int sock, const void *p, size_t n, const int *fds, size_t n_fds)
+{
+    char cbuf[CMSG_SPACE(4 * sizeof(int))];
+    if (n_fds > 4) {
+        errno = EINVAL;
+        return -1;
+    }
+    memset(cbuf, 0, sizeof cbuf);
+    struct iovec iov = { (void *)p, n };
+    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+    if (n_fds) {
+        mh.msg_control = cbuf;
+        mh.msg_controllen = CMSG_SPACE(n_fds * sizeof(int));
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(n_fds * sizeof(int));
+        memcpy(CMSG_DATA(c), fds, n_fds * sizeof(int));
+    }
+    ssize_t w;
+    do
+        w = sendmsg(sock, &mh, MSG_NOSIGNAL);
+    while (w < 0 && errno == EINTR);
+    if (w >= 0 && (size_t)w != n) {
+        errno = EIO;
+        return -1;
+    }
+    return w < 0 ? -1 : 0;
 }

@@ -62,14 +62,16 @@ static bool number_ok(const unsigned char *s, size_t n)
     return i == n;
 }
 
-static int syntax(struct mini_err *e, size_t at, const char *why)
+static int syntax(struct mini_err *e, size_t *where, size_t at, const char *why)
 {
+    if (where)
+        *where = at;
     return mini_err_set(e, MINI_E_BAD_REQUEST, "invalid JSON at byte %zu: %s", at, why);
 }
 
 /* One pass over the text for what cJSON lets through.  Structure (brackets,
  * commas, escapes) is left to cJSON, which sees the same string boundaries. */
-static int lex_check(const unsigned char *s, size_t len, struct mini_err *e)
+static int lex_check(const unsigned char *s, size_t len, size_t *where, struct mini_err *e)
 {
     size_t depth = 0, values = 0;
     for (size_t i = 0; i < len;) {
@@ -77,15 +79,15 @@ static int lex_check(const unsigned char *s, size_t len, struct mini_err *e)
         if (c == '"' || c == '-' || is_digit(c) || c == '[' || c == '{' || c == 't' || c == 'f' || c == 'n') {
             /* A value or a key starts here (keys count: they cost a value's memory). */
             if (++values > MINI_JSON_MAX_VALUES)
-                return syntax(e, i, "more than " STR(MINI_JSON_MAX_VALUES) " values");
+                return syntax(e, where, i, "more than " STR(MINI_JSON_MAX_VALUES) " values");
         }
         if (c == '"') {
             for (i++; i < len && s[i] != '"'; i++) {
                 if (s[i] < 0x20)
-                    return syntax(e, i, "control character in a string");
+                    return syntax(e, where, i, "control character in a string");
                 if (s[i] == '\\') {
                     if (len - i >= 6 && memcmp(s + i + 1, "u0000", 5) == 0)
-                        return syntax(e, i, "\\u0000 in a string");
+                        return syntax(e, where, i, "\\u0000 in a string");
                     i++; /* the escaped character cannot end the string */
                 }
             }
@@ -95,16 +97,16 @@ static int lex_check(const unsigned char *s, size_t len, struct mini_err *e)
             while (i < len && is_number_char(s[i]))
                 i++;
             if (i - start > MINI_JSON_MAX_NUMBER)
-                return syntax(e, start, "number longer than " STR(MINI_JSON_MAX_NUMBER) " characters");
+                return syntax(e, where, start, "number longer than " STR(MINI_JSON_MAX_NUMBER) " characters");
             if (!number_ok(s + start, i - start))
-                return syntax(e, start, "malformed number");
+                return syntax(e, where, start, "malformed number");
         } else {
             if ((c == '[' || c == '{') && ++depth > MINI_JSON_MAX_DEPTH)
-                return syntax(e, i, "nested deeper than " STR(MINI_JSON_MAX_DEPTH) " levels");
+                return syntax(e, where, i, "nested deeper than " STR(MINI_JSON_MAX_DEPTH) " levels");
             if ((c == ']' || c == '}') && depth)
                 depth--;
             if (c < 0x20 && !is_ws(c))
-                return syntax(e, i, "control character");
+                return syntax(e, where, i, "control character");
             i++;
         }
     }
@@ -121,14 +123,20 @@ static bool all_finite(const cJSON *v)
     return true;
 }
 
-cJSON *mini_json_parse(const char *p, size_t len, struct mini_err *e)
+cJSON *mini_json_parse(const char *p, size_t len, struct mini_err *e) { return mini_json_parse_where(p, len, NULL, e); }
+
+cJSON *mini_json_parse_where(const char *p, size_t len, size_t *where, struct mini_err *e)
 {
+    if (where)
+        *where = 0;
     if (len == 0) {
         mini_err_set(e, MINI_E_BAD_REQUEST, "invalid JSON: empty");
         return NULL;
     }
     const char *nul = memchr(p, '\0', len);
     if (nul) {
+        if (where)
+            *where = (size_t)(nul - p);
         mini_err_set(e, MINI_E_BAD_REQUEST, "invalid JSON: NUL byte at byte %zu", (size_t)(nul - p));
         return NULL;
     }
@@ -136,21 +144,21 @@ cJSON *mini_json_parse(const char *p, size_t len, struct mini_err *e)
         mini_err_set(e, MINI_E_BAD_REQUEST, "invalid JSON: not valid UTF-8");
         return NULL;
     }
-    if (lex_check((const unsigned char *)p, len, e) < 0)
+    if (lex_check((const unsigned char *)p, len, where, e) < 0)
         return NULL;
     /* require_null_terminated would demand a NUL at p[len]: check the end here. */
     const char *end = p;
     cJSON *v = cJSON_ParseWithLengthOpts(p, len, &end, 0);
     size_t off = end >= p && end <= p + len ? (size_t)(end - p) : 0;
     if (!v) {
-        syntax(e, off, "syntax error");
+        syntax(e, where, off, "syntax error");
         return NULL;
     }
     while (off < len && is_ws((unsigned char)p[off]))
         off++;
     if (off < len) {
         cJSON_Delete(v);
-        syntax(e, off, "unexpected data after the value");
+        syntax(e, where, off, "unexpected data after the value");
         return NULL;
     }
     if (!all_finite(v)) {

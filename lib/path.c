@@ -53,3 +53,15 @@ char *mini_exe_sibling(const char *name)
     free(self);
     return out;
 }
+
+char *mini_exe_relative(const char *rel)
+{
+    char *joined = mini_exe_sibling(rel);
+    if (!joined)
+        return NULL;
+    char *real = realpath(joined, NULL);
+    if (!real)
+        return joined;
+    free(joined);
+    return real;
+}

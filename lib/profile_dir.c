@@ -6,41 +6,18 @@
 #include "mini/path.h"
 
 #include <dirent.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 /* --------------------------------------------------------- default dir */
 
-static char exe_profile_dir[PATH_MAX];
+static char *exe_profile_dir;
 static pthread_once_t exe_profile_once = PTHREAD_ONCE_INIT;
 
-static bool is_dir(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-/* <prefix>/share/mini/profiles for an executable in <prefix>/<dir>/. */
-static void find_exe_profile_dir(void)
-{
-    _cleanup_free_ char *exe = mini_self_exe();
-    if (!exe)
-        return;
-    for (int i = 0; i < 2; i++) {
-        char *slash = strrchr(exe, '/');
-        if (!slash)
-            return;
-        *slash = '\0';
-    }
-    char dir[PATH_MAX];
-    if (snprintf(dir, sizeof dir, "%s/share/mini/profiles", exe) < (int)sizeof dir && is_dir(dir))
-        memcpy(exe_profile_dir, dir, sizeof dir);
-}
+static void find_exe_profile_dir(void) { exe_profile_dir = mini_exe_relative(MINI_BIN_TO_DATA "/profiles"); }
 
 const char *mini_profile_default_dir(void)
 {
@@ -48,11 +25,9 @@ const char *mini_profile_default_dir(void)
     if (env && env[0])
         return env;
     pthread_once(&exe_profile_once, find_exe_profile_dir);
-    if (exe_profile_dir[0])
-        return exe_profile_dir;
-    if (is_dir(MINI_SOURCE_PROFILE_DIR))
-        return MINI_SOURCE_PROFILE_DIR;
-    return MINI_INSTALL_PROFILE_DIR;
+    /* Only when /proc/self/exe cannot be read (no /proc): loading a
+     * profile then fails naming this directory. */
+    return exe_profile_dir ? exe_profile_dir : MINI_BIN_TO_DATA "/profiles";
 }
 
 static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }

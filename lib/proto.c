@@ -101,6 +101,9 @@ static const struct field req_open[] = {
     FLD(struct mini_req_open, "overrides", F_OBJ, false, overrides),
     FLD(struct mini_req_open, "env", F_ENV, false, env),
     FLD(struct mini_req_open, "image", F_STR, false, image),
+    FLD(struct mini_req_open, "allow_hosts", F_STRV, false, allow_hosts, COUNT(struct mini_req_open, n_allow_hosts),
+        .min = 1),
+    FLD(struct mini_req_open, "user", F_STR, false, user),
 };
 static const struct field req_exec[] = {
     FLD(struct mini_req_exec, "session", F_STR, true, session),
@@ -150,9 +153,12 @@ static const struct field rep_exit[] = {
 };
 #define STATS_COUNTER(nm, m) FLD(struct mini_rep_stats, nm, F_INT, true, m, RANGE(0, MINI_ID_MAX))
 static const struct field rep_stats[] = {
-    STATS_COUNTER("sessions", sessions),       STATS_COUNTER("running", running),
-    STATS_COUNTER("execs_total", execs_total), STATS_COUNTER("clients", clients),
+    STATS_COUNTER("sessions", sessions),
+    STATS_COUNTER("running", running),
+    STATS_COUNTER("execs_total", execs_total),
+    STATS_COUNTER("clients", clients),
     STATS_COUNTER("uptime_ms", uptime_ms),
+    FLD(struct mini_rep_stats, "preparing", F_INT, false, preparing, RANGE(0, MINI_ID_MAX)),
 };
 static const struct field rep_error[] = {
     FLD(struct mini_rep_error, "code", F_ERRC, true, code),

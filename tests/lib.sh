@@ -353,6 +353,9 @@ show_daemon_log() {
 sbx() {
     local prof=()
     [[ -n $SBX_PROFILE ]] && prof=(--profile "$SBX_PROFILE")
+    # SBX_IMAGE: every sbx call rooted in this image (the attack suite's
+    # image variant, tests/image/attacks_image.sh).
+    [[ -n ${SBX_IMAGE:-} ]] && prof+=(--image "$SBX_IMAGE")
     if [[ ${SBX_STDIN:-} == keep ]]; then
         bounded "$MINI_BIN/mini-sandbox" run --socket "$SOCK" --workspace "$WS" "${prof[@]}" "$@"
     else

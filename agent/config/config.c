@@ -22,13 +22,6 @@
 #include "mini/io.h"
 #include "mini/json.h"
 
-#ifndef MINI_CONFIG_SOURCE_DIR
-#define MINI_CONFIG_SOURCE_DIR "agent/configs"
-#endif
-#ifndef MINI_CONFIG_INSTALL_SUBDIR
-#define MINI_CONFIG_INSTALL_SUBDIR "share/mini/configs"
-#endif
-
 static int nomem(struct mini_err *e) { return mini_err_set(e, MINI_E_NOMEM, "out of memory"); }
 
 /* ---- paths ---- */
@@ -65,18 +58,8 @@ char *mini_config_builtin_dir(void)
     const char *env = getenv("MINI_CONFIG_DIR");
     if (env && *env)
         return strdup(env);
-    _cleanup_free_ char *exe = mini_self_exe();
-    if (exe) {
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = '\0';
-            _cleanup_free_ char *up = path_join(exe[0] ? exe : "/", "..");
-            _cleanup_free_ char *cand = up ? path_join(up, MINI_CONFIG_INSTALL_SUBDIR) : NULL;
-            if (cand && is_dir(cand))
-                return TAKE_PTR(cand);
-        }
-    }
-    return strdup(MINI_CONFIG_SOURCE_DIR);
+    char *dir = mini_exe_relative(MINI_BIN_TO_DATA "/configs");
+    return dir ? dir : strdup(MINI_BIN_TO_DATA "/configs");
 }
 
 /* The global directory (it holds API keys: 0700), as a config error. */
@@ -695,6 +678,7 @@ static const struct keydef environment_keys[] = {
     { "socket", V_STR, NULL },           /* sandbox */
     { "forward_env", V_LIST_STR, NULL }, /* sandbox */
     { "image", V_STR, NULL },            /* sandbox: an imported image as the root */
+    { "allow_hosts", V_LIST_STR, NULL }, /* sandbox: network allowlist entries (docs/profiles.md) */
     { NULL, 0, NULL },
 };
 

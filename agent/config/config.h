@@ -28,9 +28,9 @@
 #define MINI_CONFIG_MAX_BYTES (16u << 20)
 
 /* Directory of the built-in configs: $MINI_CONFIG_DIR when set, else
- * <directory of the running program>/../share/mini/configs when it exists,
- * else the source tree's agent/configs.  Newly allocated; NULL only when
- * out of memory. */
+ * share/mini/configs relative to the running program (mini_exe_relative;
+ * in the build tree a link to agent/configs).  Newly allocated; NULL only
+ * when out of memory. */
 char *mini_config_builtin_dir(void);
 
 /* mini-swe-agent's global config directory: $MSWEA_GLOBAL_CONFIG_DIR when

@@ -27,6 +27,10 @@ struct mini_client {
 char *mini_runtime_dir(struct mini_err *e);
 /* <runtime dir>/sandboxd.sock */
 char *mini_default_socket(struct mini_err *e);
+/* The socket of the system-wide daemon (root's; socket activation by
+ * packaging/systemd/system/mini-sandboxd.socket): root's clients try it
+ * after the default socket, before starting a private daemon. */
+#define MINI_SYSTEM_SOCKET "/run/mini/sandboxd.sock"
 /* The mini-sandboxd program: $MINI_SANDBOXD, else beside this program,
  * else "mini-sandboxd" (PATH). */
 char *mini_sandboxd_path(void);
@@ -36,7 +40,8 @@ char *mini_sandboxd_path(void);
  * on its behalf.  malloc'd, or NULL. */
 char *mini_client_abspath(const char *path);
 
-/* Connect to `socket_path` (NULL: the default).  When nothing listens
+/* Connect to `socket_path` (NULL: the default, then for root
+ * MINI_SYSTEM_SOCKET).  When nothing listens
  * there and `allow_private` is set, start a private daemon serving only
  * this connection (it exits when the connection closes).  Says hello. */
 int mini_client_connect(struct mini_client *c, const char *socket_path, bool allow_private, struct mini_err *e);

@@ -34,6 +34,10 @@
  * whitespace after the value.  Repeated keys are not checked here (see
  * mini_json_check_unique_keys).  NULL with e filled (bad_request). */
 cJSON *mini_json_parse(const char *p, size_t len, struct mini_err *e);
+/* As mini_json_parse; on failure *where is the byte offset the error was
+ * found at (0 when it has no place: empty text, invalid UTF-8, a number
+ * out of range), for a message with a line and column. */
+cJSON *mini_json_parse_where(const char *p, size_t len, size_t *where, struct mini_err *e);
 
 /* 0 when no object in the tree repeats a key; else -1 with e filled
  * (bad_request, `where.path: duplicate key "k"`, or out_of_memory).

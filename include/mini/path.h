@@ -18,4 +18,12 @@ char *mini_self_exe(void);
  * NULL with errno set.  It need not exist. */
 char *mini_exe_sibling(const char *name);
 
+/* One of the installed files, found relative to the running program's
+ * directory: `rel` starts with MINI_BIN_TO_DATA (share/mini) or
+ * MINI_BIN_TO_LIBEXEC (libexec/mini) as seen from bin/, for example
+ * MINI_BIN_TO_DATA "/profiles".  Malloc'ed, made canonical by realpath
+ * when it exists (else as joined), or NULL with errno set.  This is how
+ * an install stays relocatable: no absolute path is compiled in. */
+char *mini_exe_relative(const char *rel);
+
 #endif

@@ -31,7 +31,13 @@ const char *mini_feature_name(unsigned bit_index);
 /* The bit for a name; 0 if unknown. */
 unsigned mini_feature_from_name(const char *name);
 
-enum mini_network { MINI_NET_NONE = 0, MINI_NET_HOST };
+/* none: a network namespace with only loopback; host: the host's;
+ * allow: loopback only too, plus the daemon's HTTP proxy on
+ * 127.0.0.1:MINI_NET_PROXY_PORT, which lets through what `net_allow`
+ * names and `net_deny` does not (docs/profiles.md, "network"). */
+enum mini_network { MINI_NET_NONE = 0, MINI_NET_HOST, MINI_NET_ALLOW };
+#define MINI_NET_PROXY_PORT 3128
+#define MINI_NET_ENTRIES_MAX 256 /* allow and deny entries of a profile together (and its pins) */
 
 /* A host path bound into the sandbox at the same path. */
 struct mini_bind {
@@ -55,6 +61,10 @@ struct mini_limits {
     uint64_t open_files;      /* RLIMIT_NOFILE; must be > 0 */
     uint64_t output_bytes;    /* output kept (head + tail); must be > 0 */
     uint64_t disk_bytes;      /* what a session may add to its workspace and overlay; 0: unlimited */
+    /* network allow: per session, through the proxy; 0: unlimited */
+    uint64_t net_connections; /* proxied connections open at once */
+    uint64_t net_in_bytes;    /* bytes received from the network */
+    uint64_t net_out_bytes;   /* bytes sent to the network */
 };
 
 enum mini_seccomp_default { MINI_SECCOMP_ALLOW = 0, MINI_SECCOMP_ERRNO, MINI_SECCOMP_KILL };
@@ -78,6 +88,12 @@ struct mini_profile {
     char *description;
     unsigned namespaces; /* MINI_FEAT_*_NS bits to create */
     enum mini_network network;
+    char **net_allow; /* network allow: the entries (netpolicy.h syntax), never empty */
+    size_t n_net_allow;
+    char **net_deny;
+    size_t n_net_deny;
+    char **net_resolve; /* network allow: "NAME:ADDR" pins for the proxy */
+    size_t n_net_resolve;
     char *hostname; /* NULL exactly when namespaces lacks MINI_FEAT_UTS_NS */
     char *image;    /* an imported image as the root (docs/images.md), or NULL: the host's binds */
 
@@ -122,6 +138,11 @@ struct mini_profile *mini_profile_load_builtin(const char *dir, const char *name
  * values fail with MINI_E_BAD_REQUEST.  On failure p is unchanged.
  * overrides may be NULL (nothing to do). */
 int mini_profile_apply_overrides(struct mini_profile *p, const cJSON *overrides, struct mini_err *e);
+/* open.allow_hosts (mini-sandbox run --allow-host): entries added to the
+ * allowlist; a profile whose network is "none" gets an allowlist of just
+ * these.  "host" fails (MINI_E_BAD_REQUEST): it has no allowlist to add
+ * to.  A bad entry fails naming it.  On failure p is unchanged. */
+int mini_profile_allow_hosts(struct mini_profile *p, char *const *hosts, size_t n, struct mini_err *e);
 /* The profile as JSON in the same schema (round-trips through from_json). */
 cJSON *mini_profile_to_json(const struct mini_profile *p);
 struct mini_profile *mini_profile_dup(const struct mini_profile *p);
@@ -135,8 +156,9 @@ int mini_profile_add_hide(struct mini_profile *p, const char *path);
 int mini_profile_list(const char *dir, char **names, size_t max, size_t *n);
 
 /* Directory of built-in profiles: $MINI_PROFILE_DIR if set (and not
- * empty); else <executable's dir>/../share/mini/profiles if it exists; else
- * the source tree's profiles/ if it exists; else the install location. */
+ * empty); else share/mini/profiles found relative to the running program
+ * (mini_exe_relative: <bin>/../share/mini/profiles installed and in the
+ * build tree alike). */
 const char *mini_profile_default_dir(void);
 
 #endif

@@ -12,7 +12,8 @@
  * Requests (client -> daemon):
  *   hello   {version:int, client?:string}
  *   open    {workspace:string, profile?:string | profile_data?:object,
- *            overrides?:object, env?:{string:string}, image?:string}
+ *            overrides?:object, env?:{string:string}, image?:string,
+ *            allow_hosts?:[string,...], user?:string}
  *   exec    {session:string, command?:string | argv?:[string,...],
  *            cwd?:string, env?:{string:string}, timeout?:number (s, 0 < t <= 1e6),
  *            stdin?:string, stream?:bool}
@@ -28,7 +29,8 @@
  *            output:string, truncated:bool, output_bytes:int, duration_ms:int,
  *            cpu_ms:int, max_rss_kb:int, limit:string|null, notes:[string]}
  *   ok      {}                      cancel and close succeeded
- *   stats   {sessions:int, running:int, execs_total:int, clients:int, uptime_ms:int}
+ *   stats   {sessions:int, running:int, execs_total:int, clients:int, uptime_ms:int,
+ *            preparing?:int}
  *   error   {code:string, message:string}   id is null when unreadable
  *
  * hello: the client sends the highest version it speaks, the daemon answers
@@ -137,6 +139,9 @@ struct mini_req_open {
     cJSON *overrides;    /* may only tighten the profile; NULL if absent */
     struct mini_env env; /* session-wide extra variables */
     char *image;         /* an image of the daemon's store as the root (docs/images.md); NULL: the profile's */
+    char **allow_hosts;  /* entries added to the profile's network allowlist (NULL-terminated); NULL if absent */
+    size_t n_allow_hosts;
+    char *user;          /* with an image: who the commands run as, instead of its config's User */
 };
 
 struct mini_req_exec {
@@ -249,6 +254,7 @@ struct mini_rep_stats {
     int64_t execs_total;
     int64_t clients;
     int64_t uptime_ms;
+    int64_t preparing; /* sandboxes of the sessions' pools being prepared now (0 when absent) */
 };
 
 struct mini_rep_error {

@@ -28,6 +28,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <netinet/in.h>
 #include <unistd.h>
 
 /* Per-user inotify counters inside the sandbox's user namespace (see
@@ -195,7 +196,8 @@ static void wait_for_go(struct child *c)
 static void build_root(struct child *c)
 {
     const struct mini_spawn_cfg *cfg = c->cfg;
-    if ((c->root_fd = mini_rootfs_base(cfg->root_dir, cfg->profile, cfg->image_root != NULL, &c->e)) < 0)
+    if ((c->root_fd = mini_rootfs_base(cfg->root_dir, cfg->profile, cfg->image_root != NULL, cfg->inner_uid,
+                                       cfg->inner_gid, &c->e)) < 0)
         fail(c);
     if (c->ws_mount < 0) {
         struct stat a, b;
@@ -218,14 +220,18 @@ static void build_root(struct child *c)
         fail_sys(c, errno, "opening the image %s", cfg->image_root);
 }
 
-/* Become uid/gid 0 of the new namespace, which is the unprivileged host id
- * the daemon mapped (a root daemon's credentials are not mapped at all
- * until then).  A root daemon leaves setgroups allowed so that its
+/* Become the new namespace's only ids (0, or an image's User), which are
+ * the unprivileged host ids the daemon mapped (a root daemon's credentials
+ * are not mapped at all until then).  The capabilities the clone gave in
+ * the namespace stay for the setup: with uid 0 unmapped there is no "root"
+ * whose loss would clear them; confine() drops them all.  A root daemon leaves setgroups allowed so that its
  * supplementary groups can be dropped here; a rootless one cannot drop
  * them (the kernel denies setgroups), as with any unprivileged sandbox. */
 static void become_namespace_root(struct child *c)
 {
-    if ((setgroups(0, NULL) < 0 && errno != EPERM) || setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
+    uid_t u = c->cfg->inner_uid;
+    gid_t g = c->cfg->inner_gid;
+    if ((setgroups(0, NULL) < 0 && errno != EPERM) || setresgid(g, g, g) < 0 || setresuid(u, u, u) < 0)
         fail_sys(c, errno, "switching to the sandbox's ids");
 }
 
@@ -273,6 +279,28 @@ static void bring_up_loopback(struct child *c)
 {
     if ((c->cfg->namespaces & MINI_FEAT_NET_NS) && mini_net_loopback_up(&c->e) < 0)
         fail(c);
+}
+
+/* Network allowlist: the proxy's endpoint, 127.0.0.1:MINI_NET_PROXY_PORT
+ * in this network namespace.  Bound here, where the namespace's owner has
+ * the right to; a rootless daemon could not setns() into it.  The daemon
+ * gets the listening socket over the control socket and accepts on it;
+ * nothing in the sandbox keeps a copy, so no command can accept on it or
+ * bind the port itself. */
+static void open_proxy_listener(struct child *c)
+{
+    if (c->cfg->profile->network != MINI_NET_ALLOW || !(c->cfg->namespaces & MINI_FEAT_NET_NS))
+        return;
+    struct sockaddr_in sa = { .sin_family = AF_INET,
+                              .sin_port = htons(MINI_NET_PROXY_PORT),
+                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 256) < 0)
+        fail_sys(c, errno, "opening the network proxy's socket on 127.0.0.1:%d", MINI_NET_PROXY_PORT);
+    struct mini_ctl_msg m = { .type = MINI_CTL_LISTENER };
+    if (mini_send_fds(MINI_FD_CTL, &m, sizeof m, &fd, 1) < 0)
+        _exit(125); /* the daemon is gone */
+    close(fd);
 }
 
 /* Mount everything in the new root, pivot_root into it, detach the old
@@ -432,6 +460,7 @@ static __attribute__((noreturn)) void namespace_child(struct child *c)
     die_with_daemon(c);
     set_hostname(c);
     bring_up_loopback(c);
+    open_proxy_listener(c);
     enter_root(c);
     close_setup_fds(c);
     confine(c);

@@ -24,6 +24,9 @@ enum mini_ctl_type {
     MINI_CTL_STATUS,      /* the command ended: wait status and usage */
     MINI_CTL_ACCEPTED,    /* the launch was read; the command is about to be forked.  A
                               * sandbox that dies before saying so never ran the command. */
+    MINI_CTL_LISTENER,    /* network allowlist: the proxy's listening socket, bound in the
+                              * sandbox's network namespace, rides along (SCM_RIGHTS); sent
+                              * by the setup child before READY */
 };
 
 struct mini_ctl_msg {

@@ -30,9 +30,10 @@ static const unsigned long SANDBOX_CLONE_FLAGS = CLONE_NEWUSER | CLONE_NEWPID;
 int mini_sandbox_open_init(struct mini_err *e)
 {
     const char *env = getenv("MINI_SANDBOX_INIT");
-    _cleanup_free_ char *path = env && *env ? strdup(env) : mini_exe_sibling("mini-sandbox-init");
+    _cleanup_free_ char *path =
+        env && *env ? strdup(env) : mini_exe_relative(MINI_BIN_TO_LIBEXEC "/mini-sandbox-init");
     if (!path)
-        return mini_err_sys(e, MINI_E_IO, errno, "finding mini-sandbox-init beside /proc/self/exe");
+        return mini_err_sys(e, MINI_E_IO, errno, "finding mini-sandbox-init relative to /proc/self/exe");
     int fd = open(path, O_PATH | O_CLOEXEC);
     if (fd < 0)
         return mini_err_sys(e, MINI_E_IO, errno, "%s (the sandbox's init program)", path);
@@ -66,9 +67,10 @@ static int idmapped_workspace(const struct mini_spawn_cfg *cfg, struct mini_err 
     return fd;
 }
 
-/* A root daemon's image: an idmapped clone of its tree in which the
- * image's root-owned files are the sandbox's uid 0 (host_uid on the host),
- * as the workspace's owner's are.  Other owners stay unmapped. */
+/* A root daemon's image: an idmapped clone of its tree in which the files
+ * of the image's user (root, or its config's User) are the sandbox's
+ * (host_uid on the host), as the workspace's owner's are.  Other owners
+ * stay unmapped. */
 static int idmapped_image(const struct mini_spawn_cfg *cfg, struct mini_err *e)
 {
     int fd = open_tree(AT_FDCWD, cfg->image_root, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
@@ -87,29 +89,12 @@ static int idmapped_image(const struct mini_spawn_cfg *cfg, struct mini_err *e)
 static int send_go(int ctl, int fd, int image)
 {
     struct mini_go_msg go = { .type = MINI_MSG_GO, .has_fd = fd >= 0, .has_image = image >= 0 };
-    char cbuf[CMSG_SPACE(2 * sizeof(int))];
-    memset(cbuf, 0, sizeof cbuf);
-    struct iovec iov = { &go, sizeof go };
-    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
     int fds[2], n_fds = 0;
     if (fd >= 0)
         fds[n_fds++] = fd;
     if (image >= 0)
         fds[n_fds++] = image;
-    if (n_fds) {
-        mh.msg_control = cbuf;
-        mh.msg_controllen = CMSG_SPACE(n_fds * sizeof(int));
-        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(n_fds * sizeof(int));
-        memcpy(CMSG_DATA(c), fds, n_fds * sizeof(int));
-    }
-    ssize_t n;
-    do
-        n = sendmsg(ctl, &mh, MSG_NOSIGNAL);
-    while (n < 0 && errno == EINTR);
-    return n == sizeof go ? 0 : -1;
+    return mini_send_fds(ctl, &go, sizeof go, fds, (size_t)n_fds);
 }
 
 /* The daemon's ends and the child's ends of the three channels. */
@@ -212,14 +197,24 @@ static int clone_child(const struct mini_spawn_cfg *cfg, struct mini_sandbox *sb
     return 0;
 }
 
-/* uid 0 and gid 0 inside are the session's host ids, and nothing else. */
+int mini_format_id_map(char *buf, size_t size, unsigned inner, unsigned long host, long root_host, const char *sep)
+{
+    int n = snprintf(buf, size, "%u %lu 1", inner, host);
+    if (inner != 0 && root_host >= 0)
+        n += snprintf(buf + n, size - (size_t)n, "%s0 %ld 1", sep, root_host);
+    return n;
+}
+
+/* The inner ids (uid and gid 0, or an image's User) are the session's host
+ * ids; with a root daemon's image user, 0 is its image's root (see
+ * mini_spawn_cfg); nothing else is mapped. */
 static int write_id_maps(const struct mini_spawn_cfg *cfg, pid_t pid, struct mini_err *e)
 {
-    char map[64];
-    snprintf(map, sizeof map, "0 %u 1\n", (unsigned)cfg->host_uid);
+    char map[96];
+    mini_format_id_map(map, sizeof map, cfg->inner_uid, cfg->host_uid, cfg->root_host_uid, "\n");
     if (write_file(pid, "uid_map", map, e) < 0 || (geteuid() != 0 && write_file(pid, "setgroups", "deny", e) < 0))
         return -1;
-    snprintf(map, sizeof map, "0 %u 1\n", (unsigned)cfg->host_gid);
+    mini_format_id_map(map, sizeof map, cfg->inner_gid, cfg->host_gid, cfg->root_host_gid, "\n");
     return write_file(pid, "gid_map", map, e);
 }
 
@@ -290,17 +285,32 @@ int mini_sandbox_launch(struct mini_sandbox *sb, const struct mini_launch *l, st
 
 int mini_sandbox_read_ctl(struct mini_sandbox *sb, struct mini_ctl_msg *m)
 {
-    ssize_t n = recv(sb->ctl, m, sizeof *m, MSG_WAITALL | MSG_DONTWAIT);
-    if (n == 0)
-        return 0;
-    if (n < 0)
-        return (errno == EAGAIN || errno == EWOULDBLOCK) ? -2 : -1;
-    if (n != sizeof *m) {
-        /* A short message can only come from a dying peer. */
-        return 0;
+    for (;;) {
+        char cbuf[CMSG_SPACE(sizeof(int))];
+        struct iovec iov = { m, sizeof *m };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf };
+        ssize_t n = recvmsg(sb->ctl, &mh, MSG_WAITALL | MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (n == 0)
+            return 0;
+        if (n < 0)
+            return (errno == EAGAIN || errno == EWOULDBLOCK) ? -2 : -1;
+        int fd = -1;
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
+            memcpy(&fd, CMSG_DATA(c), sizeof fd);
+        if (n != sizeof *m) {
+            /* A short message can only come from a dying peer. */
+            mini_close(fd);
+            return 0;
+        }
+        m->text[sizeof m->text - 1] = '\0';
+        if (m->type != MINI_CTL_LISTENER) {
+            mini_close(fd);
+            return 1;
+        }
+        mini_close(sb->listen_fd);
+        sb->listen_fd = fd;
     }
-    m->text[sizeof m->text - 1] = '\0';
-    return 1;
 }
 
 void mini_sandbox_kill(struct mini_sandbox *sb)
@@ -349,7 +359,8 @@ void mini_sandbox_destroy(struct mini_sandbox *sb)
     mini_close(sb->ctl);
     mini_close(sb->out);
     mini_close(sb->in);
-    sb->pidfd = sb->ctl = sb->out = sb->in = -1;
+    mini_close(sb->listen_fd);
+    sb->pidfd = sb->ctl = sb->out = sb->in = sb->listen_fd = -1;
     sb->state = MINI_SB_DONE;
     if (sb->overlay_work) {
         /* Its overlay went with its mount namespace. */

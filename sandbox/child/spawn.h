@@ -44,9 +44,14 @@ struct mini_spawn_cfg {
     const char *root_dir;           /* an empty directory (daemon state) used as mount point */
     const char *overlay_dir;        /* per-session upper/work dirs when profile->overlay_root; else NULL */
     const char *image_root;         /* an image's tree as the root (docs/images.md), or NULL */
-    int image_userns;               /* root daemon: its idmapping, image uid 0 -> host_uid; else -1 */
-    uid_t host_uid;                 /* host ids that uid/gid 0 inside map to */
+    int image_userns;               /* root daemon: its idmapping, image uid inner_uid -> host_uid; else -1 */
+    uid_t host_uid;                 /* host ids that inner_uid/inner_gid map to */
     gid_t host_gid;
+    uid_t inner_uid; /* the ids mapped inside, which the sandbox runs as: 0, or an image's User */
+    gid_t inner_gid;
+    /* Root daemon, an image User not root: the host ids the image's root
+     * is (mapped as uid/gid 0 inside, which nothing runs as), else -1. */
+    long root_host_uid, root_host_gid;
     bool idmap_workspace; /* root daemon: the workspace through an idmapped mount */
     int idmap_userns;     /* its mapping: the owner's ids -> host_uid/host_gid */
     int init_fd;          /* mini-sandbox-init, from mini_sandbox_open_init() */
@@ -66,7 +71,12 @@ struct mini_spawn_cfg {
     const struct mini_landlock_plan *landlock;
 };
 
-/* Open mini-sandbox-init ($MINI_SANDBOX_INIT, else beside this program)
+/* One uid_map or gid_map text: "INNER HOST 1", and "0 ROOT_HOST 1" after
+ * sep when inner is not 0 and root_host is not -1. */
+int mini_format_id_map(char *buf, size_t size, unsigned inner, unsigned long host, long root_host, const char *sep);
+
+/* Open mini-sandbox-init ($MINI_SANDBOX_INIT, else libexec/mini/ relative
+ * to this program: mini_exe_relative)
  * for the sandboxes to become.  An O_PATH fd, or -1 with e filled. */
 int mini_sandbox_open_init(struct mini_err *e);
 
@@ -86,10 +96,11 @@ struct mini_sandbox {
     bool group_kill;    /* degraded path: init leads a process group that holds the command */
     bool in_cgroup;     /* joins cfg's cgroup itself (else the daemon must attach it) */
     char *overlay_work; /* this sandbox's overlayfs work directories (removed by destroy), or NULL */
+    int listen_fd;      /* network allowlist: the proxy's listener in the sandbox's netns (MINI_CTL_LISTENER), or -1 */
 };
-#define MINI_SANDBOX_INIT                                      \
-    {                                                          \
-        .pid = -1, .pidfd = -1, .ctl = -1, .out = -1, .in = -1 \
+#define MINI_SANDBOX_INIT                                                       \
+    {                                                                           \
+        .pid = -1, .pidfd = -1, .ctl = -1, .out = -1, .in = -1, .listen_fd = -1 \
     }
 
 /* What launch sends: all strings are copied into one message. */
@@ -107,7 +118,8 @@ struct mini_launch {
 int mini_sandbox_prepare(const struct mini_spawn_cfg *cfg, struct mini_sandbox *sb, struct mini_err *e);
 /* Hand a command to a READY sandbox. */
 int mini_sandbox_launch(struct mini_sandbox *sb, const struct mini_launch *l, struct mini_err *e);
-/* Read one control message, without blocking.  1: got one; 0: peer
+/* Read one control message, without blocking.  MINI_CTL_LISTENER is
+ * taken here (its socket into sb->listen_fd) and never returned.  1: got one; 0: peer
  * closed (or a short message from a dying peer); -2: none yet (EAGAIN);
  * -1: error. */
 int mini_sandbox_read_ctl(struct mini_sandbox *sb, struct mini_ctl_msg *m);

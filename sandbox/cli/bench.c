@@ -185,6 +185,29 @@ static int run_sandbox(struct conn *k, double *ms, struct mini_err *e)
     return 0;
 }
 
+/* Wait (at most about 2 s) until no session's pool is being prepared
+ * (stats.preparing): each measured row then starts with the daemon idle.
+ * Otherwise a row that follows a sandbox row competes with that
+ * session's refill (a prepare costs more than a command): it measured the
+ * image-rooted row 1.9 to 2.5 times the host-rooted one, and the other way
+ * round when their order was swapped (docs/sandbox-lifecycle.md). */
+static void settle(struct conn *k)
+{
+    for (int i = 0; i < 2000; i++) {
+        struct mini_req req = { .op = MINI_OP_STATS };
+        struct mini_rep rep;
+        struct mini_err e;
+        if (mini_client_call(&k->cl, &req, &rep, &e) < 0)
+            return;
+        int64_t preparing = rep.u.stats.preparing;
+        mini_rep_free(&rep);
+        if (preparing == 0)
+            return;
+        struct timespec ms = { 0, 1000000 };
+        nanosleep(&ms, NULL);
+    }
+}
+
 static double throughput_sandbox(struct conn *k, size_t n, int conc, struct mini_err *e)
 {
     double t0 = ((double)mini_mono_ns() / 1e6);
@@ -342,13 +365,15 @@ int mini_cli_bench(int argc, char **argv)
             mini_err_set(&e, MINI_E_SPAWN_FAILED, "the benchmark command failed");
         goto fail;
     }
-    /* Latency: interleaved, one at a time. */
+    /* Latency: interleaved, one at a time, each row with every pool
+     * ready (settle). */
     for (long i = 0; i < n; i++) {
-        if (run_local(cmd.argv, 0, &s[K_BARE].ms[s[K_BARE].n++]) < 0 ||
-            (clone_ns && run_local(cmd.argv, ALL_NS, &s[K_CLONE].ms[s[K_CLONE].n++]) < 0) ||
-            run_sandbox(&k, &s[K_SANDBOX].ms[s[K_SANDBOX].n++], &e) < 0 ||
-            (image && run_sandbox(&ki, &s[K_IMAGE].ms[s[K_IMAGE].n++], &e) < 0))
+        if ((settle(&k), run_local(cmd.argv, 0, &s[K_BARE].ms[s[K_BARE].n++])) < 0 ||
+            (clone_ns && (settle(&k), run_local(cmd.argv, ALL_NS, &s[K_CLONE].ms[s[K_CLONE].n++])) < 0) ||
+            (settle(&k), run_sandbox(&k, &s[K_SANDBOX].ms[s[K_SANDBOX].n++], &e)) < 0 ||
+            (image && (settle(&k), run_sandbox(&ki, &s[K_IMAGE].ms[s[K_IMAGE].n++], &e)) < 0))
             goto fail;
+        settle(&k);
         if (cmd.bwrap_argv && run_local(cmd.bwrap_argv, 0, &s[K_BWRAP].ms[s[K_BWRAP].n++]) < 0) {
             mini_err_set(&e, MINI_E_SPAWN_FAILED, "bwrap failed (is it allowed to create namespaces here?)");
             goto fail;

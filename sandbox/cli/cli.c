@@ -46,8 +46,13 @@ static void usage(FILE *f)
             "      --cwd DIR             working directory (default: the workspace)\n"
             "      --timeout S           wall-clock limit, at most the profile's\n"
             "      --network none|host   host only where the profile allows it\n"
+            "      --allow-host ENTRY    let the sandbox reach ENTRY through its proxy (repeatable:\n"
+            "                            pypi.org, *.example.com, host:443, 10.1.2.3, 10.0.0.0/8;\n"
+            "                            docs/profiles.md); turns network none into an allowlist\n"
             "      --env K=V             set a variable (repeatable); nothing else is inherited\n"
             "      --image NAME          an imported image as the root (mini-sandbox image)\n"
+            "      --user USER[:GROUP]   with --image: run as this user of the image instead of\n"
+            "                            its config's User (a name or a number)\n"
             "      --policy FILE         check the command against a policy first (YAML or JSON:\n"
             "                            mini's `policy` object, docs/config.md); denied: exit\n"
             "                            126, nothing run; a rule's profile replaces --profile\n"
@@ -214,10 +219,15 @@ static int cmd_run(int argc, char **argv)
         { "network", required_argument, NULL, 'n' }, { "env", required_argument, NULL, 'e' },
         { "socket", required_argument, NULL, 's' },  { "help", no_argument, NULL, 'h' },
         { "verbose", no_argument, NULL, 'v' },       { "image", required_argument, NULL, 'i' },
-        { "policy", required_argument, NULL, 'P' },  { 0 },
+        { "policy", required_argument, NULL, 'P' },  { "allow-host", required_argument, NULL, 'A' },
+        { "user", required_argument, NULL, 'u' },
+        { 0 },
     };
+    /* At most as many as a profile may hold; the daemon checks each. */
+    char *allow_hosts[MINI_NET_ENTRIES_MAX + 1];
+    size_t n_allow = 0;
     const char *profile = NULL, *workspace = ".", *cwd = NULL, *network = NULL, *socket = NULL, *image = NULL;
-    const char *policy_path = NULL;
+    const char *policy_path = NULL, *user = NULL;
     bool verbose = false;
     double timeout = 0;
     struct mini_env env = { 0 };
@@ -229,7 +239,16 @@ static int cmd_run(int argc, char **argv)
         switch (c) {
         case 'p': profile = optarg; break;
         case 'i': image = optarg; break;
+        case 'u': user = optarg; break;
         case 'P': policy_path = optarg; break;
+        case 'A':
+            if (n_allow >= MINI_NET_ENTRIES_MAX) {
+                mini_env_free(&env);
+                return run_usage(
+                    mini_cli_usage_error("run", "--allow-host: at most %d entries", MINI_NET_ENTRIES_MAX));
+            }
+            allow_hosts[n_allow++] = optarg;
+            break;
         case 'v': verbose = true; break;
         case 'w': workspace = optarg; break;
         case 'c': cwd = optarg; break;
@@ -360,6 +379,10 @@ static int cmd_run(int argc, char **argv)
     open.u.open.profile = pdata ? NULL : (char *)profile;
     open.u.open.profile_data = pdata;
     open.u.open.image = (char *)image;
+    allow_hosts[n_allow] = NULL;
+    open.u.open.allow_hosts = n_allow ? allow_hosts : NULL;
+    open.u.open.n_allow_hosts = n_allow;
+    open.u.open.user = (char *)user;
     if (network) {
         ov = cJSON_CreateObject();
         cJSON_AddStringToObject(ov, "network", network);

@@ -42,6 +42,30 @@ static void row(const char *feature, const char *avail, const char *detail)
 
 static const char *yes(bool b) { return b ? "yes" : "no"; }
 
+/* The AppArmor restriction on unprivileged user namespaces (Ubuntu 24.04
+ * and later) and the profile that lifts it for mini-sandboxd. */
+static void print_apparmor(const struct mini_caps *c)
+{
+    char d[MINI_CAPS_TEXT_MAX + 64];
+    if (c->apparmor_restrict_userns != 1) {
+        row("AppArmor userns restriction", "no",
+            c->apparmor_restrict_userns < 0 ? "kernel.apparmor_restrict_unprivileged_userns: no such sysctl"
+                                            : "kernel.apparmor_restrict_unprivileged_userns=0");
+        return;
+    }
+    snprintf(d, sizeof d, "kernel.apparmor_restrict_unprivileged_userns=1; profile " MINI_APPARMOR_PROFILE ": %s",
+             c->apparmor_profile_loaded == 1   ? "loaded"
+                 : c->apparmor_profile_loaded == 0 ? "not loaded"
+                                                   : "cannot tell (the loaded profiles are not readable)");
+    row("AppArmor userns restriction", "yes", d);
+    char rem[MINI_CAPS_TEXT_MAX];
+    mini_caps_apparmor_remedy(c, rem, sizeof rem);
+    if (rem[0]) {
+        snprintf(d, sizeof d, "remedy: %s", rem);
+        row("", "", d);
+    }
+}
+
 static void print_machine(const struct mini_caps *c)
 {
     char d[2048];
@@ -68,6 +92,8 @@ static void print_machine(const struct mini_caps *c)
         snprintf(d, sizeof d, "remedy: %s", c->userns_remedy);
         row("", "", d);
     }
+
+    print_apparmor(c);
 
     d[0] = '\0';
     if (c->seccomp) {
@@ -124,8 +150,33 @@ static void print_machine(const struct mini_caps *c)
     }
 }
 
-static void print_assessment(const char *name, const struct mini_assessment *a)
+/* What the profile's network gives a command, in one line. */
+static void network_text(const struct mini_profile *p, char *buf, size_t size)
 {
+    if (p->network == MINI_NET_HOST) {
+        snprintf(buf, size, "host: the host's network, everything it reaches");
+        return;
+    }
+    if (p->network == MINI_NET_NONE) {
+        snprintf(buf, size,
+                 "none: loopback only; a connection elsewhere fails at once (ENETUNREACH), no DNS resolver");
+        return;
+    }
+    int n = snprintf(buf, size, "allowlist: an HTTP proxy on 127.0.0.1:%d (CONNECT and http:// URLs) for ",
+                     MINI_NET_PROXY_PORT);
+    for (size_t i = 0; i < p->n_net_allow && n > 0 && (size_t)n < size; i++)
+        n += snprintf(buf + n, size - (size_t)n, "%s%s", i ? ", " : "", p->net_allow[i]);
+    if (n > 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n,
+                 "%s; private, loopback, link-local and the host's addresses only by an entry naming them; "
+                 "a connection around the proxy fails at once (ENETUNREACH); no DNS resolver inside",
+                 p->n_net_deny ? " (minus network.deny)" : "");
+}
+
+static void print_assessment(const char *name, const struct mini_assessment *a, const struct mini_profile *p)
+{
+    char net[1024];
+    network_text(p, net, sizeof net);
     const char *st = a->status == MINI_ASSESS_FULL ? "FULL"
         : a->status == MINI_ASSESS_DEGRADED        ? "DEGRADED"
                                                    : "REFUSED";
@@ -137,6 +188,7 @@ static void print_assessment(const char *name, const struct mini_assessment *a)
     printf("  %-12s %-9s %s\n", name, st, a->summary);
     for (size_t i = 0; i < a->n_items; i++)
         printf("  %-12s %-9s - %s -> %s\n", "", "", a->items[i].feature, a->items[i].replacement);
+    printf("  %-12s %-9s network %s\n", "", "", net);
 }
 
 static struct mini_profile *load_one(const char *arg, struct mini_err *e)
@@ -242,12 +294,15 @@ int mini_cli_check(int argc, char **argv)
             refused = true;
         if (json) {
             cJSON *aj = mini_assessment_to_json(&a);
-            if (!aj || !cJSON_AddItemToObject(jprof, profiles[i]->name, aj)) {
+            char net[1024];
+            network_text(profiles[i], net, sizeof net);
+            if (!aj || !cJSON_AddStringToObject(aj, "network", net) ||
+                !cJSON_AddItemToObject(jprof, profiles[i]->name, aj)) {
                 cJSON_Delete(aj);
                 rc = CHECK_ERROR;
             }
         } else {
-            print_assessment(profiles[i]->name, &a);
+            print_assessment(profiles[i]->name, &a, profiles[i]);
         }
     }
     if (json) {

@@ -20,7 +20,7 @@ static void usage(FILE *f)
             "Usage: mini-sandbox image COMMAND [OPTION]...\n"
             "Images stored in $MINI_IMAGE_STORE, else /var/lib/mini/images (root), else\n"
             "$XDG_DATA_HOME/mini/images (~/.local/share/mini/images).\n\n"
-            "  import SRC [--name NAME[:TAG]] [--format oci|docker-archive|rootfs]\n"
+            "  import SRC [--name NAME[:TAG]] [--format oci|docker-archive|oci-archive|rootfs]\n"
             "             [--max-size BYTES] [--max-entries N] [-q]\n"
             "      SRC: an OCI layout directory (DIR or DIR:TAG), a docker save archive,\n"
             "      or a root filesystem tarball (any compression).\n"
@@ -132,12 +132,13 @@ static int cmd_import(int argc, char **argv)
         case 'f':
             if (!strcmp(optarg, "oci"))
                 o.format = MINI_IMG_OCI;
-            else if (!strcmp(optarg, "docker-archive") || !strcmp(optarg, "docker"))
+            else if (!strcmp(optarg, "docker-archive") || !strcmp(optarg, "docker") || !strcmp(optarg, "oci-archive"))
                 o.format = MINI_IMG_DOCKER;
             else if (!strcmp(optarg, "rootfs"))
                 o.format = MINI_IMG_ROOTFS;
             else
-                return mini_cli_usage_error("image import", "--format: oci, docker-archive or rootfs, not %s", optarg);
+                return mini_cli_usage_error("image import",
+                                            "--format: oci, docker-archive, oci-archive or rootfs, not %s", optarg);
             break;
         case 'S':
             if (!parse_size(optarg, &o.max_bytes))

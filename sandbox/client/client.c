@@ -211,6 +211,10 @@ int mini_client_connect(struct mini_client *c, const char *socket_path, bool all
     }
     if (socket_path)
         c->fd = connect_path(socket_path);
+    /* Root's shared daemon may be the system-wide one (socket activation,
+     * packaging/systemd/system/mini-sandboxd.socket). */
+    if (c->fd < 0 && def && geteuid() == 0)
+        c->fd = connect_path(MINI_SYSTEM_SOCKET);
     if (c->fd < 0) {
         int err = errno;
         if (!allow_private)

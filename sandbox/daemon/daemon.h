@@ -18,6 +18,7 @@
 #include "server.h"
 #include "spawn.h"
 #include "workspace.h"
+#include "netpolicy.h"
 #include "mini/buf.h"
 #include "mini/profile.h"
 #include "mini/proto.h"
@@ -69,8 +70,20 @@ enum ev_kind {
     EV_STDIN,
     EV_POOL_CTL,
     EV_POOL_PID,
-    EV_DISK
+    EV_DISK,
+    EV_MEASURE,
+    EV_PROXY_LISTEN, /* proxy.c: a sandbox's listener, a connection's ends, */
+    EV_PROXY_CLIENT, /* the resolver process, the deadline timer */
+    EV_PROXY_UP,
+    EV_PROXY_DNS,
+    EV_PROXY_TICK
 };
+
+/* The network allowlist's proxy (proxy.c, docs/profiles.md): the most
+ * connections it holds for all sessions (two fds each), and name lookups
+ * in flight in the resolver process. */
+#define PROXY_MAX_CONNS 1024
+#define MAX_LOOKUPS 64
 
 /* Prepared sandboxes: each session keeps one more than it has commands
  * running (at most POOL_SESSION_MAX), and the daemon at most POOL_TOTAL_MAX
@@ -85,12 +98,40 @@ struct ev {
 
 struct pooled;
 struct bpf_cache;
+struct proxy;
+struct proxy_listener;
+struct mini_netrule;
+
+/* A session's allowlist, compiled, and what its connections used. */
+struct session_net {
+    struct mini_netrule *allow, *deny;
+    size_t n_allow, n_deny;
+    struct mini_net_pins pins; /* the profile's network.resolve */
+    int conns;        /* open now */
+    uint64_t in, out; /* bytes, since the session opened */
+};
 
 /* The disk watch (disk.c): how often the filesystems' use is polled while
  * a command runs, and the most entries a session's trees may hold to be
  * measured (past it, disk_mb is reported as not enforced). */
 #define DISK_POLL_MS 50
 #define DISK_MAX_ENTRIES 2000000u
+
+/* A process measuring a session's trees (disk.c): at open, the session's
+ * `opened` waits for it; while commands run, it checks the limit. */
+enum measure_kind { MEASURE_OPEN, MEASURE_CHECK };
+struct measure {
+    struct measure *next; /* in the server's list */
+    enum measure_kind kind;
+    bool abandoned; /* nobody waits for the result: killed, dropped */
+    pid_t pid;
+    int fd; /* the result comes on this pipe */
+    struct ev ev;
+    struct session *ss;    /* holds a reference */
+    struct client *client; /* MEASURE_OPEN: who gets `opened` (NULL: gone) */
+    int64_t req_id;
+    uint64_t used; /* MEASURE_CHECK: the filesystems' use when it started */
+};
 
 struct disk_watch {
     bool on;        /* enforced for this session */
@@ -100,6 +141,8 @@ struct disk_watch {
     uint64_t base, total; /* the trees' bytes at open, and at the last measure */
     uint64_t mark;        /* filesystems' used bytes at which to measure again */
     char *note;           /* while over the limit: said in every exit */
+    struct measure *busy; /* the measure in flight, or NULL */
+    int64_t t_open;       /* mono ns the measure at open started */
     char why[320];        /* how it is enforced, or why not */
 };
 
@@ -132,6 +175,10 @@ struct session {
     int ws_fd;
     uid_t host_uid; /* the host ids the sandbox's processes run as */
     gid_t host_gid;
+    uid_t inner_uid; /* what they are inside (the only ids mapped): 0, or an image's User */
+    gid_t inner_gid;
+    int root_slot;   /* root daemon, image User not root: a second slot, whose ids are the image's root */
+    long root_host_uid, root_host_gid; /* those ids, else -1 */
     uid_t owner_uid; /* the host ids its files in the workspace get */
     gid_t owner_gid;
     int uid_slot;     /* root daemon: its slot in the server's uid range, else -1 */
@@ -144,9 +191,10 @@ struct session {
     char *image_root;              /* the root of the session's image (open.image), or NULL */
     struct mini_env image_env;     /* its config's Env */
     char *image_workdir;           /* its config's WorkingDir (the default cwd), or NULL */
-    int image_userns;              /* root daemon: image uid 0 -> host_uid (an idmapping), else -1 */
+    int image_userns;              /* root daemon: image uid inner_uid -> host_uid (an idmapping), else -1 */
     int image_hold;                /* mini_image_hold() on it, else -1 */
     struct disk_watch disk;
+    struct session_net net;
 };
 
 struct pooled {
@@ -193,6 +241,7 @@ struct exec {
     bool accepted;              /* init has read the launch (MINI_CTL_ACCEPTED) */
     bool retried;               /* the first sandbox died before accepting: this is the second */
     bool finished;              /* exit sent; kept only until init is reaped */
+    bool disk_wait;             /* done: its exit waits for the disk watch's measure */
     int status;                 /* wait status of the command */
     int init_status;            /* wait status of init, once reaped */
     int64_t cpu_us, max_rss_kb; /* from init's report, else from reaping init */
@@ -208,6 +257,7 @@ struct exec {
     char *stdin_data;
     size_t stdin_len, stdin_off;
     int64_t start_ns;
+    struct proxy_listener *proxy; /* network allowlist: accepting on the sandbox's listener */
 };
 
 struct server {
@@ -217,6 +267,7 @@ struct server {
     struct exec *execs, *dead_execs;
     struct pooled *dead_pooled;
     struct pooled *closing_pooled; /* of closed sessions, killed, not yet reaped */
+    struct measure *measures;      /* the disk watch's, in flight */
     size_t pooled_total;
     uint64_t next_session;
     int64_t execs_total, start_ns;
@@ -244,6 +295,7 @@ struct server {
     FILE *audit;
     struct mini_ws_guard guard; /* what a workspace must not be or hold */
     struct mini_uid_range uids; /* root daemon: host ids for sessions */
+    struct proxy *proxy;        /* proxy.c */
     /* Filesystems (st_dev) whose workspaces have been idmapped: the probe
      * of session_ids is not repeated for them (it costs a mount's teardown). */
     dev_t idmap_ok[16];
@@ -265,6 +317,10 @@ void send_ok(struct server *s, struct client *c, int64_t id);
 /* ----------------------------------------------------------- session.c */
 
 void do_open(struct server *s, struct client *c, const struct mini_req *req);
+/* The rest of an open, once the disk watch has measured the workspace:
+ * the session joins c (NULL: gone, the session is dropped) and `opened`
+ * goes out. */
+void open_finish(struct server *s, struct client *c, struct session *ss, int64_t req_id);
 void do_close(struct server *s, struct client *c, const struct mini_req *req);
 struct session *session_find(struct client *c, const char *id);
 /* Close a session of c: its commands are killed (why), its pool emptied. */
@@ -306,6 +362,8 @@ void do_cancel(struct server *s, struct client *c, const struct mini_req *req);
 /* Kill the command's sandbox; why becomes its limit unless it has one. */
 void exec_kill(struct exec *x, enum mini_limit why);
 void exec_free(struct exec *x);
+/* The command is done: its exit (or error) goes out. */
+void exec_finish(struct server *s, struct exec *x);
 /* The sandbox's events: control socket, output, exit, timeout, stdin. */
 void exec_drain_ctl(struct server *s, struct exec *x);
 void exec_read_out(struct server *s, struct exec *x);
@@ -317,8 +375,10 @@ void kill_all(struct server *s);
 
 /* -------------------------------------------------------------- disk.c */
 
-/* Set up the session's disk watch (after its overlay): measures its trees. */
-void disk_open(struct session *ss);
+/* Set up the session's disk watch (after its overlay).  1: its trees are
+ * being measured, and open_finish(c, req_id) follows when they are; 0: no measure
+ * (not watched, said in disk_json). */
+int disk_open(struct server *s, struct client *c, struct session *ss, int64_t req_id);
 void disk_close(struct session *ss);
 /* isolation.workspace_quota of `opened`. */
 void disk_json(const struct session *ss, cJSON *o);
@@ -327,7 +387,32 @@ void disk_json(const struct session *ss, cJSON *o);
  * when the timer cannot be had. */
 int disk_exec_start(struct exec *x);
 void disk_tick(struct server *s, struct exec *x);
-/* A command ended (before its exit is sent): the last check, timer gone. */
-void disk_exec_end(struct server *s, struct exec *x);
+/* A command ended (before its exit is sent): the last check, timer gone.
+ * 1: the exit waits for a measure (x->disk_wait), sent by disk_measured. */
+int disk_exec_end(struct server *s, struct exec *x);
+/* A measuring process's pipe is readable: its result applied. */
+void disk_measured(struct server *s, struct measure *m);
+/* c is closing: the opens it waits for are dropped. */
+void disk_client_gone(struct server *s, struct client *c);
+/* At stop: every measure stopped and dropped. */
+void disk_fini(struct server *s);
+
+/* ------------------------------------------------------------- proxy.c */
+
+/* The pins (--resolve) and the deadline timer; the resolver process is
+ * started at the first lookup a pin does not answer. */
+int proxy_init(struct server *s, struct mini_err *e);
+void proxy_fini(struct server *s);
+/* Compile the profile's allowlist into ss->net (open). */
+int session_net_open(struct session *ss, struct mini_err *e);
+void session_net_close(struct session *ss);
+/* The command is launched: accept on its sandbox's listener, if it has one. */
+void proxy_start(struct server *s, struct exec *x);
+/* The command is over: its connections end, the listener closes. */
+void proxy_stop(struct exec *x);
+void proxy_event(struct server *s, struct ev *ev, uint32_t events);
+bool proxy_ev_dead(const struct ev *ev);
+/* Free what was closed in this epoll batch. */
+void proxy_bury(struct server *s);
 
 #endif

@@ -8,7 +8,8 @@
  * Measuring a tree costs a walk, so while a command runs the daemon only
  * polls the filesystems' used blocks (statfs, every DISK_POLL_MS) and
  * walks once they have grown by what the session still has left: the
- * session cannot have added more than its filesystems grew.  Over the
+ * session cannot have added more than its filesystems grew.  Walks run in
+ * a forked process (measure_start), off the daemon's loop.  Over the
  * limit, the session's running commands are killed (`limit: "disk"`) and
  * every exit says so in a note until the session is back under it, so a
  * later command may clean up.  A walk that fails (a directory the daemon
@@ -20,10 +21,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <limits.h>
 #include <unistd.h>
 #include "daemon.h"
 #include "mini/clock.h"
@@ -48,11 +53,10 @@ static uint64_t fs_used(const struct disk_watch *w)
 }
 
 /* The trees' total now, or -1 with e filled; one retry for a walk that a
- * rearranged tree cut short. */
-static int measure(const struct session *ss, uint64_t *total, struct mini_err *e)
+ * rearranged tree cut short.  Runs in a measuring process (below). */
+static int measure(const struct disk_watch *w, uint64_t *total, struct mini_err *e)
 {
     static const char *const what[] = { "the workspace", "the session overlay" };
-    const struct disk_watch *w = &ss->disk;
     *total = 0;
     for (int i = 0; i < w->n; i++) {
         uint64_t b = 0;
@@ -66,20 +70,142 @@ static int measure(const struct session *ss, uint64_t *total, struct mini_err *e
     return 0;
 }
 
+/* What a measuring process writes to its pipe: one write, under PIPE_BUF. */
+struct measure_result {
+    int rc;
+    uint64_t total;
+    char msg[512];
+};
+_Static_assert(sizeof(struct measure_result) <= PIPE_BUF, "one atomic write");
+
+/* Every fd of the process but 0-2 and keep[] (ascending) closed. */
+static void close_all_but(const int *keep, int n)
+{
+    unsigned lo = 3;
+    for (int i = 0; i < n; i++) {
+        if ((unsigned)keep[i] > lo)
+            close_range(lo, (unsigned)keep[i] - 1, 0);
+        lo = (unsigned)keep[i] + 1;
+    }
+    close_range(lo, ~0U, 0);
+}
+
+/* A walk can take a second on a large tree, and the daemon's loop serves
+ * every client: so a process forked for it walks and writes the result to
+ * a pipe, which the loop reads when it comes (disk_measured).  A process,
+ * not a thread: the daemon clones sandboxes with raw clone3, whose child
+ * then calls into libc, and a second thread could hold a libc lock at that
+ * moment.  The child keeps only the trees' fds and its pipe. */
+static struct measure *measure_start(struct server *s, struct session *ss, enum measure_kind kind)
+{
+    struct disk_watch *w = &ss->disk;
+    struct measure *m = calloc(1, sizeof *m);
+    int p[2];
+    if (!m || pipe2(p, O_CLOEXEC) < 0) {
+        free(m);
+        return NULL;
+    }
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        prctl(PR_SET_NAME, "sandboxd-du"); /* in ps, apart from sandboxes being cloned */
+        if (getppid() != parent)
+            _exit(1);
+        int keep[3] = { p[1], w->fd[0], w->n > 1 ? w->fd[1] : -1 }, nk = w->n + 1;
+        for (int i = 1; i < nk; i++) /* ascending, for close_all_but */
+            for (int j = i; j > 0 && keep[j] < keep[j - 1]; j--) {
+                int t = keep[j];
+                keep[j] = keep[j - 1];
+                keep[j - 1] = t;
+            }
+        close_all_but(keep, nk);
+        struct measure_result r = { 0 };
+        struct mini_err e;
+        r.rc = measure(w, &r.total, &e);
+        if (r.rc < 0)
+            snprintf(r.msg, sizeof r.msg, "%.500s", e.msg);
+        _exit(write(p[1], &r, sizeof r) == sizeof r ? 0 : 1);
+    }
+    int err = errno;
+    close(p[1]);
+    if (pid < 0) {
+        close(p[0]);
+        free(m);
+        errno = err;
+        return NULL;
+    }
+    m->pid = pid;
+    m->fd = p[0];
+    m->kind = kind;
+    m->ss = ss;
+    ss->refs++;
+    m->ev = (struct ev){ EV_MEASURE, m };
+    if (ep_add(s, m->fd, EPOLLIN, &m->ev) < 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        close(m->fd);
+        session_unref(ss);
+        free(m);
+        return NULL;
+    }
+    m->next = s->measures;
+    s->measures = m;
+    w->busy = m;
+    return m;
+}
+
+/* Read the result (or learn that the process died without one), reap,
+ * unlink; m is then the caller's to free. */
+static bool measure_collect(struct server *s, struct measure *m, struct measure_result *r)
+{
+    ssize_t n = mini_read_full(m->fd, r, sizeof *r);
+    ep_del(s, m->fd);
+    mini_close(m->fd);
+    m->fd = -1;
+    while (waitpid(m->pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    for (struct measure **pp = &s->measures; *pp; pp = &(*pp)->next)
+        if (*pp == m) {
+            *pp = m->next;
+            break;
+        }
+    if (m->ss->disk.busy == m)
+        m->ss->disk.busy = NULL;
+    return n == (ssize_t)sizeof *r;
+}
+
+/* Stop a measure nobody waits for any more: its result is dropped. */
+static void measure_abandon(struct measure *m)
+{
+    m->abandoned = true;
+    kill(m->pid, SIGKILL);
+}
+
 static void watch_off(struct disk_watch *w, const char *why, const char *detail)
 {
     w->on = false;
     snprintf(w->why, sizeof w->why, "%s%s%.200s%s", why, detail ? " (" : "", detail ? detail : "", detail ? ")" : "");
 }
 
-void disk_open(struct session *ss)
+static void watch_on(struct disk_watch *w)
+{
+    w->on = true;
+    snprintf(w->why, sizeof w->why,
+             "watched by the daemon: the filesystems' use polled every %d ms while a command runs, "
+             "the session's trees measured when they grow; a command may overshoot by what it "
+             "writes in that time",
+             DISK_POLL_MS);
+}
+
+int disk_open(struct server *s, struct client *c, struct session *ss, int64_t req_id)
 {
     struct disk_watch *w = &ss->disk;
     w->fd[0] = w->fd[1] = -1;
     w->limit = ss->profile->limits.disk_bytes;
     if (!w->limit) {
         watch_off(w, "the profile sets no disk_mb", NULL);
-        return;
+        return 0;
     }
     if (ss->profile->workspace_writable)
         w->fd[w->n++] = fcntl(ss->ws_fd, F_DUPFD_CLOEXEC, 0);
@@ -92,30 +218,25 @@ void disk_open(struct session *ss)
         struct stat st;
         if (w->fd[i] < 0 || fstat(w->fd[i], &st) < 0) {
             watch_off(w, "the session's trees could not be opened", strerror(errno));
-            return;
+            return 0;
         }
         w->dev[i] = st.st_dev;
     }
     if (w->n == 0) {
         watch_off(w, "nothing the session writes stays on disk: a read-only workspace, no overlay", NULL);
-        return;
+        return 0;
     }
-    struct mini_err e;
-    int64_t t0 = mini_mono_ns();
-    if (measure(ss, &w->base, &e) < 0) {
-        watch_off(w, "disk_mb is not enforced: the workspace could not be measured at open", e.msg);
+    struct measure *m = measure_start(s, ss, MEASURE_OPEN);
+    if (!m) {
+        watch_off(w, "disk_mb is not enforced: no process could be started to measure the workspace",
+                  strerror(errno));
         log_warn("session %s: %s", ss->id, w->why);
-        return;
+        return 0;
     }
-    w->total = w->base;
-    w->on = true;
-    snprintf(w->why, sizeof w->why,
-             "watched by the daemon: the filesystems' use polled every %d ms while a command runs, "
-             "the session's trees measured when they grow; a command may overshoot by what it "
-             "writes in that time",
-             DISK_POLL_MS);
-    log_debug("session %s: %" PRIu64 " bytes at open, measured in %lld ms", ss->id, w->base,
-              (long long)((mini_mono_ns() - t0) / 1000000));
+    m->client = c;
+    m->req_id = req_id;
+    w->t_open = mini_mono_ns();
+    return 1;
 }
 
 void disk_close(struct session *ss)
@@ -157,21 +278,20 @@ static void kill_session(struct server *s, struct session *ss)
             exec_kill(x, MINI_LIMIT_DISK);
 }
 
-/* Measure now; over the limit (or unmeasurable), kill and note. */
-static void check(struct server *s, struct session *ss, uint64_t used)
+/* A measure while commands ran came back: over the limit (or
+ * unmeasurable), kill and note. */
+static void checked(struct server *s, struct session *ss, const struct measure_result *r, bool got, uint64_t used)
 {
     struct disk_watch *w = &ss->disk;
-    struct mini_err e;
-    uint64_t total;
     char note[512];
-    if (measure(ss, &total, &e) < 0) {
+    if (!got || r->rc < 0) {
         snprintf(note, sizeof note,
                  "disk: the session's trees grew past what disk_mb (%" PRIu64 " MiB) leaves, and could "
                  "not be measured (%.200s): commands are killed until they can be",
-                 w->limit >> 20, e.msg);
+                 w->limit >> 20, got ? r->msg : "the measuring process died");
         w->total = w->base + w->limit + 1;
     } else {
-        w->total = total;
+        w->total = r->total;
         snprintf(note, sizeof note,
                  "disk: the session has added %.1f MiB to its workspace%s, over its disk_mb of %" PRIu64
                  " MiB; commands that write are killed until it is back under",
@@ -187,13 +307,81 @@ static void check(struct server *s, struct session *ss, uint64_t used)
     set_mark(w, used);
 }
 
+static void start_check(struct server *s, struct session *ss, uint64_t used)
+{
+    struct measure *m = measure_start(s, ss, MEASURE_CHECK);
+    if (m) {
+        m->used = used;
+        return;
+    }
+    /* No process to measure with: fail closed, as a failed walk does. */
+    struct measure_result r = { .rc = -1 };
+    snprintf(r.msg, sizeof r.msg, "no measuring process: %s", strerror(errno));
+    checked(s, ss, &r, true, used);
+}
+
+void disk_measured(struct server *s, struct measure *m)
+{
+    struct measure_result r;
+    bool got = measure_collect(s, m, &r);
+    struct session *ss = m->ss;
+    struct disk_watch *w = &ss->disk;
+    if (m->kind == MEASURE_OPEN && m->abandoned) {
+        session_unref(ss); /* the open's own reference: its client left */
+    } else if (m->kind == MEASURE_OPEN) {
+        if (!got || r.rc < 0) {
+            watch_off(w, "disk_mb is not enforced: the workspace could not be measured at open",
+                      got ? r.msg : "the measuring process died");
+            log_warn("session %s: %s", ss->id, w->why);
+        } else {
+            w->base = w->total = r.total;
+            watch_on(w);
+            log_debug("session %s: %" PRIu64 " bytes at open, measured in %lld ms", ss->id, w->base,
+                      (long long)((mini_mono_ns() - w->t_open) / 1000000));
+        }
+        open_finish(s, m->client, ss, m->req_id);
+    } else {
+        if (!ss->closed && !m->abandoned)
+            checked(s, ss, &r, got, fs_used(w));
+        /* The exits that waited for this measure go out now, with its note. */
+        for (struct exec *x = s->execs, *next; x; x = next) {
+            next = x->next;
+            if (x->session == ss && x->disk_wait)
+                exec_finish(s, x); /* may bury x */
+        }
+    }
+    session_unref(ss);
+    free(m);
+}
+
+void disk_client_gone(struct server *s, struct client *c)
+{
+    for (struct measure *m = s->measures; m; m = m->next)
+        if (m->kind == MEASURE_OPEN && m->client == c && !m->abandoned) {
+            measure_abandon(m);
+            m->client = NULL;
+            s->n_sessions--;
+        }
+}
+
+/* After every client is closed (their opens abandoned): what is left are
+ * checks, whose exits were sent at the kill. */
+void disk_fini(struct server *s)
+{
+    while (s->measures) {
+        struct measure *m = s->measures;
+        measure_abandon(m);
+        disk_measured(s, m);
+    }
+}
+
 int disk_exec_start(struct exec *x)
 {
     struct disk_watch *w = &x->session->disk;
     x->disk_timer = -1;
     if (!w->on)
         return 0;
-    if (x->session->running == 0)
+    if (x->session->running == 0 && !w->busy)
         set_mark(w, fs_used(w));
     x->disk_timer = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     struct itimerspec its = { .it_interval = { .tv_nsec = DISK_POLL_MS * 1000000L },
@@ -210,21 +398,31 @@ void disk_tick(struct server *s, struct exec *x)
     if (read(x->disk_timer, &ticks, sizeof ticks) != sizeof ticks || x->finished)
         return;
     struct disk_watch *w = &x->session->disk;
+    if (w->busy)
+        return;
     uint64_t used = fs_used(w);
     if (used >= w->mark)
-        check(s, x->session, used);
+        start_check(s, x->session, used);
 }
 
-void disk_exec_end(struct server *s, struct exec *x)
+int disk_exec_end(struct server *s, struct exec *x)
 {
     if (x->disk_timer < 0)
-        return;
+        return 0;
     ep_del(s, x->disk_timer);
     mini_close(x->disk_timer);
     x->disk_timer = -1;
-    /* The last writes since the last tick: the next command's mark. */
+    /* The last writes since the last tick: measured before the exit goes
+     * out, so that the command that went over hears it.  Over already:
+     * has this one cleaned up? */
     struct disk_watch *w = &x->session->disk;
-    uint64_t used = fs_used(w);
-    if (used >= w->mark || w->note) /* over: has this one cleaned up? */
-        check(s, x->session, used);
+    if (s->stopping)
+        return 0;
+    if (!w->busy) {
+        uint64_t used = fs_used(w);
+        if (used < w->mark && !w->note)
+            return 0;
+        start_check(s, x->session, used);
+    }
+    return w->busy ? 1 : 0;
 }

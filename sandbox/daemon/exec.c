@@ -30,6 +30,7 @@
 
 void exec_free(struct exec *x)
 {
+    proxy_stop(x);
     slot_release(&x->slot);
     mini_close(x->timer);
     mini_close(x->disk_timer);
@@ -62,6 +63,8 @@ static void exec_bury(struct server *s, struct exec *x)
 
 void exec_kill(struct exec *x, enum mini_limit why)
 {
+    if (x->disk_wait) /* it is over: only its exit is still to go */
+        return;
     if (x->limit == MINI_LIMIT_NONE)
         x->limit = why;
     mini_sandbox_kill(&x->slot.sb);
@@ -109,10 +112,12 @@ static void emit_output(struct server *s, struct exec *x, const char *p, size_t 
     send_rep(s, x->client, &rep);
 }
 
-static void exec_finish(struct server *s, struct exec *x)
+void exec_finish(struct server *s, struct exec *x)
 {
     int64_t ms = (mini_mono_ns() - x->start_ns) / 1000000;
-    disk_exec_end(s, x);
+    x->disk_wait = disk_exec_end(s, x) > 0;
+    if (x->disk_wait)
+        return; /* disk_measured calls again */
     if (x->err.code != MINI_OK) {
         send_error(s, x->client, x->id, &x->err);
         audit(s, x, 125, ms);
@@ -203,6 +208,7 @@ static void exec_finish(struct server *s, struct exec *x)
     mini_buf_free(&out);
 done:
     log_debug("exec %lld finished in %lld ms", (long long)x->id, (long long)ms);
+    proxy_stop(x);
     x->session->running--;
     s->running--;
     if (x->client)
@@ -239,6 +245,7 @@ static bool exec_retry(struct server *s, struct exec *x)
     ep_del(s, x->slot.sb.out);
     ep_del(s, x->slot.sb.pidfd);
     ep_del(s, x->slot.sb.in);
+    proxy_stop(x);
     slot_release(&x->slot);
     x->out_eof = x->reaped = x->out_paused = false;
     x->stdin_off = 0;
@@ -262,7 +269,7 @@ static bool exec_retry(struct server *s, struct exec *x)
  * command's status (having killed and reaped everything else) or died. */
 static void exec_maybe_finish(struct server *s, struct exec *x)
 {
-    if (!x->finished && x->out_eof && (x->reaped || x->have_status) && !exec_retry(s, x))
+    if (!x->finished && !x->disk_wait && x->out_eof && (x->reaped || x->have_status) && !exec_retry(s, x))
         exec_finish(s, x);
 }
 
@@ -335,6 +342,7 @@ static void exec_launch(struct server *s, struct exec *x)
         exec_kill(x, MINI_LIMIT_NONE);
         return;
     }
+    proxy_start(s, x);
     if (x->stdin_data) {
         mini_set_nonblock(x->slot.sb.in, 1);
         exec_write_stdin(s, x);
@@ -465,6 +473,15 @@ static char **build_env(const struct session *ss, const struct mini_req_exec *r,
     /* An image's own variables (its PATH is where its programs are). */
     for (size_t i = 0; i < ss->image_env.n; i++)
         rc |= env_put(&b, ss->image_env.keys[i], ss->image_env.values[i]);
+    /* The allowlist's proxy, for every client that reads these; the
+     * session's and the request's variables may still replace them. */
+    if (p->network == MINI_NET_ALLOW) {
+        static const char *const names[] = { "http_proxy", "HTTP_PROXY", "https_proxy",
+                                             "HTTPS_PROXY", "all_proxy",  "ALL_PROXY" };
+        for (size_t i = 0; i < MINI_ARRAY_SIZE(names); i++)
+            rc |= env_put(&b, names[i], "http://127.0.0.1:" MINI_STR(MINI_NET_PROXY_PORT));
+        rc |= env_put(&b, "no_proxy", "localhost,127.0.0.1") | env_put(&b, "NO_PROXY", "localhost,127.0.0.1");
+    }
     for (size_t i = 0; i < p->n_env_pass; i++) {
         const char *v = getenv(p->env_pass[i]);
         if (v)

@@ -1,5 +1,6 @@
 /* mini-sandboxd: the sandbox executor.  See docs/protocol.md. */
 #include "server.h"
+#include "netpolicy.h"
 #include "mini/client.h"
 #include "mini/cleanup.h"
 #include "mini/io.h"
@@ -12,8 +13,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
+
+/* The first fd systemd passes (sd_listen_fds(3): SD_LISTEN_FDS_START). */
+#define LISTEN_FDS_START 3
 
 static void usage(FILE *f)
 {
@@ -28,14 +34,20 @@ static void usage(FILE *f)
             "  --foreground       do not detach (a detached daemon writes its messages to\n"
             "                     STATE-DIR/sandboxd.log once it listens)\n"
             "  --log-level L      error, warn, info or debug (default warn)\n"
-            "  --audit-log FILE   append one JSON line per command\n"
+            "  --audit-log FILE   append one JSON line per command and per proxied connection\n"
+            "  --resolve NAME:ADDR  the network proxy resolves NAME to ADDR (repeatable; a\n"
+            "                     name given twice gets both addresses), not through DNS\n"
             "  --inherit-fd FD    serve the connected socket FD only, exit when it closes\n"
             "                     (how mini-sandbox starts a private daemon)\n"
             "  --max-clients N    serve at most N connections at once (default: 256, or\n"
             "                     fewer when the open-files limit is low)\n"
             "  --frame-timeout S  close a connection that holds part of a frame for S\n"
             "                     seconds (default 30)\n"
-            "  -h, --help, --version\n",
+            "  -h, --help, --version\n\n"
+            "Socket activation: with LISTEN_PID set to its pid and LISTEN_FDS=1 (as systemd\n"
+            "starts it from mini-sandboxd.socket), it serves the listening socket on fd 3\n"
+            "instead of binding one, stays in the foreground and leaves the socket in place\n"
+            "when it stops.\n",
             mini_profile_default_dir());
 }
 
@@ -59,6 +71,65 @@ static char *dirname_of(const char *path)
     else if (slash)
         slash[1] = '\0';
     return d;
+}
+
+static bool parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* Socket activation, systemd's protocol (sd_listen_fds(3)) by hand: when
+ * LISTEN_PID is this process, LISTEN_FDS sockets start at fd 3.  The
+ * daemon serves one: a listening Unix stream socket bound to a path, which
+ * becomes the socket path (*path, malloc'ed).  0 with *fd = -1 when the
+ * daemon was not started this way.  The variables are removed either way,
+ * so that no child of the daemon takes them for its own. */
+static int activation_socket(int *fd, char **path, struct mini_err *e)
+{
+    *fd = -1;
+    *path = NULL;
+    const char *pid_s = getenv("LISTEN_PID"), *fds_s = getenv("LISTEN_FDS");
+    long pid, n;
+    bool ours = pid_s && fds_s && parse_long(pid_s, 1, INT32_MAX, &pid) && pid == getpid();
+    bool fds_ok = ours && parse_long(fds_s, 0, 1024, &n);
+    if (ours && !fds_ok) {
+        mini_err_set(e, MINI_E_IO, "LISTEN_FDS=%s: not a number of file descriptors", fds_s);
+    } else if (ours && n != 1) {
+        mini_err_set(e, MINI_E_IO, "LISTEN_FDS=%ld: mini-sandboxd serves exactly one socket (ListenStream=)", n);
+        fds_ok = false;
+    }
+    unsetenv("LISTEN_PID");
+    unsetenv("LISTEN_FDS");
+    unsetenv("LISTEN_FDNAMES");
+    if (!ours)
+        return 0;
+    if (!fds_ok)
+        return -1;
+    int s = LISTEN_FDS_START, domain = 0, type = 0, acc = 0;
+    socklen_t l1 = sizeof domain, l2 = sizeof type, l3 = sizeof acc;
+    struct sockaddr_un sa = { 0 };
+    socklen_t sl = sizeof sa;
+    if (getsockopt(s, SOL_SOCKET, SO_DOMAIN, &domain, &l1) < 0 || getsockopt(s, SOL_SOCKET, SO_TYPE, &type, &l2) < 0 ||
+        getsockopt(s, SOL_SOCKET, SO_ACCEPTCONN, &acc, &l3) < 0 || getsockname(s, (struct sockaddr *)&sa, &sl) < 0)
+        return mini_err_sys(e, MINI_E_IO, errno, "LISTEN_FDS: fd %d is not a socket", s);
+    if (domain != AF_UNIX || type != SOCK_STREAM || !acc)
+        return mini_err_set(e, MINI_E_IO, "LISTEN_FDS: fd %d is not a listening Unix stream socket", s);
+    if (sl <= offsetof(struct sockaddr_un, sun_path) || sa.sun_path[0] != '/')
+        return mini_err_set(e, MINI_E_IO, "LISTEN_FDS: fd %d is not bound to an absolute path", s);
+    int fl = fcntl(s, F_GETFL);
+    if (fcntl(s, F_SETFD, FD_CLOEXEC) < 0 || fl < 0 || fcntl(s, F_SETFL, fl | O_NONBLOCK) < 0)
+        return mini_err_sys(e, MINI_E_IO, errno, "LISTEN_FDS: fd %d", s);
+    size_t len = strnlen(sa.sun_path, sizeof sa.sun_path);
+    if (len == sizeof sa.sun_path || !(*path = strndup(sa.sun_path, len)))
+        return mini_err_set(e, MINI_E_IO, "LISTEN_FDS: fd %d: socket path unreadable", s);
+    *fd = s;
+    return 0;
 }
 
 /* Copy what the log got from offset `from` on to stderr. */
@@ -141,6 +212,7 @@ int main(int argc, char **argv)
         { "foreground", no_argument, NULL, 'f' },
         { "log-level", required_argument, NULL, 'l' },
         { "audit-log", required_argument, NULL, 'a' },
+        { "resolve", required_argument, NULL, 'R' },
         { "inherit-fd", required_argument, NULL, 'i' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
@@ -149,7 +221,8 @@ int main(int argc, char **argv)
         { 0 },
     };
     mini_log_init("mini-sandboxd", MINI_LOG_WARN);
-    struct mini_server_cfg cfg = { .inherit_fd = -1 };
+    struct mini_server_cfg cfg = { .inherit_fd = -1, .listen_fd = -1 };
+    _cleanup_free_ char **resolve = NULL;
     _cleanup_free_ char *socket_path = NULL, *state_dir = NULL, *sockdir = NULL;
     bool foreground = false;
     struct mini_err e;
@@ -168,6 +241,26 @@ int main(int argc, char **argv)
             break;
         case 'f': foreground = true; break;
         case 'a': cfg.audit_log = optarg; break;
+        case 'R': {
+            /* Checked now, so that a typo is a usage error, not a daemon
+             * that fails after detaching. */
+            struct mini_net_pins check = { 0 };
+            const char *why;
+            int bad = mini_net_pins_add(&check, optarg, &why);
+            mini_net_pins_free(&check);
+            if (bad < 0) {
+                fprintf(stderr, "mini-sandboxd: --resolve %s: %s\n", optarg, why);
+                return 2;
+            }
+            char **v = realloc(resolve, (cfg.n_resolve + 1) * sizeof *v);
+            if (!v) {
+                fprintf(stderr, "mini-sandboxd: out of memory\n");
+                return 1;
+            }
+            resolve = v;
+            resolve[cfg.n_resolve++] = optarg;
+            break;
+        }
         case 'l': {
             int lvl = mini_log_level_parse(optarg);
             if (lvl < 0) {
@@ -228,6 +321,18 @@ int main(int argc, char **argv)
     }
     if (!cfg.profile_dir)
         cfg.profile_dir = mini_profile_default_dir();
+    _cleanup_free_ char *passed_path = NULL;
+    if (activation_socket(&cfg.listen_fd, &passed_path, &e) < 0)
+        goto fail;
+    if (cfg.listen_fd >= 0) {
+        if (socket_path || cfg.inherit_fd >= 0) {
+            fprintf(stderr, "mini-sandboxd: %s: the socket is the one passed by LISTEN_FDS (%s)\n",
+                    socket_path ? "--socket" : "--inherit-fd", passed_path);
+            return 2;
+        }
+        socket_path = TAKE_PTR(passed_path);
+        foreground = true; /* whoever passed the socket watches this process */
+    }
     if (cfg.inherit_fd < 0 && !socket_path && !(socket_path = mini_default_socket(&e)))
         goto fail;
     if (socket_path) {
@@ -270,6 +375,7 @@ int main(int argc, char **argv)
     state_dir = real_state;
     cfg.socket_path = socket_path;
     cfg.state_dir = state_dir;
+    cfg.resolve = resolve;
     int ready = -1;
     if (!foreground && cfg.inherit_fd < 0 && daemonize(state_dir, &ready, &e) < 0)
         goto fail;

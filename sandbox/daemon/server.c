@@ -106,6 +106,10 @@ static void do_hello(struct server *s, struct client *c, const struct mini_req *
     cJSON_AddStringToObject(f, "limits_by",
                             s->cgroups.mode == MINI_CG_NONE ? "rlimits" : mini_cg_mode_name(s->cgroups.mode));
     cJSON_AddBoolToObject(f, "prepared_sandboxes", true);
+    /* open.allow_hosts and allowlist profiles (docs/profiles.md). */
+    cJSON *net = cJSON_AddObjectToObject(f, "network_allowlist");
+    cJSON_AddNumberToObject(net, "proxy_port", MINI_NET_PROXY_PORT);
+    cJSON_AddNumberToObject(net, "pins", (double)s->cfg->n_resolve);
     cJSON *lim = cJSON_AddObjectToObject(f, "limits");
     cJSON_AddNumberToObject(lim, "connections", (double)s->max_clients);
     cJSON_AddNumberToObject(lim, "sessions", MAX_SESSIONS);
@@ -113,6 +117,7 @@ static void do_hello(struct server *s, struct client *c, const struct mini_req *
     cJSON_AddNumberToObject(lim, "running", MAX_RUNNING);
     cJSON_AddNumberToObject(lim, "running_per_connection", MAX_RUNNING_PER_CLIENT);
     cJSON_AddNumberToObject(lim, "unread_reply_bytes", WQ_MAX);
+    cJSON_AddNumberToObject(lim, "proxied_connections", PROXY_MAX_CONNS);
     cJSON *machine = mini_caps_to_json(&s->caps);
     if (machine)
         cJSON_AddItemToObject(f, "machine", machine);
@@ -124,10 +129,13 @@ static void do_hello(struct server *s, struct client *c, const struct mini_req *
 static void do_stats(struct server *s, struct client *c, const struct mini_req *req)
 {
     struct mini_rep rep = { .op = MINI_OP_STATS, .id = req->id };
-    int64_t sessions = 0, running = 0;
+    int64_t sessions = 0, running = 0, preparing = 0;
     for (struct client *k = s->clients; k; k = k->next)
-        for (struct session *ss = k->sessions; ss; ss = ss->next)
+        for (struct session *ss = k->sessions; ss; ss = ss->next) {
             sessions++;
+            for (struct pooled *p = ss->pool; p; p = p->next)
+                preparing += !p->ready && !p->dead;
+        }
     for (struct exec *x = s->execs; x; x = x->next)
         running += !x->finished;
     rep.u.stats.sessions = sessions;
@@ -135,6 +143,7 @@ static void do_stats(struct server *s, struct client *c, const struct mini_req *
     rep.u.stats.execs_total = s->execs_total;
     rep.u.stats.clients = (int64_t)s->n_clients;
     rep.u.stats.uptime_ms = (mini_mono_ns() - s->start_ns) / 1000000;
+    rep.u.stats.preparing = preparing;
     send_rep(s, c, &rep);
 }
 
@@ -157,6 +166,7 @@ static void client_close(struct server *s, struct client *c)
         }
     while (c->sessions)
         session_close(s, c, c->sessions, MINI_LIMIT_DISCONNECT);
+    disk_client_gone(s, c);
     for (struct client **pp = &s->clients; *pp; pp = &(*pp)->next)
         if (*pp == c) {
             *pp = c->next;
@@ -572,6 +582,7 @@ static void bury(struct server *s)
         s->dead_pooled = p->next;
         free(p);
     }
+    proxy_bury(s);
     while (s->dead_clients) {
         struct client *c = s->dead_clients;
         s->dead_clients = c->next;
@@ -593,6 +604,9 @@ static bool ev_dead(const struct ev *ev)
     case EV_STDIN: return ((const struct exec *)ev->obj)->dead;
     case EV_POOL_CTL:
     case EV_POOL_PID: return ((const struct pooled *)ev->obj)->dead;
+    case EV_PROXY_LISTEN:
+    case EV_PROXY_CLIENT:
+    case EV_PROXY_UP: return proxy_ev_dead(ev);
     default: return false;
     }
 }
@@ -631,9 +645,15 @@ static void handle(struct server *s, struct ev *ev, uint32_t events)
     case EV_PID: exec_reap(s, ev->obj); break;
     case EV_TIMER: exec_timer(s, ev->obj); break;
     case EV_DISK: disk_tick(s, ev->obj); break;
+    case EV_MEASURE: disk_measured(s, ev->obj); break;
     case EV_STDIN: exec_write_stdin(s, ev->obj); break;
     case EV_POOL_CTL:
     case EV_POOL_PID: pool_event(s, ev->obj, ev->kind == EV_POOL_PID); break;
+    case EV_PROXY_LISTEN:
+    case EV_PROXY_CLIENT:
+    case EV_PROXY_UP:
+    case EV_PROXY_DNS:
+    case EV_PROXY_TICK: proxy_event(s, ev, events); break;
     }
 }
 
@@ -658,13 +678,16 @@ static void server_free(struct server *s)
     while (s->clients)
         client_close(s, s->clients);
     pool_reap_closing(s);
+    disk_fini(s);
     bury(s);
+    proxy_fini(s);
     mini_cgroups_fini(&s->cgroups);
     sessions_fini(s);
     mini_ws_guard_free(&s->guard);
     mini_uid_range_free(&s->uids);
     bpf_cache_free(s);
-    if (s->lfd >= 0 && s->cfg->socket_path)
+    /* A passed socket is its owner's (systemd listens on it again). */
+    if (s->lfd >= 0 && s->cfg->socket_path && s->cfg->listen_fd < 0)
         unlink(s->cfg->socket_path);
     mini_close(s->lfd);
     mini_close(s->sfd);
@@ -750,15 +773,24 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
         mini_err_sys(e, MINI_E_IO, errno, "setting up the event loop");
         goto out;
     }
+    if (proxy_init(&s, e) < 0)
+        goto out;
     if (cfg->inherit_fd >= 0) {
         if (client_add(&s, cfg->inherit_fd) < 0) {
             mini_err_sys(e, MINI_E_IO, errno, "serving fd %d", cfg->inherit_fd);
             goto out;
         }
     } else {
-        if (listen_on(&s, cfg->socket_path, e) < 0 || ep_add(&s, s.lfd, EPOLLIN, &s.ev_listen) < 0)
+        if (cfg->listen_fd >= 0)
+            s.lfd = cfg->listen_fd;
+        else if (listen_on(&s, cfg->socket_path, e) < 0)
             goto out;
-        log_info("listening on %s", cfg->socket_path);
+        if (ep_add(&s, s.lfd, EPOLLIN, &s.ev_listen) < 0) {
+            mini_err_sys(e, MINI_E_IO, errno, "watching %s", cfg->socket_path);
+            goto out;
+        }
+        log_info("%s %s", cfg->listen_fd >= 0 ? "serving the socket passed by LISTEN_FDS:" : "listening on",
+                 cfg->socket_path);
         if (cfg->ready_fd > 0) {
             mini_write_all(cfg->ready_fd, "1", 1);
             close(cfg->ready_fd);

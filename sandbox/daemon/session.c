@@ -36,12 +36,15 @@ void session_unref(struct session *ss)
         free(ss->overlay_dir);
     }
     disk_close(ss);
+    session_net_close(ss);
     mini_profile_free(ss->profile);
     free(ss->workspace);
     mini_close(ss->ws_fd);
     mini_close(ss->idmap_userns);
     if (ss->uids)
         mini_uid_range_put(ss->uids, ss->uid_slot);
+    if (ss->uids && ss->root_slot >= 0)
+        mini_uid_range_put(ss->uids, ss->root_slot);
     mini_env_free(&ss->env);
     free(ss->image_root);
     free(ss->image_workdir);
@@ -54,7 +57,7 @@ void session_unref(struct session *ss)
 /* open.image: the image's root in the daemon's store (the same rule as
  * mini-sandbox image's: MINI_IMAGE_STORE, /var/lib/mini/images for root,
  * else under XDG_DATA_HOME) and its config's Env. */
-static int session_image(struct session *ss, const char *ref, struct mini_err *e)
+static int session_image(struct server *s, struct session *ss, const char *ref, const char *user, struct mini_err *e)
 {
     if (ss->assess.path == MINI_PATH_LANDLOCK)
         return mini_err_set(e, MINI_E_ISOLATION_UNAVAILABLE,
@@ -93,11 +96,38 @@ static int session_image(struct session *ss, const char *ref, struct mini_err *e
         if (r < 0)
             return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     }
-    /* A root daemon's store keeps the image's owners: its root's files
-     * become the sandbox's uid 0 through an idmapped mount. */
-    if (geteuid() == 0 && (ss->image_userns = mini_idmap_userns(0, ss->host_uid, 0, ss->host_gid, e)) < 0)
-        return -1;
-    return 0;
+    /* The config's User (or open.user) is who the commands run as: the
+     * sandbox's mapped ids become the image user's (docs/images.md). */
+    struct mini_image_user u;
+    if (mini_image_user_resolve(ss->image_root,
+                                user ? user : cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cfg, "User")), &u,
+                                e) < 0)
+        return mini_err_prefix(e, "image %s", ref);
+    ss->inner_uid = u.uid;
+    ss->inner_gid = u.gid;
+    if (geteuid() != 0)
+        return 0;
+    /* A root daemon's store keeps the image's owners: through an idmapped
+     * mount its user's files become the sandbox's, and, when that user is
+     * not root, root's become those of a second uid of the session's own,
+     * mapped as 0 inside (which nothing there runs as), so that they stay
+     * root's and the overlay can copy them up. */
+    unsigned long up[2][2] = { { u.uid, ss->host_uid } }, gp[2][2] = { { u.gid, ss->host_gid } };
+    size_t nu = 1, ng = 1;
+    if (u.uid != 0 || u.gid != 0) {
+        if (!ss->uids)
+            ss->uids = &s->uids;
+        if ((ss->root_slot = mini_uid_range_take(&s->uids)) < 0)
+            return mini_err_set(e, MINI_E_BUSY, "every uid of the daemon's range (%u) is in use", s->uids.count);
+        ss->root_host_uid = s->uids.uid_base + (uid_t)ss->root_slot;
+        ss->root_host_gid = s->uids.gid_base + (gid_t)ss->root_slot;
+        if (u.uid != 0)
+            up[nu][0] = 0, up[nu++][1] = (unsigned long)ss->root_host_uid;
+        if (u.gid != 0)
+            gp[ng][0] = 0, gp[ng++][1] = (unsigned long)ss->root_host_gid;
+    }
+    ss->image_userns = mini_idmap_userns_pairs((const unsigned long(*)[2])up, nu, (const unsigned long(*)[2])gp, ng, e);
+    return ss->image_userns < 0 ? -1 : 0;
 }
 
 struct session *session_find(struct client *c, const char *id)
@@ -164,10 +194,10 @@ static cJSON *isolation_json(const struct server *s, const struct session *ss)
         return NULL;
     cJSON_AddStringToObject(o, "network", ss->profile->network == MINI_NET_NONE ? "none" : "host");
     cJSON_AddStringToObject(o, "limits_by", ss->assess.cgroups ? mini_cg_mode_name(s->cgroups.mode) : "rlimits");
-    char map[64];
-    snprintf(map, sizeof map, "0 %u 1", (unsigned)ss->host_uid);
+    char map[96];
+    mini_format_id_map(map, sizeof map, ss->inner_uid, ss->host_uid, ss->root_host_uid, ", ");
     cJSON_AddStringToObject(o, "uid_map", map);
-    snprintf(map, sizeof map, "0 %u 1", (unsigned)ss->host_gid);
+    mini_format_id_map(map, sizeof map, ss->inner_gid, ss->host_gid, ss->root_host_gid, ", ");
     cJSON_AddStringToObject(o, "gid_map", map);
     snprintf(map, sizeof map, "%u:%u", (unsigned)ss->owner_uid, (unsigned)ss->owner_gid);
     cJSON_AddStringToObject(o, "files_owned_by", map);
@@ -353,6 +383,10 @@ static void session_spawn_cfg(const struct server *s, const struct session *ss, 
         .root_dir = s->root_dir,
         .host_uid = ss->host_uid,
         .host_gid = ss->host_gid,
+        .inner_uid = ss->inner_uid,
+        .inner_gid = ss->inner_gid,
+        .root_host_uid = ss->root_host_uid,
+        .root_host_gid = ss->root_host_gid,
         .idmap_workspace = ss->idmap,
         .idmap_userns = ss->idmap_userns,
         .init_fd = s->init_fd,
@@ -800,6 +834,8 @@ void do_open(struct server *s, struct client *c, const struct mini_req *req)
     ss->image_userns = -1;
     ss->image_hold = -1;
     ss->uid_slot = -1;
+    ss->root_slot = -1;
+    ss->root_host_uid = ss->root_host_gid = -1;
     ss->refs = 1;
     if (o->profile_data)
         ss->profile = mini_profile_from_json(o->profile_data, "profile_data", &e);
@@ -808,6 +844,9 @@ void do_open(struct server *s, struct client *c, const struct mini_req *req)
     if (!ss->profile)
         goto fail;
     if (o->overrides && mini_profile_apply_overrides(ss->profile, o->overrides, &e) < 0)
+        goto fail;
+    if (mini_profile_allow_hosts(ss->profile, o->allow_hosts, o->n_allow_hosts, &e) < 0 ||
+        session_net_open(ss, &e) < 0)
         goto fail;
     /* What this machine can give the profile: full, degraded (said in
      * every reply) or refused with the reason and the remedy. */
@@ -819,23 +858,38 @@ void do_open(struct server *s, struct client *c, const struct mini_req *req)
         goto fail;
     if (mini_ws_open(o->workspace, &ss->workspace, &ss->ws_fd, &e) < 0 || session_hide_secrets(s, ss, &e) < 0 ||
         mini_ws_check(&s->guard, ss->profile, ss->workspace, ss->ws_fd, &e) < 0 || session_ids(s, ss, &e) < 0 ||
-        ((o->image || ss->profile->image) && session_image(ss, o->image ? o->image : ss->profile->image, &e) < 0))
+        (o->user && !o->image && !ss->profile->image &&
+         mini_err_set(&e, MINI_E_BAD_REQUEST, "open.user is for an image's root (open.image); there is none") < 0) ||
+        ((o->image || ss->profile->image) &&
+         session_image(s, ss, o->image ? o->image : ss->profile->image, o->user, &e) < 0))
         goto fail;
     snprintf(ss->id, sizeof ss->id, "s%llu", (unsigned long long)++s->next_session);
     if (ss->profile->overlay_root && (ss->assess.features & MINI_FEAT_OVERLAY) && session_overlay(s, ss, &e) < 0)
         goto fail;
-    disk_open(ss);
     for (size_t i = 0; i < o->env.n; i++)
         if (mini_env_add(&ss->env, o->env.keys[i], o->env.values[i]) < 0) {
             mini_err_set(&e, MINI_E_NOMEM, "out of memory");
             goto fail;
         }
-    ss->next = c->sessions;
-    c->sessions = ss;
+    /* It counts from here, also while the disk watch measures it. */
     c->n_sessions++;
     s->n_sessions++;
+    if (disk_open(s, c, ss, req->id) == 0)
+        open_finish(s, c, ss, req->id);
+    return;
+fail:
+    if (e.code == MINI_E_PROFILE_INVALID && o->profile && !o->profile_data)
+        mini_err_prefix(&e, "profile %s", o->profile);
+    send_error(s, c, req->id, &e);
+    session_unref(ss);
+}
 
-    struct mini_rep rep = { .op = MINI_OP_OPENED, .id = req->id };
+void open_finish(struct server *s, struct client *c, struct session *ss, int64_t req_id)
+{
+    ss->next = c->sessions;
+    c->sessions = ss;
+
+    struct mini_rep rep = { .op = MINI_OP_OPENED, .id = req_id };
     /* The summary, then what is missing and what stands in for it. */
     char *notes[MINI_ASSESS_MAX_ITEMS + 2] = { NULL };
     char items[MINI_ASSESS_MAX_ITEMS][300];
@@ -854,12 +908,6 @@ void do_open(struct server *s, struct client *c, const struct mini_req *req)
     cJSON_Delete(rep.u.opened.isolation);
     log_info("session %s: profile %s, workspace %s", ss->id, ss->profile->name, ss->workspace);
     pool_fill(s, ss);
-    return;
-fail:
-    if (e.code == MINI_E_PROFILE_INVALID && o->profile && !o->profile_data)
-        mini_err_prefix(&e, "profile %s", o->profile);
-    send_error(s, c, req->id, &e);
-    session_unref(ss);
 }
 
 void session_close(struct server *s, struct client *c, struct session *ss, enum mini_limit why)

@@ -113,6 +113,8 @@ struct mini_caps {
     long max_user_namespaces;               /* /proc/sys/user/max_user_namespaces, -1 if unreadable */
     int unprivileged_userns_clone;          /* kernel.unprivileged_userns_clone, -1 if absent */
     int apparmor_restrict_userns;           /* kernel.apparmor_restrict_unprivileged_userns, -1 if absent */
+    int apparmor_profile_loaded;            /* MINI_APPARMOR_PROFILE is loaded: 1, 0, -1 cannot tell */
+    char apparmor_profile_file[MINI_CAPS_PATH_MAX]; /* the profile this install ships */
     char userns_why[MINI_CAPS_TEXT_MAX];    /* when user namespaces fail: why, one line */
     char userns_remedy[MINI_CAPS_TEXT_MAX]; /* and what to change */
 
@@ -148,6 +150,24 @@ struct mini_caps {
     int overlay_err;
     char overlay_stage[32]; /* which step failed */
 };
+
+/* The AppArmor profile that grants user namespaces to mini-sandboxd and
+ * mini-sandbox (packaging/apparmor/), by name, and the line of `check` and
+ * of the remedies that names it. */
+#define MINI_APPARMOR_PROFILE "mini-sandboxd"
+
+/* AppArmor's restriction on unprivileged user namespaces (Ubuntu 24.04
+ * and later): fills apparmor_restrict_userns from
+ * PROC/sys/kernel/apparmor_restrict_unprivileged_userns,
+ * apparmor_profile_loaded from SYS/kernel/security/apparmor/profiles, and
+ * apparmor_profile_file (share/mini/apparmor/ relative to the program).
+ * mini_caps_detect calls it with "/proc" and "/sys"; tests with fake
+ * roots. */
+void mini_caps_apparmor(struct mini_caps *c, const char *proc_root, const char *sys_root);
+
+/* The remedy for a restriction that blocks the daemon: load the profile.
+ * Empty when there is nothing to do (no restriction, root, or loaded). */
+void mini_caps_apparmor_remedy(const struct mini_caps *c, char *buf, size_t size);
 
 /* Probe everything.  Fails (MINI_E_IO / MINI_E_INTERNAL) only when the
  * probing itself is impossible (no /proc, fork fails); a missing feature

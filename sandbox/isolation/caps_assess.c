@@ -219,7 +219,7 @@ enum mini_assess_status mini_caps_assess(const struct mini_caps *c, const struct
     }
 
     unsigned core = MINI_FEAT_USER_NS | MINI_FEAT_MOUNT_NS | MINI_FEAT_PID_NS |
-        ((want_ns & MINI_FEAT_NET_NS) && p->network == MINI_NET_NONE ? MINI_FEAT_NET_NS : 0);
+        ((want_ns & MINI_FEAT_NET_NS) && p->network != MINI_NET_HOST ? MINI_FEAT_NET_NS : 0);
     if ((avail & core) == core) {
         a->path = MINI_PATH_NAMESPACES;
         a->namespaces = want_ns & avail;
@@ -234,6 +234,17 @@ enum mini_assess_status mini_caps_assess(const struct mini_caps *c, const struct
         if ((want & MINI_FEAT_OVERLAY) && (avail & MINI_FEAT_OVERLAY))
             a->features |= MINI_FEAT_OVERLAY;
     } else {
+        if (p->network == MINI_NET_ALLOW) {
+            feature_detail(c, (avail & MINI_FEAT_USER_NS) ? MINI_FEAT_NET_NS : MINI_FEAT_USER_NS, detail,
+                           sizeof detail);
+            setf(reason, sizeof reason,
+                 "an allowlist network needs the sandbox's own network namespace (its proxy listens there): %s",
+                 detail);
+            setf(remedy, sizeof remedy, "%s; or use a profile whose network is \"none\" or \"host\"",
+                 c->userns_remedy[0] ? c->userns_remedy : "enable user and network namespaces");
+            refuse(a, reason, remedy);
+            return a->status;
+        }
         if (c->landlock_abi < 1) {
             feature_detail(c, MINI_FEAT_USER_NS, detail, sizeof detail);
             setf(reason, sizeof reason, "no user namespaces (%s) and no Landlock to confine commands without them",

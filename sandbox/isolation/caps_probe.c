@@ -6,6 +6,7 @@
 #include "cgroup.h"
 #include "mini/cleanup.h"
 #include "mini/io.h"
+#include "mini/path.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -257,6 +258,49 @@ static int run_probe(unsigned long flags, const struct probe_arg *a, struct prob
     return 0;
 }
 
+/* --------------------------------------------------------- AppArmor */
+
+void mini_caps_apparmor(struct mini_caps *c, const char *proc_root, const char *sys_root)
+{
+    char path[MINI_CAPS_PATH_MAX];
+    setf(path, sizeof path, "%s/sys/kernel/apparmor_restrict_unprivileged_userns", proc_root);
+    long v = read_long(path);
+    c->apparmor_restrict_userns = v == 0 || v == 1 ? (int)v : -1;
+    /* One line per loaded profile: "NAME (MODE)".  Bounded: a machine
+     * has hundreds, not millions. */
+    c->apparmor_profile_loaded = -1;
+    setf(path, sizeof path, "%s/kernel/security/apparmor/profiles", sys_root);
+    FILE *f = fopen(path, "re");
+    if (f) {
+        char line[512];
+        c->apparmor_profile_loaded = 0;
+        for (int n = 0; n < 100000 && fgets(line, sizeof line, f); n++)
+            if (strncmp(line, MINI_APPARMOR_PROFILE " (", strlen(MINI_APPARMOR_PROFILE) + 2) == 0) {
+                c->apparmor_profile_loaded = 1;
+                break;
+            }
+        if (ferror(f))
+            c->apparmor_profile_loaded = -1;
+        fclose(f);
+    }
+    _cleanup_free_ char *file = mini_exe_relative(MINI_BIN_TO_DATA "/apparmor/" MINI_APPARMOR_PROFILE);
+    copy_str(c->apparmor_profile_file, sizeof c->apparmor_profile_file, file ? file : "");
+}
+
+void mini_caps_apparmor_remedy(const struct mini_caps *c, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    if (c->apparmor_restrict_userns != 1 || c->root || c->apparmor_profile_loaded == 1)
+        return;
+    setf(buf, size,
+         "load the AppArmor profile " MINI_APPARMOR_PROFILE " that grants `userns` to mini-sandboxd "
+         "(the Debian package installs it): sudo install -m 0644 %s /etc/apparmor.d/ && "
+         "sudo apparmor_parser -r /etc/apparmor.d/" MINI_APPARMOR_PROFILE
+         " (first edit the program paths in it if this install was moved), "
+         "or sysctl -w kernel.apparmor_restrict_unprivileged_userns=0",
+         c->apparmor_profile_file[0] ? c->apparmor_profile_file : "share/mini/apparmor/" MINI_APPARMOR_PROFILE);
+}
+
 /* ------------------------------------------------------- namespaces */
 
 static void detect_userns_why(struct mini_caps *c)
@@ -283,9 +327,7 @@ static void detect_userns_why(struct mini_caps *c)
         appendf(why, wn,
                 ": AppArmor restricts unprivileged user namespaces "
                 "(kernel.apparmor_restrict_unprivileged_userns=1)");
-        copy_str(rem, rn,
-                 "install an AppArmor profile granting `userns,` to mini-sandboxd (docs/isolation.md), "
-                 "or sysctl -w kernel.apparmor_restrict_unprivileged_userns=0");
+        mini_caps_apparmor_remedy(c, rem, rn);
     } else if (u->err == EUSERS) {
         appendf(why, wn, ": the nesting limit of user namespaces is reached");
         copy_str(rem, rn, "run the daemon in a less deeply nested user namespace");
@@ -488,7 +530,7 @@ int mini_caps_detect(struct mini_caps *c, struct mini_err *e)
         copy_str(c->kernel, sizeof c->kernel, u.release);
     c->max_user_namespaces = read_long("/proc/sys/user/max_user_namespaces");
     c->unprivileged_userns_clone = (int)read_long("/proc/sys/kernel/unprivileged_userns_clone");
-    c->apparmor_restrict_userns = (int)read_long("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
+    mini_caps_apparmor(c, "/proc", "/sys");
     detect_self_status(c);
     detect_container(c);
     detect_namespaces(c);
@@ -558,6 +600,15 @@ cJSON *mini_caps_to_json(const struct mini_caps *c)
     jadd(&j, sy, "user.max_user_namespaces", jnum_or_null(c->max_user_namespaces));
     jadd(&j, sy, "kernel.unprivileged_userns_clone", jnum_or_null(c->unprivileged_userns_clone));
     jadd(&j, sy, "kernel.apparmor_restrict_unprivileged_userns", jnum_or_null(c->apparmor_restrict_userns));
+    cJSON *aa = jadd(&j, o, "apparmor", cJSON_CreateObject());
+    jadd(&j, aa, "restrict_unprivileged_userns", jnum_or_null(c->apparmor_restrict_userns));
+    jadd(&j, aa, "profile", cJSON_CreateString(MINI_APPARMOR_PROFILE));
+    jadd(&j, aa, "profile_loaded",
+         c->apparmor_profile_loaded < 0 ? cJSON_CreateNull() : cJSON_CreateBool(c->apparmor_profile_loaded));
+    jadd(&j, aa, "profile_file", cJSON_CreateString(c->apparmor_profile_file));
+    char aa_rem[MINI_CAPS_TEXT_MAX];
+    mini_caps_apparmor_remedy(c, aa_rem, sizeof aa_rem);
+    jadd(&j, aa, "remedy", aa_rem[0] ? cJSON_CreateString(aa_rem) : cJSON_CreateNull());
 
     cJSON *sc = jadd(&j, o, "seccomp", cJSON_CreateObject());
     jadd(&j, sc, "available", cJSON_CreateBool(c->seccomp));

@@ -8,6 +8,7 @@
 #include "mini/io.h"
 #include "mini/str.h"
 #include "image.h"
+#include "netpolicy.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -212,6 +213,9 @@ static const struct mini_limits default_limits = {
     .open_files = 1024,
     .output_bytes = 1048576,
     .disk_bytes = 1024ull * MIB,
+    .net_connections = 32,
+    .net_in_bytes = 1024ull * MIB,
+    .net_out_bytes = 256ull * MIB,
 };
 #define DEFAULT_TMP_MB 128
 
@@ -605,14 +609,85 @@ static int parse_namespaces(const struct ctx *c, const cJSON *v, struct mini_pro
     return 0;
 }
 
-static int parse_network(const struct ctx *c, const cJSON *v, enum mini_network *out)
+/* Allowlist entries at `path` appended to *v (each checked by the rule
+ * parser); at most MINI_NET_ENTRIES_MAX in all. */
+static int parse_net_entries(const struct ctx *c, const cJSON *arr, const char *path, char ***v, size_t *n,
+                             size_t others)
 {
-    if (cJSON_IsString(v) && strcmp(v->valuestring, "none") == 0)
-        *out = MINI_NET_NONE;
-    else if (cJSON_IsString(v) && strcmp(v->valuestring, "host") == 0)
-        *out = MINI_NET_HOST;
-    else
-        return fail(c, "network", "must be \"none\" or \"host\"");
+    char buf[KP_MAX];
+    if (!cJSON_IsArray(arr))
+        return fail(c, path, "must be an array of strings");
+    size_t i = 0;
+    for (const cJSON *it = arr->child; it; it = it->next, i++) {
+        struct mini_netrule r;
+        const char *why;
+        kpi(buf, path, i);
+        if (!cJSON_IsString(it))
+            return fail(c, buf, "must be a string");
+        if (mini_netrule_parse(it->valuestring, &r, &why) < 0)
+            return fail(c, buf, "\"%.80s\": %s", it->valuestring, why);
+        if (*n + others >= MINI_NET_ENTRIES_MAX)
+            return fail(c, path, "more than %d allow and deny entries", MINI_NET_ENTRIES_MAX);
+        if (!strv_has(*v, *n, it->valuestring) && push_str(v, n, it->valuestring) < 0)
+            return nomem(c);
+    }
+    return 0;
+}
+
+/* network.resolve: "NAME:ADDR" pins, each checked as the daemon's --resolve. */
+static int parse_net_pins(const struct ctx *c, const cJSON *arr, struct mini_profile *p)
+{
+    char buf[KP_MAX];
+    struct mini_net_pins pins = { 0 };
+    int rc = 0;
+    if (!cJSON_IsArray(arr))
+        return fail(c, "network.resolve", "must be an array of \"NAME:ADDRESS\" strings");
+    size_t i = 0;
+    for (const cJSON *it = arr->child; it && rc == 0; it = it->next, i++) {
+        const char *why;
+        kpi(buf, "network.resolve", i);
+        if (!cJSON_IsString(it))
+            rc = fail(c, buf, "must be a string");
+        else if (i >= MINI_NET_ENTRIES_MAX)
+            rc = fail(c, "network.resolve", "more than %d entries", MINI_NET_ENTRIES_MAX);
+        else if (mini_net_pins_add(&pins, it->valuestring, &why) < 0)
+            rc = fail(c, buf, "\"%.80s\": %s", it->valuestring, why);
+        else if (push_str(&p->net_resolve, &p->n_net_resolve, it->valuestring) < 0)
+            rc = nomem(c);
+    }
+    mini_net_pins_free(&pins);
+    return rc;
+}
+
+static int parse_network(const struct ctx *c, const cJSON *v, struct mini_profile *p)
+{
+    free_strv(&p->net_allow, &p->n_net_allow);
+    free_strv(&p->net_deny, &p->n_net_deny);
+    free_strv(&p->net_resolve, &p->n_net_resolve);
+    if (cJSON_IsObject(v)) {
+        static const char *const keys[] = { "allow", "deny", "resolve" };
+        const cJSON *allow = cJSON_GetObjectItemCaseSensitive(v, "allow");
+        const cJSON *deny = cJSON_GetObjectItemCaseSensitive(v, "deny");
+        if (check_object(c, v, "network", keys, MINI_ARRAY_SIZE(keys)) < 0)
+            return -1;
+        if (!allow)
+            return fail(c, "network.allow", "is required (an array of entries such as \"pypi.org\")");
+        if (parse_net_entries(c, allow, "network.allow", &p->net_allow, &p->n_net_allow, 0) < 0 ||
+            (deny && parse_net_entries(c, deny, "network.deny", &p->net_deny, &p->n_net_deny, p->n_net_allow) < 0))
+            return -1;
+        if (!p->n_net_allow)
+            return fail(c, "network.allow", "must not be empty (use \"none\" for no network)");
+        const cJSON *res = cJSON_GetObjectItemCaseSensitive(v, "resolve");
+        if (res && parse_net_pins(c, res, p) < 0)
+            return -1;
+        p->network = MINI_NET_ALLOW;
+    } else if (cJSON_IsString(v) && strcmp(v->valuestring, "none") == 0) {
+        p->network = MINI_NET_NONE;
+    } else if (cJSON_IsString(v) && strcmp(v->valuestring, "host") == 0) {
+        p->network = MINI_NET_HOST;
+    } else {
+        return fail(c, "network", "must be \"none\", \"host\" or an object {\"allow\": [...], \"deny\": [...]}");
+    }
     return 0;
 }
 
@@ -735,9 +810,13 @@ static const struct limit_key {
     { "open_files", offsetof(struct mini_limits, open_files), 1, 1, OPEN_FILES_MAX },
     { "output_bytes", offsetof(struct mini_limits, output_bytes), 1, 1, OUTPUT_BYTES_MAX },
     { "disk_mb", offsetof(struct mini_limits, disk_bytes), MIB, 0, MB_MAX },
+    { "net_connections", offsetof(struct mini_limits, net_connections), 1, 0, 4096 },
+    { "net_in_mb", offsetof(struct mini_limits, net_in_bytes), MIB, 0, MB_MAX },
+    { "net_out_mb", offsetof(struct mini_limits, net_out_bytes), MIB, 0, MB_MAX },
 };
 static const char *const limits_allowed[] = {
-    "timeout_s", "memory_mb", "pids", "cpu_s", "file_size_mb", "open_files", "output_bytes", "disk_mb",
+    "timeout_s", "memory_mb",    "pids",    "cpu_s",           "file_size_mb", "open_files",
+    "output_bytes", "disk_mb", "net_connections", "net_in_mb",   "net_out_mb",
 };
 
 static uint64_t *limit_field(struct mini_limits *l, const struct limit_key *k)
@@ -947,6 +1026,9 @@ void mini_profile_free(struct mini_profile *p)
     free(p->seccomp.socket_families);
     mini_env_free(&p->env_set);
     free_strv(&p->env_pass, &p->n_env_pass);
+    free_strv(&p->net_allow, &p->n_net_allow);
+    free_strv(&p->net_deny, &p->n_net_deny);
+    free_strv(&p->net_resolve, &p->n_net_resolve);
     free(p);
 }
 
@@ -1038,14 +1120,14 @@ static int parse_profile(const struct ctx *c, const cJSON *obj, struct mini_prof
         return -1;
     x = cJSON_GetObjectItemCaseSensitive(obj, "network");
     if (x) {
-        if (parse_network(c, x, &p->network) < 0)
+        if (parse_network(c, x, p) < 0)
             return -1;
-        bool want_ns = p->network == MINI_NET_NONE;
+        bool want_ns = p->network != MINI_NET_HOST;
         if (!net_given)
             p->namespaces = want_ns ? p->namespaces | MINI_FEAT_NET_NS : p->namespaces & ~MINI_FEAT_NET_NS;
         else if (want_ns != !!(p->namespaces & MINI_FEAT_NET_NS))
             return fail(c, "network",
-                        want_ns ? "\"none\" requires namespaces.net to be true"
+                        want_ns ? "\"none\" and an allowlist require namespaces.net to be true"
                                 : "\"host\" requires namespaces.net to be false");
     } else {
         p->network = (p->namespaces & MINI_FEAT_NET_NS) ? MINI_NET_NONE : MINI_NET_HOST;
@@ -1231,7 +1313,15 @@ cJSON *mini_profile_to_json(const struct mini_profile *p)
     ok = ns != NULL;
     for (size_t i = 0; ok && i < MINI_ARRAY_SIZE(ns_keys); i++)
         ok = cJSON_AddBoolToObject(ns, ns_keys[i].key, (p->namespaces & ns_keys[i].feat) != 0);
-    ok = ok && cJSON_AddStringToObject(o, "network", p->network == MINI_NET_HOST ? "host" : "none") &&
+    if (ok && p->network == MINI_NET_ALLOW) {
+        cJSON *net = cJSON_AddObjectToObject(o, "network");
+        ok = net && add_strv(net, "allow", p->net_allow, p->n_net_allow) &&
+            add_strv(net, "deny", p->net_deny, p->n_net_deny) &&
+            add_strv(net, "resolve", p->net_resolve, p->n_net_resolve);
+    } else {
+        ok = ok && cJSON_AddStringToObject(o, "network", p->network == MINI_NET_HOST ? "host" : "none");
+    }
+    ok = ok &&
         (!p->hostname || cJSON_AddStringToObject(o, "hostname", p->hostname)) &&
         (!p->image || cJSON_AddStringToObject(o, "image", p->image)) && add_filesystem(o, p) &&
         add_limits(o, &p->limits) && add_seccomp(o, &p->seccomp);
@@ -1298,6 +1388,9 @@ struct mini_profile *mini_profile_dup(const struct mini_profile *p)
     if (dup_strv(&d->hide, &d->n_hide, p->hide, p->n_hide) < 0 ||
         dup_strv(&d->seccomp.allow, &d->seccomp.n_allow, p->seccomp.allow, p->seccomp.n_allow) < 0 ||
         dup_strv(&d->seccomp.deny, &d->seccomp.n_deny, p->seccomp.deny, p->seccomp.n_deny) < 0 ||
+        dup_strv(&d->net_allow, &d->n_net_allow, p->net_allow, p->n_net_allow) < 0 ||
+        dup_strv(&d->net_deny, &d->n_net_deny, p->net_deny, p->n_net_deny) < 0 ||
+        dup_strv(&d->net_resolve, &d->n_net_resolve, p->net_resolve, p->n_net_resolve) < 0 ||
         dup_strv(&d->env_pass, &d->n_env_pass, p->env_pass, p->n_env_pass) < 0)
         return NULL;
     return TAKE_PTR(d);
@@ -1390,6 +1483,36 @@ static int override_seccomp(const struct ctx *c, const cJSON *v, struct mini_sec
     return 0;
 }
 
+int mini_profile_allow_hosts(struct mini_profile *p, char *const *hosts, size_t n, struct mini_err *e)
+{
+    struct ctx c = { NULL, MINI_E_BAD_REQUEST, e };
+    if (!n)
+        return 0;
+    if (p->network == MINI_NET_HOST)
+        return fail(&c, "allow_hosts",
+                    "the profile's network is \"host\", which has no allowlist to add to (override the network to "
+                    "\"none\" first: mini-sandbox run --network none --allow-host ...)");
+    cJSON *arr = cJSON_CreateStringArray((const char *const *)hosts, (int)n);
+    if (!arr)
+        return nomem(&c);
+    char **allow = NULL;
+    size_t n_allow = 0;
+    int r = dup_strv(&allow, &n_allow, p->net_allow, p->n_net_allow) < 0
+        ? nomem(&c)
+        : parse_net_entries(&c, arr, "allow_hosts", &allow, &n_allow, p->n_net_deny);
+    cJSON_Delete(arr);
+    if (r < 0) {
+        free_strv(&allow, &n_allow);
+        return -1;
+    }
+    free_strv(&p->net_allow, &p->n_net_allow);
+    p->net_allow = allow;
+    p->n_net_allow = n_allow;
+    p->network = MINI_NET_ALLOW;
+    p->namespaces |= MINI_FEAT_NET_NS;
+    return 0;
+}
+
 int mini_profile_apply_overrides(struct mini_profile *p, const cJSON *ov, struct mini_err *e)
 {
     static const char *const fixed[] = { "name",        "description", "namespaces", "hostname",
@@ -1413,10 +1536,14 @@ int mini_profile_apply_overrides(struct mini_profile *p, const cJSON *ov, struct
             if (!cJSON_IsString(it) || (strcmp(it->valuestring, "none") != 0 && strcmp(it->valuestring, "host") != 0))
                 return fail(&c, buf, "must be \"none\" or \"host\"");
             if (strcmp(it->valuestring, "host") == 0 && n->network != MINI_NET_HOST)
-                return loosens(&c, buf, "\"host\" would loosen the profile's \"none\"");
+                return loosens(&c, buf, "\"host\" would loosen the profile's %s",
+                               n->network == MINI_NET_ALLOW ? "allowlist" : "\"none\"");
             if (strcmp(it->valuestring, "none") == 0) {
                 n->network = MINI_NET_NONE;
                 n->namespaces |= MINI_FEAT_NET_NS;
+                free_strv(&n->net_allow, &n->n_net_allow);
+                free_strv(&n->net_deny, &n->n_net_deny);
+                free_strv(&n->net_resolve, &n->n_net_resolve);
             }
         } else if (strcmp(it->string, "filesystem") == 0) {
             if (override_filesystem(&c, it, n) < 0)

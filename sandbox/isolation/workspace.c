@@ -436,25 +436,41 @@ void mini_uid_range_put(struct mini_uid_range *r, int slot)
  * one to one.  Ids that are themselves keep their meaning: root's files
  * stay root's, other groups stay groups the sandbox is not in.  (An
  * unmapped owner or group would make a file read-only through the mount.) */
-static int format_map(char *buf, size_t size, unsigned long from, unsigned long to)
+static int format_map(char *buf, size_t size, const unsigned long (*pairs)[2], size_t n_pairs)
 {
     const unsigned long end = 4294967295ul; /* (uid_t)-1 is not an id */
-    if (from == to)
-        return snprintf(buf, size, "0 0 %lu\n", end);
-    unsigned long a = from < to ? from : to, b = from < to ? to : from;
-    int n = snprintf(buf, size, "%lu %lu 1\n", from, to);
-    unsigned long seg[3][2] = { { 0, a }, { a + 1, b }, { b + 1, end } }; /* identity on [lo, hi) */
-    for (int i = 0; i < 3; i++)
-        if (seg[i][1] > seg[i][0])
-            n += snprintf(buf + n, size - (size_t)n, "%lu %lu %lu\n", seg[i][0], seg[i][0], seg[i][1] - seg[i][0]);
+    unsigned long pt[2 * MINI_IDMAP_MAX_PAIRS];
+    size_t np = 0;
+    int n = 0;
+    for (size_t i = 0; i < n_pairs; i++) {
+        n += snprintf(buf + n, size - (size_t)n, "%lu %lu 1\n", pairs[i][0], pairs[i][1]);
+        pt[np++] = pairs[i][0];
+        if (pairs[i][1] != pairs[i][0])
+            pt[np++] = pairs[i][1];
+    }
+    /* identity on what lies between the ids mapped above, sorted */
+    for (size_t i = 1; i < np; i++)
+        for (size_t j = i; j > 0 && pt[j - 1] > pt[j]; j--) {
+            unsigned long t = pt[j];
+            pt[j] = pt[j - 1];
+            pt[j - 1] = t;
+        }
+    unsigned long lo = 0;
+    for (size_t i = 0; i <= np; i++) {
+        unsigned long hi = i < np ? pt[i] : end;
+        if (hi > lo)
+            n += snprintf(buf + n, size - (size_t)n, "%lu %lu %lu\n", lo, lo, hi - lo);
+        if (i < np && pt[i] + 1 > lo)
+            lo = pt[i] + 1;
+    }
     return n;
 }
 
-static int write_map(pid_t pid, const char *name, unsigned long from, unsigned long to, struct mini_err *e)
+static int write_map(pid_t pid, const char *name, const unsigned long (*pairs)[2], size_t n_pairs, struct mini_err *e)
 {
-    char path[64], map[256];
+    char path[64], map[512];
     snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, name);
-    int n = format_map(map, sizeof map, from, to);
+    int n = format_map(map, sizeof map, pairs, n_pairs);
     int fd = open(path, O_WRONLY | O_CLOEXEC);
     if (fd < 0 || write(fd, map, (size_t)n) != n) {
         int err = errno;
@@ -466,8 +482,11 @@ static int write_map(pid_t pid, const char *name, unsigned long from, unsigned l
     return 0;
 }
 
-int mini_idmap_userns(uid_t from, uid_t to, gid_t gfrom, gid_t gto, struct mini_err *e)
+int mini_idmap_userns_pairs(const unsigned long (*uids)[2], size_t n_uids, const unsigned long (*gids)[2],
+                            size_t n_gids, struct mini_err *e)
 {
+    if (n_uids > MINI_IDMAP_MAX_PAIRS || n_gids > MINI_IDMAP_MAX_PAIRS)
+        return mini_err_set(e, MINI_E_INTERNAL, "too many id pairs");
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0)
         return mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "pipe");
@@ -485,9 +504,9 @@ int mini_idmap_userns(uid_t from, uid_t to, gid_t gfrom, gid_t gto, struct mini_
     close(p[0]);
     int fd = -1;
     if (pid < 0) {
-        mini_err_sys(e, MINI_E_SPAWN_FAILED, err, "creating a user namespace for the workspace's id mapping");
-    } else if (write_map((pid_t)pid, "uid_map", from, to, e) == 0 &&
-               write_map((pid_t)pid, "gid_map", gfrom, gto, e) == 0) {
+        mini_err_sys(e, MINI_E_SPAWN_FAILED, err, "creating a user namespace for an id mapping");
+    } else if (write_map((pid_t)pid, "uid_map", uids, n_uids, e) == 0 &&
+               write_map((pid_t)pid, "gid_map", gids, n_gids, e) == 0) {
         char path[64];
         snprintf(path, sizeof path, "/proc/%ld/ns/user", pid);
         if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
@@ -498,6 +517,12 @@ int mini_idmap_userns(uid_t from, uid_t to, gid_t gfrom, gid_t gto, struct mini_
         while (waitpid((pid_t)pid, NULL, __WALL) < 0 && errno == EINTR)
             ;
     return fd;
+}
+
+int mini_idmap_userns(uid_t from, uid_t to, gid_t gfrom, gid_t gto, struct mini_err *e)
+{
+    const unsigned long u[1][2] = { { from, to } }, g[1][2] = { { gfrom, gto } };
+    return mini_idmap_userns_pairs(u, 1, g, 1, e);
 }
 
 bool mini_ws_quota_probe(int dir, char *why, size_t size)

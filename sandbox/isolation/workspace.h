@@ -91,5 +91,11 @@ gid_t mini_ws_owner_group(uid_t uid);
 bool mini_ws_quota_probe(int dir, char *why, size_t size);
 
 int mini_idmap_userns(uid_t from, uid_t to, gid_t gfrom, gid_t gto, struct mini_err *e);
+/* The same with up to MINI_IDMAP_MAX_PAIRS {from, to} pairs each (an
+ * image's user and its root): every other id is itself, except the
+ * targets, which are left unmapped. */
+#define MINI_IDMAP_MAX_PAIRS 2
+int mini_idmap_userns_pairs(const unsigned long (*uids)[2], size_t n_uids, const unsigned long (*gids)[2],
+                            size_t n_gids, struct mini_err *e);
 
 #endif

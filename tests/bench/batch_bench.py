@@ -71,6 +71,7 @@ def main():
     workers = [int(w) for w in (sys.argv[4] if len(sys.argv) > 4 else "1,2,4,8").split(",")]
     tmp = tempfile.mkdtemp(prefix="mini-batch-bench.")
     os.chmod(tmp, 0o755)
+    daemon = None
     try:
         outputs = [f"Step {i}.\n```mswea_bash_command\necho step {i}\n```" for i in range(steps - 1)]
         outputs.append("Done.\n```mswea_bash_command\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```")
@@ -142,8 +143,6 @@ def main():
             split["agent"] -= split["model"] + split["commands"] + split["save"]  # the agent's own work
             split["start"], split["reap"], split["outputs"] = (float(x) for x in parent.groups())
             splits.append((w, split))
-        daemon.terminate()
-        daemon.wait()
         print(f"mini batch: {n} deterministic tasks x {steps} steps, strict sandbox; "
               f"baseline fork+exec of /bin/true: {fork_exec_ms:.2f} ms")
         print(f"{'workers':>7} {'tasks/s':>8} {'wall s':>7} {'ms/command':>10} {'overhead ms/task':>16} "
@@ -153,12 +152,16 @@ def main():
                   f"{bp:>14.1f} {dp:>15.1f} {ap:>12.1f} {sub:>6}/{n}")
         cols = ["prep", "workspace", "open", "agent", "save", "close", "start", "reap", "outputs"]
         print("where it goes, ms per task: in the worker (prep: its directory and config; open: model, session,"
-              " agent; agent: its own work besides model, commands and saves; close: the session's), and in the"
-              " batch process (start: fork; reap: reading the result; outputs: preds.json and summary.json)")
+              " agent; agent: its own work besides model, commands and saves; close: the session's end), and in"
+              " the batch process (start: handing the task to a worker; reap: reading its result; outputs:"
+              " preds.json and summary.json)")
         print(f"{'workers':>7} " + " ".join(f"{c:>9}" for c in cols))
         for w, sp in splits:
             print(f"{w:>7} " + " ".join(f"{sp[c]:>9.3f}" for c in cols))
     finally:
+        if daemon:  # also when a run failed: the daemon is ours to stop
+            daemon.terminate()
+            daemon.wait()
         shutil.rmtree(tmp, ignore_errors=True)
 
 

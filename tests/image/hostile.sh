@@ -64,6 +64,34 @@ expect_import_fails "a config whose digest is wrong" "digest mismatch" "$H/oci-c
 expect_import_fails "a config whose size is wrong" "descriptor says" "$H/oci-config_size"
 expect_import_fails "a layer whose diff id is wrong" "diff id mismatch" "$H/oci-diff_id"
 
+# The other formats' hostile variants: a loop in a legacy archive's
+# parent chain, a parent that is not there, image indexes nested 50 deep,
+# hard links to a lower layer's file that a whiteout removed, through a
+# symlink out, to a directory; an oci-archive whose layer is not its digest.
+mk legacy-loop "$H/legacy-loop.tar"
+expect_import_fails "a legacy archive whose parent chain loops" "a loop in the layers' parent chain" \
+    "$H/legacy-loop.tar"
+mk legacy-noparent "$H/legacy-noparent.tar"
+expect_import_fails "a legacy archive whose parent is missing" "no valid member dddd" "$H/legacy-noparent.tar"
+mk nest-bomb "$H/nest-bomb"
+expect_import_fails "image indexes nested 50 deep" "nested more than 8 deep" "$H/nest-bomb"
+mk xlink-whiteout "$H/xlink-whiteout"
+expect_import_fails "a hard link to a lower file this layer whited out" 'hard link etc/h points to "etc/ok"' \
+    "$H/xlink-whiteout"
+mk xlink-symlink "$H/xlink-symlink" "$OUTSIDE"
+touch "$OUTSIDE/target"
+expect_import_fails "a hard link through a lower layer's symlink out" 'points to "evil/target"' "$H/xlink-symlink"
+rm -f "$OUTSIDE/target"
+mk xlink-dir "$H/xlink-dir"
+expect_import_fails "a hard link to a lower layer's directory" 'points to "etc"' "$H/xlink-dir"
+mk ociar-digest "$H/ociar-digest.tar"
+S=$STORE
+export MINI_IMAGE_STORE=$T/store-ociar   # a store that has not this layer yet
+STORE=$MINI_IMAGE_STORE
+expect_import_fails "an oci-archive layer that is not its digest" "digest mismatch" "$H/ociar-digest.tar"
+export MINI_IMAGE_STORE=$S
+STORE=$S
+
 # Neutralised, the import succeeds.
 mk device "$H/device.tar"
 expect_out "device nodes are skipped" "device:latest" img import "$H/device.tar"

@@ -22,6 +22,7 @@ check "opaque directory: opq/b of layer 2 there" test -f "$R/opq/b"
 check "layer 2 adds etc/motd" grep -q "hello from layer 2" "$R/etc/motd"
 check "layer 1 files kept (etc/passwd)" grep -q "^root:" "$R/etc/passwd"
 check "hard link kept" test "$R/etc/hosts.link" -ef "$R/etc/passwd"
+check "layer 2's hard link to a file of layer 1" test "$R/etc/passwd.hard" -ef "$R/etc/passwd"
 check "symlink kept" test "$(readlink "$R/bin/sh")" = busybox
 check "mode kept (etc/secret 600)" test "$(stat -c %a "$R/etc/secret")" = 600
 check "mode kept (home/user 700)" test "$(stat -c %a "$R/home/user")" = 700
@@ -89,5 +90,32 @@ else fail "no half-imported image is listed"; fi
 expect_out "prune removes what the dead import left" "freed" img prune
 check "tmp/ is empty after prune" test -z "$(ls -A "$STORE/tmp")"
 expect_out "a new import after the crash works" "bb-oci:test" img import "$T/bb-oci"
+
+# The other archive forms of the same image: an oci-archive (an OCI layout
+# in a tar), the layout under 3 nested indexes, a pre-2016 docker save.
+python3 "$MKIMAGE" oci-archive "$T/bb-ociar.tar"
+python3 "$MKIMAGE" oci-nested "$T/bb-nested" 3
+python3 "$MKIMAGE" docker-legacy "$T/bb-legacy.tar"
+id_of() { "$MINI_BIN/mini-sandbox" image inspect --json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])'; }
+rm -rf "$STORE"
+expect_out "import an oci-archive (named after its file and ref)" "bb-ociar:test sha256:" img import "$T/bb-ociar.tar"
+check "the oci-archive's root: layer 2 applied" grep -q "hello from layer 2" "$(image_root bb-ociar:test)/etc/motd"
+expect_out "--format oci-archive says it outright" "sha256:" img import --format oci-archive --name ociar2 \
+    "$T/bb-ociar.tar"
+expect_out "an image under 3 nested indexes: its layers shared" "2 already stored" img import "$T/bb-nested"
+check "the same image id as the layout's, through the indexes" test "$(id_of bb-nested:test)" = "$(id_of bb-ociar:test)"
+expect_out "import a pre-2016 docker-archive (repositories, parents)" "bb-legacy:test sha256:" \
+    img import "$T/bb-legacy.tar"
+RL=$(image_root bb-legacy:test)
+check "legacy: whiteouts and layer 2 applied" test -f "$RL/etc/motd" -a ! -e "$RL/etc/removed.txt" -a ! -e "$RL/opq/a"
+check "legacy: the hard link to layer 1's file" test "$RL/etc/passwd.hard" -ef "$RL/etc/passwd"
+run img inspect --json bb-legacy:test
+check "legacy: the top layer's config (Env, WorkingDir)" python3 -c '
+import json, sys
+c = json.loads(sys.argv[1])
+assert c["format"] == "docker-archive-legacy", c["format"]
+assert "IMAGE_VAR=from-image" in c["config"]["config"]["Env"] and c["config"]["config"]["WorkingDir"] == "/work"
+assert len(c["config"]["rootfs"]["diff_ids"]) == 2' "$OUT"
+check "legacy: its layers are the same as the others' (shared)" test "$(ls "$STORE/layers" | wc -l)" = 2
 
 finish

@@ -1,9 +1,18 @@
 #!/usr/bin/env python3
 """Build image fixtures offline, for tests/image/*.sh.
 
-  mkimage.py oci DIR [--busybox PATH]      a two-layer busybox image as an OCI
-                                           layout (tag "test"), with whiteouts
+  mkimage.py oci DIR [--busybox PATH] [--user SPEC]
+                                           a two-layer busybox image as an OCI
+                                           layout (tag "test"), with whiteouts;
+                                           --user sets its config's User
   mkimage.py docker FILE [--busybox PATH]  the same image as a docker-archive
+  mkimage.py oci-archive FILE              the same OCI layout in a tar (as skopeo's
+                                           oci-archive: makes it)
+  mkimage.py docker-legacy FILE            the same image as a pre-2016 docker save
+                                           (repositories, ID/json with parents,
+                                           ID/layer.tar, no manifest.json)
+  mkimage.py oci-nested DIR DEPTH          the OCI layout with its manifest under
+                                           DEPTH nested image indexes
   mkimage.py hostile KIND OUT [ARG]        one hostile image (see KINDS)
 
 The busybox image: layer 1 (gzip) has bin/busybox and its applets as
@@ -54,7 +63,7 @@ def busybox_layers(busybox):
     l1 += [
         dirent("etc"),
         ti("etc/passwd", data=b"root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000::/home/user:/bin/sh\n"),
-        ti("etc/group", data=b"root:x:0:\nuser:x:1000:\n"),
+        ti("etc/group", data=b"root:x:0:\nuser:x:1000:\nstaff:x:50:\n"),
         ti("etc/removed.txt", data=b"this file is deleted by layer 2\n"),
         ti("etc/secret", data=b"root only\n", mode=0o600),
         ti("etc/hosts.link", tarfile.LNKTYPE, linkname="etc/passwd"),
@@ -63,6 +72,8 @@ def busybox_layers(busybox):
         dirent("opq"), ti("opq/a", data=b"a from layer 1\n"),
         dirent("home"), dirent("home/user", mode=0o700, uid=1000, gid=1000),
         ti("home/user/notes", data=b"user's\n", mode=0o600, uid=1000, gid=1000),
+        dirent("srv", mode=0o755, uid=1000, gid=1000),
+        ti("srv/data", data=b"the user's data\n", mode=0o644, uid=1000, gid=1000),
         dirent("work"), dirent("tmp", mode=0o1777),
     ]
     l2 = [
@@ -74,6 +85,8 @@ def busybox_layers(busybox):
         dirent("opq"),
         ti("opq/.wh..wh..opq"),
         ti("opq/b", data=b"b from layer 2\n"),
+        # a hard link to a file of the layer below
+        ti("etc/passwd.hard", tarfile.LNKTYPE, linkname="etc/passwd"),
     ]
     return tar_bytes(l1), tar_bytes(l2)
 
@@ -105,7 +118,7 @@ def write_blob(d, data):
     return h
 
 
-def write_oci(d, layers, tag="test", compress=(True, False), config=None, lie=None):
+def write_oci(d, layers, tag="test", compress=(True, False), config=None, lie=None, user=""):
     """layers: raw tar bytes.  lie: what to get wrong in the manifest."""
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "oci-layout"), "w") as f:
@@ -118,7 +131,7 @@ def write_oci(d, layers, tag="test", compress=(True, False), config=None, lie=No
         h = write_blob(d, blob)
         descs.append({"mediaType": "application/vnd.oci.image.layer.v1.tar" + ("+gzip" if z else ""),
                       "digest": "sha256:" + h, "size": len(blob)})
-    cfg = config if config is not None else config_for(diff_ids)
+    cfg = config if config is not None else config_for(diff_ids, user=user)
     if lie == "diff_id":
         c = json.loads(cfg)
         c["rootfs"]["diff_ids"][0] = "sha256:" + "0" * 64
@@ -168,6 +181,54 @@ def write_docker(path, layers, name="busybox-docker:latest"):
     manifest = json.dumps([{"Config": ch + ".json", "RepoTags": [name], "Layers": names}]).encode()
     members.append(ti("manifest.json", data=manifest))
     members.append(ti("repositories", data=b"{}"))
+    with open(path, "wb") as f:
+        f.write(tar_bytes(members))
+
+
+INDEX_TYPE = "application/vnd.oci.image.index.v1+json"
+
+
+def nest_index(d, depth):
+    """Put the layout's manifest under DEPTH image indexes (a platform
+    list pointing at a platform list ...)."""
+    with open(os.path.join(d, "index.json")) as f:
+        index = json.load(f)
+    desc = dict(index["manifests"][0])
+    ref = desc.pop("annotations")
+    for _ in range(depth):
+        desc["platform"] = {"os": "linux", "architecture": "amd64" if os.uname().machine == "x86_64" else "arm64"}
+        blob = json.dumps({"schemaVersion": 2, "mediaType": INDEX_TYPE, "manifests": [desc]}).encode()
+        desc = {"mediaType": INDEX_TYPE, "digest": "sha256:" + write_blob(d, blob), "size": len(blob)}
+    desc["annotations"] = ref
+    index["manifests"] = [desc]
+    with open(os.path.join(d, "index.json"), "w") as f:
+        json.dump(index, f)
+
+
+def tar_dir(d, path):
+    """An OCI layout directory as an oci-archive: its files at the top."""
+    with tarfile.open(path, "w") as t:
+        for name in sorted(os.listdir(d)):
+            t.add(os.path.join(d, name), arcname=name)
+
+
+def write_legacy(path, layers, name="bb-legacy", tag="test", ids=None, parents=None, config=None):
+    """docker save before 1.10: repositories names the top layer, each
+    ID/json its parent.  ids/parents: override the chain (hostile)."""
+    ids = ids or [sha(("layer%d" % i).encode() + raw) for i, raw in enumerate(layers)]
+    parents = parents if parents is not None else [None] + ids[:-1]
+    cfg = config or json.loads(config_for([sha(r) for r in layers]))["config"]
+    members = []
+    for i, (lid, raw) in enumerate(zip(ids, layers)):
+        j = {"id": lid, "created": "2015-01-01T00:00:00Z", "os": "linux",
+             "architecture": "amd64" if os.uname().machine == "x86_64" else "arm64"}
+        if parents[i]:
+            j["parent"] = parents[i]
+        if i == len(layers) - 1:
+            j["config"] = cfg
+        members += [dirent(lid), ti(lid + "/VERSION", data=b"1.0"), ti(lid + "/json", data=json.dumps(j).encode()),
+                    ti(lid + "/layer.tar", data=raw)]
+    members.append(ti("repositories", data=json.dumps({name: {tag: ids[-1]}}).encode()))
     with open(path, "wb") as f:
         f.write(tar_bytes(members))
 
@@ -236,6 +297,42 @@ def hostile(kind, out, arg):
         raw = tar_bytes(base) + b"\0" * (3 << 20)
         open(out, "wb").write(gzip.compress(raw))
         return
+    elif kind == "legacy-loop":  # the parent chain comes back to the top
+        l1, l2 = tar_bytes(base), tar_bytes([dirent("etc"), ti("etc/two", data=b"2\n")])
+        a, b = "a" * 64, "b" * 64
+        write_legacy(out, [l1, l2], ids=[a, b], parents=[b, a])
+        return
+    elif kind == "legacy-noparent":  # a parent that is not in the archive
+        write_legacy(out, [tar_bytes(base)], ids=["c" * 64], parents=["d" * 64])
+        return
+    elif kind == "xlink-whiteout":  # layer 2 removes etc/ok and hard-links to it
+        l1 = tar_bytes(base)
+        l2 = tar_bytes([dirent("etc"), ti("etc/.wh.ok"), ti("etc/h", tarfile.LNKTYPE, linkname="etc/ok")])
+        write_oci(out, [l1, l2])
+        return
+    elif kind == "xlink-symlink":  # layer 1: evil -> outside; layer 2: a hard link through it
+        l1 = tar_bytes(base + [ti("evil", tarfile.SYMTYPE, linkname=arg)])
+        l2 = tar_bytes([dirent("etc"), ti("etc/h", tarfile.LNKTYPE, linkname="evil/target")])
+        write_oci(out, [l1, l2])
+        return
+    elif kind == "xlink-dir":  # a hard link to a lower layer's directory
+        l2 = tar_bytes([ti("h", tarfile.LNKTYPE, linkname="etc")])
+        write_oci(out, [tar_bytes(base), l2])
+        return
+    elif kind == "nest-bomb":  # image indexes nested 50 deep
+        write_oci(out, [tar_bytes(base)])
+        nest_index(out, 50)
+        return
+    elif kind == "ociar-digest":  # an oci-archive whose layer blob is not what its name says
+        d = out + ".d"
+        write_oci(d, [tar_bytes(base)], compress=(False,))
+        blobs = os.path.join(d, "blobs", "sha256")
+        big = max(os.listdir(blobs), key=lambda n: os.path.getsize(os.path.join(blobs, n)))
+        raw = tar_bytes(base + [ti("etc/evil", data=b"x")])
+        with open(os.path.join(blobs, big), "wb") as f:
+            f.write(raw)
+        tar_dir(d, out)
+        return
     elif kind.startswith("oci-"):
         lie = kind[4:]
         l1, l2 = tar_bytes(base), tar_bytes([dirent("etc"), ti("etc/two", data=b"2\n")])
@@ -263,15 +360,25 @@ class ZeroReader:
 
 def main():
     a = sys.argv[1:]
-    bb = "/bin/busybox"
-    if "--busybox" in a:
-        i = a.index("--busybox")
-        bb = a[i + 1]
-        del a[i:i + 2]
+    opt = {"--busybox": "/bin/busybox", "--user": ""}
+    for k in opt:
+        if k in a:
+            i = a.index(k)
+            opt[k] = a[i + 1]
+            del a[i:i + 2]
+    bb = opt["--busybox"]
     if a[0] == "oci":
-        write_oci(a[1], list(busybox_layers(bb)))
+        write_oci(a[1], list(busybox_layers(bb)), user=opt["--user"])
     elif a[0] == "docker":
         write_docker(a[1], list(busybox_layers(bb)))
+    elif a[0] == "oci-archive":
+        write_oci(a[1] + ".d", list(busybox_layers(bb)), user=opt["--user"])
+        tar_dir(a[1] + ".d", a[1])
+    elif a[0] == "docker-legacy":
+        write_legacy(a[1], list(busybox_layers(bb)))
+    elif a[0] == "oci-nested":
+        write_oci(a[1], list(busybox_layers(bb)))
+        nest_index(a[1], int(a[2]))
     elif a[0] == "hostile":
         hostile(a[1], a[2], a[3] if len(a) > 3 else "")
     else:

@@ -128,6 +128,7 @@ REPLY_FIELDS = {
         "execs_total": lambda v: _is_int(v, 0),
         "clients": lambda v: _is_int(v, 0),
         "uptime_ms": lambda v: _is_int(v, 0),
+        "preparing": lambda v: _is_int(v, 0),
     },
     "error": {"code": _is_str, "message": _is_str},
 }

@@ -82,6 +82,25 @@ if have ipcmk; then
     [[ -n $SHM_ID ]] && cleanup_cmd "ipcrm -m $SHM_ID"
 fi
 
+# With SBX_IMAGE_TAR (ctest image_attacks), every attack runs in a sandbox
+# rooted in that image (imported into a store of the test's own): the
+# suite must pass with an image root as with the host's.
+IMAGE_ROOT=
+if [[ -n ${SBX_IMAGE_TAR:-} ]]; then
+    [[ -s $SBX_IMAGE_TAR ]] || skip_all "no image tarball at $SBX_IMAGE_TAR (tests/image/debian.sh builds it)"
+    export MINI_IMAGE_STORE=$T/store
+    SBX_IMAGE=attacks:image
+    run bounded "$MINI_BIN/mini-sandbox" image import -q --name "$SBX_IMAGE" "$SBX_IMAGE_TAR" </dev/null
+    [[ $RC == 0 ]] || { fail "import $SBX_IMAGE_TAR" "$ERR"; finish; }
+    IMAGE_ROOT=$("$MINI_BIN/mini-sandbox" image inspect --json "$SBX_IMAGE" |
+        python3 -c 'import json,sys; print(json.load(sys.stdin)["rootfs"])')
+    log "# every sandbox is rooted in the image $SBX_IMAGE_TAR"
+fi
+# What the sandbox may list in a host directory it must not see: nothing,
+# or with an image root the image's own directory, never the host's.
+image_ls() { [[ -z $IMAGE_ROOT ]] || ls -A "$IMAGE_ROOT$1" 2>/dev/null || true; }
+IMAGE_NOTE=${IMAGE_ROOT:+" (with an image root: the image's own)"}
+
 start_daemon
 SBX_PROFILE=strict
 install_probe
@@ -178,9 +197,9 @@ if [[ -n $HOME_SECRET ]]; then
 else
     skip "the host user's home directory is not readable" "no writable \$HOME"
 fi
-expect_eq "/root is empty or absent" "" sbx -- 'ls -A /root 2>/dev/null; true'
-expect_eq "/home is empty or absent" "" sbx -- 'ls -A /home 2>/dev/null; true'
-expect_eq "/run is empty or absent" "" sbx -- 'ls -A /run 2>/dev/null; true'
+expect_eq "/root is empty or absent$IMAGE_NOTE" "$(image_ls /root)" sbx -- 'ls -A /root 2>/dev/null; true'
+expect_eq "/home is empty or absent$IMAGE_NOTE" "$(image_ls /home)" sbx -- 'ls -A /home 2>/dev/null; true'
+expect_eq "/run is empty or absent$IMAGE_NOTE" "$(image_ls /run)" sbx -- 'ls -A /run 2>/dev/null; true'
 expect_denied "the daemon's socket path is not visible" "test -e '$SOCK'"
 expect_denied "the daemon's state directory is not visible" "test -e '$T/state'"
 expect_probe "the daemon's socket cannot be connected to" connect-unix "$SOCK"
@@ -217,7 +236,14 @@ expect_eq "cgroup namespace: /proc/self/cgroup names no path above the command's
 # ---- cwd validation -----------------------------------------------------
 ln -sfn ../../.. "$WS/up-link"
 mkdir -p "$WS/sub"
-expect_refused "--cwd /etc is refused" sbx --cwd /etc -- 'echo SHOULD-NOT-RUN'
+if [[ -z $IMAGE_ROOT ]]; then
+    expect_refused "--cwd /etc is refused" sbx --cwd /etc -- 'echo SHOULD-NOT-RUN'
+else
+    # The image's directories are the sandbox's own (docs/images.md): the
+    # image's /etc, never the host's; a host directory it lacks is refused.
+    expect_eq "--cwd /etc is the image's /etc" "$(ls -A "$IMAGE_ROOT/etc" | head -5)" sbx --cwd /etc -- 'ls -A | head -5'
+    expect_refused "--cwd to a host directory the image lacks is refused" sbx --cwd "$T/state" -- 'echo SHOULD-NOT-RUN'
+fi
 expect_refused "--cwd WS/../.. is refused" sbx --cwd "$WS/../.." -- 'echo SHOULD-NOT-RUN'
 expect_refused "--cwd WS/sub/../../.. is refused" sbx --cwd "$WS/sub/../../.." -- 'echo SHOULD-NOT-RUN'
 expect_refused "--cwd /proc/self/fd/3 is refused" sbx --cwd /proc/self/fd/3 -- 'echo SHOULD-NOT-RUN'

@@ -60,6 +60,12 @@ else
     fail "strict refuses with isolation_unavailable and the remedy"
 fi
 
+# ---- a network allowlist needs the sandbox's own network namespace -----------
+run dsbx --profile standard --allow-host pypi.org -- 'echo SHOULD-NOT-RUN'
+if [[ $RC == 125 && $ERR == *isolation_unavailable* && $ERR == *"allowlist network needs"* && $OUT != *SHOULD-NOT-RUN* ]]
+then pass "an allowlist is refused where there is no network namespace for its proxy"
+else fail "an allowlist is refused where there is no network namespace for its proxy"; fi
+
 # ---- standard runs, degraded, and says so ------------------------------------
 run dsbx -v --profile standard -- 'echo degraded-ok'
 if [[ $RC == 0 && $OUT == degraded-ok && $ERR == *degraded* ]]; then

@@ -210,8 +210,29 @@ static void test_malformed(void)
     BAD("{\"name\": 5}", "strict.json: name: must be a string");
     BAD("{\"limits\": []}", "strict.json: limits: must be an object");
     BAD("{\"namespaces\": {\"net\": \"yes\"}}", "strict.json: namespaces.net: must be true or false");
-    BAD("{\"network\": true}", "strict.json: network: must be \"none\" or \"host\"");
-    BAD("{\"network\": \"bridge\"}", "strict.json: network: must be \"none\" or \"host\"");
+    BAD("{\"network\": true}",
+        "strict.json: network: must be \"none\", \"host\" or an object {\"allow\": [...], \"deny\": [...]}");
+    BAD("{\"network\": \"bridge\"}",
+        "strict.json: network: must be \"none\", \"host\" or an object {\"allow\": [...], \"deny\": [...]}");
+    BAD("{\"network\": {\"deny\": [\"a.org\"]}}",
+        "strict.json: network.allow: is required (an array of entries such as \"pypi.org\")");
+    BAD("{\"network\": {\"allow\": []}}", "strict.json: network.allow: must not be empty (use \"none\" for no network)");
+    BAD("{\"network\": {\"allow\": [\"a..org\"]}}",
+        "strict.json: network.allow[0]: \"a..org\": not a host name (letters, digits, '-', '_' and dots; \"*.\" "
+        "only as a prefix), IP address or CIDR");
+    BAD("{\"network\": {\"allow\": [\"a.org:0\"]}}",
+        "strict.json: network.allow[0]: \"a.org:0\": bad port or brackets (a port is 1 to 65535: HOST:PORT, "
+        "[IPV6]:PORT)");
+    BAD("{\"network\": {\"allow\": [\"10.0.0.0/33\"]}}",
+        "strict.json: network.allow[0]: \"10.0.0.0/33\": bad prefix length after / (0-32 for IPv4, 0-128 for IPv6)");
+    BAD("{\"network\": {\"allow\": [7]}}", "strict.json: network.allow[0]: must be a string");
+    BAD("{\"network\": {\"allow\": [\"a.org\"], \"resolve\": [\"a.org\"]}}",
+        "strict.json: network.resolve[0]: \"a.org\": expected NAME:ADDRESS (pypi.org:10.0.0.5, pypi.org:[fd00::5])");
+    BAD("{\"network\": {\"allow\": [\"a.org\"], \"resolve\": [\"a.org:nowhere\"]}}",
+        "strict.json: network.resolve[0]: \"a.org:nowhere\": not an IP address after the name");
+    BAD("{\"network\": {\"allow\": [\"a.org\"], \"proxy\": 1}}", "strict.json: network.proxy: unknown key");
+    BAD("{\"network\": {\"allow\": [\"a.org\"]}, \"namespaces\": {\"net\": false}}",
+        "strict.json: network: \"none\" and an allowlist require namespaces.net to be true");
     BAD("{\"filesystem\": {\"binds\": [\"/usr\", 7]}}",
         "strict.json: filesystem.binds[1]: must be a path or an object");
     BAD("{\"filesystem\": {\"binds\": \"/usr\"}}", "strict.json: filesystem.binds: must be an array");
@@ -283,7 +304,7 @@ static void test_malformed(void)
 
     /* Contradictions. */
     BAD("{\"network\": \"none\", \"namespaces\": {\"net\": false}}",
-        "strict.json: network: \"none\" requires namespaces.net to be true");
+        "strict.json: network: \"none\" and an allowlist require namespaces.net to be true");
     BAD("{\"network\": \"host\", \"namespaces\": {\"net\": true}}",
         "strict.json: network: \"host\" requires namespaces.net to be false");
     BAD("{\"network\": \"host\", \"require\": [\"net_ns\"]}",
@@ -302,6 +323,46 @@ static void test_malformed(void)
     BAD("{\"environment\": {\"pass\": [\"A=B\"]}}", "strict.json: environment.pass[0]: must be a variable name");
 
     BAD("[]", "strict.json: a profile must be a JSON object");
+}
+
+/* The allowlist mode: parsed, round-tripped, extended by open.allow_hosts,
+ * tightened to none by an override. */
+static void test_network_allow(void)
+{
+    struct mini_err e;
+    struct mini_profile *p =
+        from("{\"network\": {\"allow\": [\"pypi.org\", \"*.pythonhosted.org\", \"github.com:443\", "
+             "\"10.1.2.3:8080\", \"pypi.org\"], \"deny\": [\"10.0.0.0/8\"], \"resolve\": [\"pypi.org:10.9.9.9\"]}}",
+             &e);
+    CHECK_MSG(p != NULL, "%s", e.msg);
+    if (!p)
+        return;
+    CHECK(p->network == MINI_NET_ALLOW && (p->namespaces & MINI_FEAT_NET_NS));
+    CHECK(p->n_net_allow == 4 && p->n_net_deny == 1 && p->n_net_resolve == 1); /* the repeated entry once */
+    check_round_trip(p);
+    char *more[] = { "pkg.test", "[fd00::1]:443", NULL };
+    CHECK(mini_profile_allow_hosts(p, more, 2, &e) == 0 && p->n_net_allow == 6);
+    char *bad[] = { "ok.test", "no spaces", NULL };
+    CHECK(mini_profile_allow_hosts(p, bad, 2, &e) < 0 && e.code == MINI_E_BAD_REQUEST && p->n_net_allow == 6);
+    CHECK_STR(e.msg, "allow_hosts[1]: \"no spaces\": not a host name (letters, digits, '-', '_' and dots; \"*.\" "
+                     "only as a prefix), IP address or CIDR");
+    cJSON *ov = parse("{\"network\": \"host\"}");
+    CHECK(mini_profile_apply_overrides(p, ov, &e) < 0 && e.code == MINI_E_LIMIT);
+    CHECK_STR(e.msg, "overrides.network: \"host\" would loosen the profile's allowlist");
+    cJSON_Delete(ov);
+    ov = parse("{\"network\": \"none\"}");
+    CHECK(mini_profile_apply_overrides(p, ov, &e) == 0 && p->network == MINI_NET_NONE && p->n_net_allow == 0);
+    cJSON_Delete(ov);
+    mini_profile_free(p);
+
+    /* none + allow_hosts: an allowlist of just those; host: an error. */
+    p = from("{}", &e);
+    char *one[] = { "pypi.org", NULL };
+    CHECK(p && mini_profile_allow_hosts(p, one, 1, &e) == 0 && p->network == MINI_NET_ALLOW && p->n_net_allow == 1);
+    mini_profile_free(p);
+    p = from("{\"network\": \"host\"}", &e);
+    CHECK(p && mini_profile_allow_hosts(p, one, 1, &e) < 0 && e.code == MINI_E_BAD_REQUEST);
+    mini_profile_free(p);
 }
 
 static void test_accepted(void)
@@ -555,6 +616,7 @@ int main(int argc, char **argv)
     test_builtins();
     test_malformed();
     test_accepted();
+    test_network_allow();
     test_overrides();
     return check_summary();
 }

@@ -216,6 +216,18 @@ static void test_json(void)
     v = mini_json_parse("{}\0", 3, &e);
     CHECK(!v && strcmp(e.msg, "invalid JSON: NUL byte at byte 2") == 0);
 
+    /* mini_json_parse_where: the offset of the error, for a line and column. */
+    size_t where = 99;
+    v = mini_json_parse_where("{\"a\":\"x\0y\"}", 11, &where, &e);
+    CHECK(!v && where == 7);
+    v = mini_json_parse_where("[1,\n 01]", 8, &where, &e);
+    CHECK(!v && where == 5 && strstr(e.msg, "malformed number"));
+    v = mini_json_parse_where("{\"a\": 1} x", 10, &where, &e);
+    CHECK(!v && where == 9 && strstr(e.msg, "unexpected data"));
+    v = mini_json_parse_where("[1, 2]", 6, &where, &e);
+    CHECK(cJSON_IsArray(v) && where == 0);
+    cJSON_Delete(v);
+
     /* Nesting: 1000 levels parse, 1001 do not. */
     struct mini_buf b = MINI_BUF_INIT;
     for (int i = 0; i < 1000; i++)
@@ -894,15 +906,27 @@ static void test_reply_round_trips(void)
     struct mini_rep ok = { .op = MINI_OP_OK, .id = 7 };
     rep_round_trip(&ok, &out);
     mini_rep_free(&out);
-    struct mini_rep stats = {
-        .op = MINI_OP_STATS,
-        .id = 8,
-        .u.stats = { .sessions = 3, .running = 2, .execs_total = 1000000, .clients = 4, .uptime_ms = MINI_ID_MAX }
-    };
+    struct mini_rep stats = { .op = MINI_OP_STATS,
+                              .id = 8,
+                              .u.stats = { .sessions = 3,
+                                           .running = 2,
+                                           .execs_total = 1000000,
+                                           .clients = 4,
+                                           .uptime_ms = MINI_ID_MAX,
+                                           .preparing = 5 } };
     rep_round_trip(&stats, &out);
     CHECK(out.u.stats.sessions == 3 && out.u.stats.running == 2 && out.u.stats.execs_total == 1000000);
-    CHECK(out.u.stats.clients == 4 && out.u.stats.uptime_ms == MINI_ID_MAX);
+    CHECK(out.u.stats.clients == 4 && out.u.stats.uptime_ms == MINI_ID_MAX && out.u.stats.preparing == 5);
     mini_rep_free(&out);
+    /* A daemon from before stats.preparing: it reads as 0. */
+    {
+        struct mini_err e;
+        cJSON *old = cJSON_Parse(
+            "{\"op\":\"stats\",\"id\":1,\"sessions\":0,\"running\":0,\"execs_total\":0,\"clients\":1,\"uptime_ms\":1}");
+        CHECK(old && mini_rep_from_json(old, &out, &e) == 0 && out.u.stats.preparing == 0);
+        mini_rep_free(&out);
+        cJSON_Delete(old);
+    }
 
     /* error: every wire code but ok; the agent's categories go out as
      * "internal" and are refused when received. */
