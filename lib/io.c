@@ -140,10 +140,11 @@ int mini_write_file_replace(const char *path, const void *p, size_t n, int mode,
     if (fd < 0) {
         named = true;
         fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0 && errno == EEXIST && unlink_stale(tmp, e) == 0)
+        if (fd < 0 && errno == EEXIST) {
+            if (unlink_stale(tmp, e) < 0)
+                return -1;
             fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        else if (fd < 0 && errno == EEXIST)
-            return -1;
+        }
     }
     if (fd < 0)
         return mini_err_sys(e, MINI_E_IO, errno, "creating a temporary file beside %s", path);
