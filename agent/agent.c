@@ -334,19 +334,30 @@ static cJSON *serialize(struct mini_agent *a)
     return root;
 }
 
-int mini_agent_save(struct mini_agent *a, struct mini_err *e)
+static int save(struct mini_agent *a, struct mini_err *e)
 {
-    if (!a->output_path)
-        return 0;
     _cleanup_cjson_ cJSON *root = serialize(a);
     _cleanup_buf_ struct mini_buf text = MINI_BUF_INIT;
     if (!root)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     if (mini_json_print_py(&text, root, float_keys, e) < 0)
         return mini_err_prefix(e, "saving the trajectory");
-    if (mini_write_file_atomic(a->output_path, text.data, text.len, 0644, e) < 0)
+    /* Synced to disk once the run has ended: the saves before it only
+     * need to survive the process (a kill at any moment leaves the last
+     * whole one); a power loss costs at most the unfinished run's. */
+    if (mini_write_file_replace(a->output_path, text.data, text.len, 0644, run_ended(a), e) < 0)
         return mini_err_prefix(e, "saving the trajectory");
     return 0;
+}
+
+int mini_agent_save(struct mini_agent *a, struct mini_err *e)
+{
+    if (!a->output_path)
+        return 0;
+    double t0 = mini_mono_s();
+    int r = save(a, e);
+    a->save_s += mini_mono_s() - t0;
+    return r;
 }
 
 /* ---- the run -------------------------------------------------------------- */
@@ -488,7 +499,9 @@ struct mini_flow mini_agent_query(struct mini_agent *a, const cJSON **msg, struc
     cJSON *assistant = NULL, *errors = NULL;
     if (a->ops->on_query)
         a->ops->on_query(a->ops_arg, true);
+    double t0 = mini_mono_s();
     int r = mini_model_query(a->model, a->messages, &assistant, &errors, e);
+    a->model_s += mini_mono_s() - t0;
     if (a->ops->on_query)
         a->ops->on_query(a->ops_arg, false);
     if (r < 0 && e->code == MINI_E_FORMAT)
@@ -739,11 +752,13 @@ static int execute(struct mini_agent *a, const cJSON *action, cJSON **result, st
     }
     if (r == 0 && a->ops->on_command)
         a->ops->on_command(a->ops_arg, cmd, NULL);
-    int64_t t0 = mini_mono_ms();
+    double t0 = mini_mono_s();
     if (r == 0)
         r = mini_environment_execute_in(a->env, d.profile, cmd, NULL, 0, a->ops->on_output, a->ops_arg, result, e);
+    double took = mini_mono_s() - t0;
+    a->commands_s += took;
     if (r == 0)
-        audit(a, cmd, &d, *result, mini_mono_ms() - t0);
+        audit(a, cmd, &d, *result, (int64_t)(took * 1000));
     decision_free(&d);
     if (r < 0)
         return -1;

@@ -87,6 +87,10 @@ struct mini_agent {
     double start;         /* monotonic seconds, from mini_agent_init */
     char *exit_status;    /* from the exit message, once added; NULL: the run goes on */
     char *submission;
+    /* Where the run's time went (monotonic seconds; `mini batch`'s timing,
+     * docs/batch.md): the model's queries, the environment's commands,
+     * saving the trajectory. */
+    double model_s, commands_s, save_s;
     volatile int interrupt; /* set from a SIGINT handler */
     volatile int terminate; /* set from a SIGTERM/SIGHUP handler (with
                                       interrupt): stop without asking */
@@ -115,7 +119,8 @@ int mini_agent_run(struct mini_agent *a, const char *task, struct mini_err *e);
  * model's, n_model_calls, model_cost, elapsed_seconds (whole seconds),
  * task.  NULL when out of memory. */
 cJSON *mini_agent_template_vars(struct mini_agent *a);
-/* Write the trajectory now (atomically), as Python's json.dump(indent=2). */
+/* Write the trajectory now (atomically), as Python's json.dump(indent=2);
+ * synced to disk (fsync) only once the run has ended. */
 int mini_agent_save(struct mini_agent *a, struct mini_err *e);
 void mini_agent_fini(struct mini_agent *a);
 

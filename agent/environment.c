@@ -591,14 +591,14 @@ static void close_session(struct mini_environment *env, const char *session)
         mini_rep_free(&rep);
 }
 
-void mini_environment_free(struct mini_environment *env)
+static void env_free(struct mini_environment *env, bool close_sessions)
 {
     if (!env)
         return;
     if (env->connected) {
-        if (env->session)
+        if (env->session && close_sessions)
             close_session(env, env->session);
-        for (size_t i = 0; i < env->n_extra; i++)
+        for (size_t i = 0; i < env->n_extra && close_sessions; i++)
             close_session(env, env->extra[i].session);
         mini_client_close(&env->client);
     }
@@ -616,6 +616,9 @@ void mini_environment_free(struct mini_environment *env)
     cJSON_Delete(env->cfg);
     free(env);
 }
+
+void mini_environment_free(struct mini_environment *env) { env_free(env, true); }
+void mini_environment_drop(struct mini_environment *env) { env_free(env, false); }
 
 char *mini_submission(const cJSON *result)
 {

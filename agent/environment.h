@@ -45,7 +45,13 @@ void mini_environment_interrupt(struct mini_environment *env);
 cJSON *mini_environment_template_vars(const struct mini_environment *env);
 /* {"info": {"config": {"environment": ..., "environment_type": ...}}} */
 cJSON *mini_environment_serialize(const struct mini_environment *env);
+/* Close the sandbox sessions (waiting for the daemon to answer each), the
+ * connection, and free env. */
 void mini_environment_free(struct mini_environment *env);
+/* The same without the close requests: the connection's end closes the
+ * sessions, the daemon's side of it in its own time (the commands are over;
+ * what it has left to kill never ran one). */
+void mini_environment_drop(struct mini_environment *env);
 
 /* Submission: after leading whitespace the output's first line is
  * COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT and returncode is 0.  Returns the

@@ -116,25 +116,48 @@ static int give_name(int fd, const char *tmp)
     return linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW);
 }
 
+static int unlink_stale(const char *tmp, struct mini_err *e)
+{
+    if (unlink(tmp) < 0 && errno != ENOENT)
+        return mini_err_sys(e, MINI_E_IO, errno, "removing the stale %s", tmp);
+    return 0;
+}
+
 int mini_write_file_atomic(const char *path, const void *p, size_t n, int mode, struct mini_err *e)
+{
+    return mini_write_file_replace(path, p, n, mode, true, e);
+}
+
+int mini_write_file_replace(const char *path, const void *p, size_t n, int mode, bool durable, struct mini_err *e)
 {
     _cleanup_free_ char *tmp = NULL;
     if (asprintf(&tmp, "%s.tmp", path) < 0)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-    if (unlink(tmp) < 0 && errno != ENOENT)
-        return mini_err_sys(e, MINI_E_IO, errno, "removing the stale %s", tmp);
+    /* A stale PATH.tmp (a killed writer's) is removed when it is in the
+     * way, not looked for every time. */
     bool named = false;
     _cleanup_close_ int fd = open_unnamed(path, mode);
     if (fd < 0) {
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         named = true;
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 && errno == EEXIST) {
+            if (unlink_stale(tmp, e) < 0)
+                return -1;
+            fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        }
     }
     if (fd < 0)
         return mini_err_sys(e, MINI_E_IO, errno, "creating a temporary file beside %s", path);
-    if (mini_write_all(fd, p, n) < 0 || fchmod(fd, (mode_t)mode) < 0 || fsync(fd) < 0)
+    if (mini_write_all(fd, p, n) < 0 || fchmod(fd, (mode_t)mode) < 0 || (durable && fsync(fd) < 0))
         goto fail;
     if (!named) {
-        if (give_name(fd, tmp) < 0)
+        int r = give_name(fd, tmp);
+        if (r < 0 && errno == EEXIST) {
+            if (unlink_stale(tmp, e) < 0)
+                return -1;
+            r = give_name(fd, tmp);
+        }
+        if (r < 0)
             goto fail;
         named = true;
     }

@@ -1,9 +1,10 @@
 /* `mini batch TASKS`: the command line, the pool of worker processes, the
  * progress display and Ctrl-C (batch.h, docs/batch.md).
  *
- * Each task runs in a fork of this process (worker.c), so that a task that
- * crashes or is killed takes nothing else with it; this process alone
- * writes preds.json and summary.json, from each worker's result.json.
+ * Tasks run in worker processes, forks of this one that take task after
+ * task (struct running; worker.c runs one), so that a task that crashes or
+ * is killed takes nothing else with it; this process alone writes
+ * preds.json and summary.json, from each worker's result.json.
  * Workers die with the batch (PR_SET_PDEATHSIG): a batch killed with -9
  * leaves only tasks that never reached preds.json, which the next run of
  * the same command runs again. */
@@ -46,17 +47,30 @@ struct opts {
     size_t n_specs;
 };
 
+/* A worker process: it takes tasks one at a time, each a line with the
+ * task's index in the queue on its task pipe, and answers on its progress
+ * pipe with "P calls cost" lines while it runs one and "D status" when it
+ * has written the task's result.json.  It exits at the end of its task
+ * pipe. */
 struct running {
     pid_t pid;
-    const struct mini_task *task;
-    int fd;   /* its progress pipe */
-    bool eof; /* the worker has closed it: it is exiting */
+    const struct mini_task *task; /* the one it runs; NULL: idle */
+    int task_fd;                  /* its task pipe (write end); -1 once closed */
+    int fd;                       /* its progress pipe */
+    bool eof;                     /* the worker has closed it: it is exiting */
+    bool done;                    /* it said "D": its task is finished */
+    int rc;                       /* and this */
+    unsigned n_tasks;             /* given to it so far */
     char buf[128];
     size_t len;
     long calls;
     double cost;
     double start;
 };
+
+/* A worker retires after this many tasks (a fresh process then takes the
+ * next): whatever a task leaves in a process stays bounded. */
+#define WORKER_TASKS_MAX 64
 
 static volatile sig_atomic_t interrupted;
 
@@ -242,8 +256,12 @@ static void draw(struct progress *p, const struct running *r, size_t nr, bool fi
         return;
     double now = mini_mono_s(), el = now - p->start;
     double run_cost = 0;
+    size_t busy = 0;
     for (size_t i = 0; i < nr; i++)
-        run_cost += r[i].cost;
+        if (r[i].task) {
+            run_cost += r[i].cost;
+            busy++;
+        }
     char els[16], eta[16] = "?";
     size_t finished = p->done;
     if (finished > 0 && p->total > finished + p->skipped)
@@ -254,9 +272,11 @@ static void draw(struct progress *p, const struct running *r, size_t nr, bool fi
     if (p->lines > 0)
         fprintf(stderr, "\033[%dA", p->lines);
     fprintf(stderr, "\r\033[Jmini batch: %zu/%zu done, %zu failed, %zu running, $%.4f, %s elapsed, ETA %s\n",
-            p->done + p->skipped, p->total, p->failed, nr, p->cost + run_cost, els, eta);
+            p->done + p->skipped, p->total, p->failed, busy, p->cost + run_cost, els, eta);
     p->lines = 1;
     for (size_t i = 0; i < nr && !final; i++) {
+        if (!r[i].task)
+            continue;
         char t[16];
         fmt_secs(t, sizeof t, now - r[i].start);
         fprintf(stderr, "  %-40.40s step %3ld  $%.4f  %s\n", r[i].task->id, r[i].calls, r[i].cost, t);
@@ -304,19 +324,41 @@ struct batch {
     bool cost_stop;
     int errors;     /* of the batch itself */
     cJSON *pending; /* results read, not yet written */
+    /* MINI_BATCH_TIMING: seconds this process spent starting workers,
+     * reading their results, writing the outputs. */
+    double t_start, t_finish, t_record;
 };
 
-static int start_task(struct batch *b, const struct mini_task *t)
+/* The worker's side: take tasks until the end of the task pipe. */
+static _Noreturn void worker_loop(struct batch *b, int task_fd, int progress_fd)
 {
-    int pfd[2];
+    b->ctx.progress_fd = progress_fd;
+    FILE *in = fdopen(task_fd, "r");
+    char line[32];
+    while (in && fgets(line, sizeof line, in)) {
+        char *end;
+        unsigned long i = strtoul(line, &end, 10);
+        if (*end != '\n' || i >= b->n_queue)
+            break;
+        int rc = batch_worker(&b->ctx, b->queue[i]);
+        char done[32];
+        int n = snprintf(done, sizeof done, "D %d\n", rc);
+        if (write(progress_fd, done, (size_t)n) != n)
+            break;
+    }
+    exit(0); /* not _exit: a sanitizer's leak check runs at exit */
+}
+
+/* A new worker process, idle. */
+static struct running *spawn_worker(struct batch *b)
+{
+    int pfd[2], tfd[2];
     if (pipe2(pfd, O_CLOEXEC) < 0)
-        return -1;
-    struct mini_err e;
-    if (batch_out_forget(&b->out, t->id, &e) < 0) {
-        fprintf(stderr, "mini batch: %s\n", e.msg);
+        return NULL;
+    if (pipe2(tfd, O_CLOEXEC) < 0) {
         close(pfd[0]);
         close(pfd[1]);
-        return -1;
+        return NULL;
     }
     fflush(NULL);
     pid_t parent = getpid();
@@ -324,25 +366,73 @@ static int start_task(struct batch *b, const struct mini_task *t)
     if (pid < 0) {
         close(pfd[0]);
         close(pfd[1]);
-        return -1;
+        close(tfd[0]);
+        close(tfd[1]);
+        return NULL;
     }
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
             _exit(1);
         close(pfd[0]);
+        close(tfd[1]);
+        for (size_t i = 0; i < b->nr; i++) { /* the other workers' pipes */
+            mini_close(b->run[i].task_fd);
+            mini_close(b->run[i].fd);
+        }
         signal(SIGCHLD, SIG_DFL);
         sigset_t none; /* pool() blocks these until its ppoll */
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
-        b->ctx.progress_fd = pfd[1];
-        int rc = batch_worker(&b->ctx, t);
-        close(pfd[1]);
-        exit(rc);
+        worker_loop(b, tfd[0], pfd[1]);
     }
     close(pfd[1]);
+    close(tfd[0]);
     mini_set_nonblock(pfd[0], 1);
-    b->run[b->nr++] = (struct running){ .pid = pid, .task = t, .fd = pfd[0], .start = mini_mono_s() };
+    struct running *r = &b->run[b->nr++];
+    *r = (struct running){ .pid = pid, .task_fd = tfd[1], .fd = pfd[0] };
+    return r;
+}
+
+/* Tell a worker to end (at the end of its current task, if any). */
+static void retire(struct running *r)
+{
+    mini_close(r->task_fd);
+    r->task_fd = -1;
+}
+
+/* Give the next task to an idle worker, or a new one. */
+static int start_task(struct batch *b, const struct mini_task *t)
+{
+    struct mini_err e;
+    if (batch_out_forget(&b->out, t->id, &e) < 0) {
+        fprintf(stderr, "mini batch: %s\n", e.msg);
+        return -1;
+    }
+    char line[32];
+    int n = snprintf(line, sizeof line, "%zu\n", b->next);
+    struct running *r = NULL;
+    for (int tries = 0; !r; tries++) {
+        for (size_t i = 0; i < b->nr && !r; i++)
+            if (!b->run[i].task && b->run[i].task_fd >= 0)
+                r = &b->run[i];
+        if (!r && (tries > 2 || !(r = spawn_worker(b))))
+            return -1;
+        /* A pipe's short write is whole.  A worker gone meanwhile (EPIPE:
+         * SIGPIPE is ignored) is reaped later; the task goes to another. */
+        if (write(r->task_fd, line, (size_t)n) != n) {
+            retire(r);
+            r = NULL;
+        }
+    }
+    r->task = t;
+    r->done = false;
+    r->calls = 0;
+    r->cost = 0;
+    r->len = 0;
+    r->start = mini_mono_s();
+    if (++r->n_tasks >= WORKER_TASKS_MAX)
+        retire(r);
     return 0;
 }
 
@@ -361,7 +451,9 @@ static void read_progress(struct running *r)
             *nl = '\0';
             long calls;
             double cost;
-            if (sscanf(r->buf, "P %ld %lf", &calls, &cost) == 2) {
+            if (r->task && sscanf(r->buf, "D %d", &r->rc) == 1)
+                r->done = true;
+            else if (sscanf(r->buf, "P %ld %lf", &calls, &cost) == 2) {
                 r->calls = calls;
                 r->cost = cost;
             }
@@ -374,14 +466,14 @@ static void read_progress(struct running *r)
     }
 }
 
-/* A worker has ended: record its result (never an interrupted one: the
- * next run does that task again). */
-static void finish_task(struct batch *b, size_t i, int status)
+/* A worker's task has ended (it said so, or the worker died: status is
+ * its wait status then): record its result (never an interrupted one: the
+ * next run does that task again).  The worker is idle afterwards. */
+static void finish_task(struct batch *b, struct running *w, int status)
 {
-    struct running r = b->run[i];
-    b->run[i] = b->run[--b->nr];
-    read_progress(&r);
-    close(r.fd);
+    struct running r = *w;
+    w->task = NULL;
+    w->done = false;
     _cleanup_free_ char *path = NULL;
     struct mini_err e;
     mini_err_clear(&e);
@@ -434,33 +526,54 @@ static void finish_task(struct batch *b, size_t i, int status)
 static void record_pending(struct batch *b)
 {
     cJSON *res;
-    while ((res = cJSON_DetachItemFromArray(b->pending, 0))) {
-        struct mini_err e;
+    struct mini_err e;
+    while ((res = cJSON_DetachItemFromArray(b->pending, 0)))
         if (batch_out_record(&b->out, res, &e) < 0) {
             fprintf(stderr, "mini batch: %s\n", e.msg);
             b->errors++;
         }
+    if (batch_out_sync(&b->out, &e) < 0) {
+        fprintf(stderr, "mini batch: %s\n", e.msg);
+        b->errors++;
     }
+}
+
+static size_t busy(const struct batch *b)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < b->nr; i++)
+        n += b->run[i].task != NULL;
+    return n;
 }
 
 static double spent(const struct batch *b)
 {
     double c = b->pg.cost;
     for (size_t i = 0; i < b->nr; i++)
-        c += b->run[i].cost;
+        if (b->run[i].task)
+            c += b->run[i].cost;
     return c;
 }
 
+/* Workers that have exited: a task one was running when it died is
+ * recorded as such. */
 static void reap(struct batch *b)
 {
     int st;
     pid_t pid;
     while ((pid = waitpid(-1, &st, WNOHANG)) > 0)
-        for (size_t i = 0; i < b->nr; i++)
-            if (b->run[i].pid == pid) {
-                finish_task(b, i, st);
-                break;
-            }
+        for (size_t i = 0; i < b->nr; i++) {
+            struct running *r = &b->run[i];
+            if (r->pid != pid)
+                continue;
+            read_progress(r);
+            if (r->task)
+                finish_task(b, r, r->done ? (r->rc & 0xff) << 8 : st);
+            retire(r);
+            close(r->fd);
+            *r = b->run[--b->nr];
+            break;
+        }
 }
 
 /* Ctrl-C: said once; the second kills the running tasks. */
@@ -476,18 +589,20 @@ static void on_interrupts(struct batch *b, int *seen)
         fprintf(stderr,
                 "mini batch: interrupted: starting no more tasks; the %zu running end now (Ctrl-C again "
                 "kills them); the same command resumes\n",
-                b->nr);
+                busy(b));
     }
     /* The running tasks end as mini does at a SIGTERM (a terminal's Ctrl-C
      * has reached them already; a SIGTERM of the batch has not). */
     for (size_t i = 0; i < b->nr; i++)
-        kill(b->run[i].pid, interrupted >= 2 ? SIGKILL : SIGTERM);
+        if (b->run[i].task)
+            kill(b->run[i].pid, interrupted >= 2 ? SIGKILL : SIGTERM);
     *seen = interrupted;
 }
 
 /* Start tasks while workers are free; write what finished (after the
  * start, so that a worker runs meanwhile); wait for progress, an exit or a
- * signal (only then delivered: ppoll), and again. */
+ * signal (only then delivered: ppoll), and again.  At the end the idle
+ * workers are told to go, and waited for. */
 static void pool(struct batch *b)
 {
     int seen_int = 0;
@@ -498,12 +613,15 @@ static void pool(struct batch *b)
     sigaddset(&block, SIGTERM);
     sigprocmask(SIG_BLOCK, &block, &waiting);
     for (;;) {
-        while (b->nr < b->o->workers && b->next < b->n_queue && !interrupted && !b->cost_stop) {
+        while (busy(b) < b->o->workers && b->next < b->n_queue && !interrupted && !b->cost_stop) {
             if (b->o->cost_total > 0 && spent(b) >= b->o->cost_total) {
                 b->cost_stop = true;
                 break;
             }
-            if (start_task(b, b->queue[b->next]) < 0) {
+            double t0 = mini_mono_s();
+            int r = start_task(b, b->queue[b->next]);
+            b->t_start += mini_mono_s() - t0;
+            if (r < 0) {
                 fprintf(stderr, "mini batch: starting a worker: %s\n", strerror(errno));
                 b->errors++;
                 b->cost_stop = true; /* stop starting; finish the others */
@@ -511,22 +629,37 @@ static void pool(struct batch *b)
             }
             b->next++;
         }
+        double t0 = mini_mono_s();
         record_pending(b);
-        if (b->nr == 0)
+        b->t_record += mini_mono_s() - t0;
+        if (busy(b) == 0)
             break;
         struct pollfd pf[WORKERS_MAX];
         for (size_t i = 0; i < b->nr; i++)
             pf[i] = (struct pollfd){ .fd = b->run[i].eof ? -1 : b->run[i].fd, .events = POLLIN };
         struct timespec ts = { .tv_sec = b->pg.tty ? 0 : 1, .tv_nsec = b->pg.tty ? 250000000 : 0 };
         ppoll(pf, b->nr, &ts, &waiting);
-        for (size_t i = 0; i < b->nr; i++)
+        t0 = mini_mono_s();
+        for (size_t i = 0; i < b->nr; i++) {
             if (pf[i].revents)
                 read_progress(&b->run[i]);
+            if (b->run[i].task && b->run[i].done)
+                finish_task(b, &b->run[i], (b->run[i].rc & 0xff) << 8);
+        }
         on_interrupts(b, &seen_int);
         reap(b);
+        b->t_finish += mini_mono_s() - t0;
         draw(&b->pg, b->run, b->nr, false);
     }
     on_interrupts(b, &seen_int);
+    for (size_t i = 0; i < b->nr; i++)
+        retire(&b->run[i]);
+    for (size_t i = 0; i < b->nr; i++) {
+        while (waitpid(b->run[i].pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        close(b->run[i].fd);
+    }
+    b->nr = 0;
     sigprocmask(SIG_SETMASK, &waiting, NULL);
 }
 
@@ -714,6 +847,11 @@ static int run_batch(struct opts *o)
     if (b.cost_stop && !b.errors)
         fprintf(stderr, "mini batch: stopped starting tasks at the total cost limit ($%.4f); %zu not run\n",
                 o->cost_total, b.n_queue - b.next);
+    if (getenv("MINI_BATCH_TIMING") && b.next > 0)
+        fprintf(stderr, "mini batch: timing: per task, %.3f ms handing it to a worker, %.3f ms reading its result, "
+                        "%.3f ms writing the outputs\n",
+                b.t_start * 1000 / (double)b.next, b.t_finish * 1000 / (double)b.next,
+                b.t_record * 1000 / (double)b.next);
     rc = interrupted ? 130 : b.errors ? 1 : 0;
 out:
     if (daemon > 0) {

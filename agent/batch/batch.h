@@ -1,5 +1,5 @@
-/* `mini batch`: many tasks, each run by a worker process of its own (a
- * fork of the batch), sharing one sandbox daemon; resumable output in the
+/* `mini batch`: many tasks, run by worker processes (forks of the batch,
+ * each taking task after task), sharing one sandbox daemon; resumable output in the
  * layout of mini-swe-agent's batch runs.  docs/batch.md.
  *
  *   batch.c    the command line, the pool of workers, progress, Ctrl-C
@@ -30,9 +30,9 @@ struct batch_ctx {
     int progress_fd; /* the worker writes "P calls cost\n" here, or -1 */
 };
 
-/* Run one task in this (forked) process: its directory OUT/ID is made
- * fresh, the result goes to OUT/ID/result.json.  The exit code (0 when
- * result.json was written). */
+/* Run one task in this (worker) process: its directory OUT/ID is made
+ * fresh, the result goes to OUT/ID/result.json.  0 when result.json was
+ * written, else 1. */
 int batch_worker(const struct batch_ctx *b, const struct mini_task *t);
 
 /* ---- output.c ---- */
@@ -41,6 +41,10 @@ struct batch_out {
     char *dir;
     cJSON *preds;   /* preds.json: {id: {model_name_or_path, instance_id, model_patch}} */
     cJSON *summary; /* summary.json: {"tasks": {id: result}, "totals": {...}} */
+    bool preds_dirty, summary_dirty; /* changed since written */
+    double summary_at;               /* when summary.json was last written (monotonic s) */
+    double summary_took;             /* and how long that took */
+    double summary_every;            /* seconds between two writes of it (MINI_BATCH_SUMMARY_INTERVAL) */
 };
 
 /* Load what an earlier run left in dir (created if missing).  -1 with e
@@ -50,13 +54,17 @@ int batch_out_open(struct batch_out *o, const char *dir, struct mini_err *e);
 bool batch_out_done(const struct batch_out *o, const char *id);
 /* Forget a task (--redo-existing, or a worker about to run it again). */
 int batch_out_forget(struct batch_out *o, const char *id, struct mini_err *e);
-/* Record a finished task's result (taken): preds.json and summary.json
- * rewritten atomically. */
+/* Record a finished task's result (taken), in memory: batch_out_sync
+ * writes it. */
 int batch_out_record(struct batch_out *o, cJSON *result, struct mini_err *e);
+/* Write what was recorded: preds.json now, summary.json when due (at most
+ * once a second: batch_out_write at the end). */
+int batch_out_sync(struct batch_out *o, struct mini_err *e);
 /* Recompute the totals and write summary.json. */
 int batch_out_write(struct batch_out *o, struct mini_err *e);
 void batch_out_free(struct batch_out *o);
-/* Write json to path atomically, as Python's json.dump(indent=2). */
+/* Write json to path atomically and synced to disk, as Python's
+ * json.dump(indent=2). */
 int batch_write_json(const char *path, const cJSON *json, struct mini_err *e);
 
 /* ---- slurm.c ---- */

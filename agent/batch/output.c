@@ -1,7 +1,14 @@
 /* A batch's output directory (batch.h): preds.json, in the shape SWE-bench
  * tooling reads and mini-swe-agent writes, and summary.json; both loaded
- * from an earlier run and rewritten atomically after every task, so that a
- * crash of the batch at any moment loses no finished task. */
+ * from an earlier run and rewritten atomically (docs/batch.md, "Output"):
+ * preds.json, synced to disk, as tasks finish (all those that finished
+ * since the last time, at once); summary.json, which grows with every
+ * task's result, at most once a second (MINI_BATCH_SUMMARY_INTERVAL) and
+ * at the end.  A crash at any moment loses no finished task: one in
+ * preds.json but not yet in summary.json is added to it from its
+ * result.json (synced by its worker before the batch recorded it) when the
+ * batch runs again. */
+#include <math.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,11 +16,15 @@
 #include <unistd.h>
 #include "batch/batch.h"
 #include "mini/buf.h"
+#include "mini/clock.h"
 #include "mini/cleanup.h"
 #include "mini/io.h"
 #include "mini/json.h"
 
 static const char *const float_keys[] = { "cost", "wall_s", "duration_s", "total_cost", "resolve_rate", NULL };
+
+/* Seconds between two rewrites of summary.json while the batch runs. */
+#define SUMMARY_INTERVAL_S 1.0
 
 int batch_write_json(const char *path, const cJSON *json, struct mini_err *e)
 {
@@ -57,6 +68,12 @@ int batch_out_open(struct batch_out *o, const char *dir, struct mini_err *e)
         return mini_err_prefix(e, "output directory");
     if (!(o->dir = strdup(dir)))
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    o->summary_every = SUMMARY_INTERVAL_S;
+    const char *ev = getenv("MINI_BATCH_SUMMARY_INTERVAL");
+    char *end;
+    double v = ev ? strtod(ev, &end) : NAN;
+    if (ev && *ev && !*end && v >= 0)
+        o->summary_every = v;
     _cleanup_free_ char *pp = out_path(o, "preds.json"), *sp = out_path(o, "summary.json");
     if (!pp || !sp)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
@@ -80,7 +97,12 @@ bool batch_out_done(const struct batch_out *o, const char *id)
 static int write_preds(struct batch_out *o, struct mini_err *e)
 {
     _cleanup_free_ char *pp = out_path(o, "preds.json");
-    return pp ? batch_write_json(pp, o->preds, e) : mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    if (!pp)
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    if (batch_write_json(pp, o->preds, e) < 0)
+        return -1;
+    o->preds_dirty = false;
+    return 0;
 }
 
 int batch_out_forget(struct batch_out *o, const char *id, struct mini_err *e)
@@ -89,6 +111,8 @@ int batch_out_forget(struct batch_out *o, const char *id, struct mini_err *e)
         return 0;
     cJSON_DeleteItemFromObjectCaseSensitive(o->preds, id);
     cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(o->summary, "tasks"), id);
+    o->summary_dirty = true;
+    /* Now: the task's directory is about to be made afresh. */
     return write_preds(o, e);
 }
 
@@ -134,7 +158,15 @@ int batch_out_write(struct batch_out *o, struct mini_err *e)
     else
         cJSON_AddItemToObject(o->summary, "totals", tot);
     _cleanup_free_ char *sp = out_path(o, "summary.json");
-    return sp ? batch_write_json(sp, o->summary, e) : mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    if (!sp)
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    double t0 = mini_mono_s();
+    if (batch_write_json(sp, o->summary, e) < 0)
+        return -1;
+    o->summary_at = mini_mono_s();
+    o->summary_took = o->summary_at - t0;
+    o->summary_dirty = false;
+    return 0;
 }
 
 int batch_out_record(struct batch_out *o, cJSON *result, struct mini_err *e)
@@ -157,10 +189,21 @@ int batch_out_record(struct batch_out *o, cJSON *result, struct mini_err *e)
     cJSON *tasks = cJSON_GetObjectItemCaseSensitive(o->summary, "tasks");
     cJSON_DeleteItemFromObjectCaseSensitive(tasks, id->valuestring);
     cJSON_AddItemToObject(tasks, id->valuestring, TAKE_PTR(r));
+    o->preds_dirty = o->summary_dirty = true;
+    return 0;
+}
+
+int batch_out_sync(struct batch_out *o, struct mini_err *e)
+{
     /* preds.json first: what a resume trusts. */
-    if (write_preds(o, e) < 0)
+    if (o->preds_dirty && write_preds(o, e) < 0)
         return -1;
-    return batch_out_write(o, e);
+    /* summary.json when due: at most once an interval, and never for more
+     * than a tenth of the time (it grows with every task). */
+    double since = mini_mono_s() - o->summary_at;
+    if (o->summary_dirty && since >= o->summary_every && since >= 10 * o->summary_took)
+        return batch_out_write(o, e);
+    return 0;
 }
 
 void batch_out_free(struct batch_out *o)

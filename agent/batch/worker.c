@@ -148,10 +148,12 @@ static void on_progress(void *arg, long calls, double cost)
         (void)!write(p->fd, line, (size_t)n); /* a pipe: short lines are atomic */
 }
 
+/* A task's sessions end with their connection: the worker goes on with
+ * the task (its result, the next task) while the daemon closes them. */
 static void env_freep(struct mini_environment **env)
 {
     w_env = NULL;
-    mini_environment_free(*env);
+    mini_environment_drop(*env);
 }
 
 static struct mini_environment *new_env(const cJSON *cfg, struct mini_err *e)
@@ -217,6 +219,36 @@ static cJSON *verify(const cJSON *cfg, const char *command)
     return v;
 }
 
+/* Where a task's time went, in result.json's "timing" when
+ * MINI_BATCH_TIMING is set (docs/batch.md): what the batch adds around the
+ * model and the commands, phase by phase. */
+struct timing {
+    double t, prep, workspace, setup, open, model, commands, save, agent, close, verify;
+};
+
+/* The seconds since the last lap. */
+static double lap(struct timing *tm)
+{
+    double now = mini_mono_s(), d = now - tm->t;
+    tm->t = now;
+    return d;
+}
+
+static cJSON *timing_json(const struct timing *tm)
+{
+    cJSON *o = cJSON_CreateObject();
+    const struct {
+        const char *k;
+        double v;
+    } f[] = { { "prep_s", tm->prep },     { "workspace_s", tm->workspace }, { "setup_s", tm->setup },
+              { "open_s", tm->open },     { "model_s", tm->model },         { "commands_s", tm->commands },
+              { "save_s", tm->save },     { "agent_s", tm->agent },         { "close_s", tm->close },
+              { "verify_s", tm->verify } };
+    for (size_t i = 0; o && i < sizeof f / sizeof f[0]; i++)
+        cJSON_AddItemToObject(o, f[i].k, mini_json_create_float(f[i].v));
+    return o;
+}
+
 static void policy_freep(struct mini_policy **p) { mini_policy_free(*p); }
 static void model_freep(struct mini_model **m) { mini_model_free(*m); }
 static void agent_finip(struct mini_agent *a)
@@ -233,6 +265,7 @@ int batch_worker(const struct batch_ctx *b, const struct mini_task *t)
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     double t0 = mini_mono_s();
+    struct timing tm = { .t = t0 };
     struct mini_err e;
     mini_err_clear(&e);
     _cleanup_free_ char *dir = NULL, *ws = NULL, *traj = NULL, *result_path = NULL, *log = NULL;
@@ -265,6 +298,7 @@ int batch_worker(const struct batch_ctx *b, const struct mini_task *t)
     if (cfg_name && !(model_name = strdup(cfg_name)))
         return 1;
 
+    tm.prep = lap(&tm);
     if (make_workspace(b, t, ws, log, &e) < 0 ||
         mini_config_set(cfg, "environment.workspace", cJSON_CreateString(ws), &e) < 0 ||
         mini_config_set(cfg, "environment.cwd", cJSON_CreateString(ws), &e) < 0 ||
@@ -274,6 +308,7 @@ int batch_worker(const struct batch_ctx *b, const struct mini_task *t)
     struct stat lst;
     if (!exit_status && stat(log, &lst) == 0 && lst.st_size == 0)
         unlink(log); /* nothing went wrong: no log */
+    tm.workspace = lap(&tm);
     if (!exit_status && t->setup) {
         double secs;
         _cleanup_cjson_ cJSON *r = run_command(cfg, t->setup, &secs, &e);
@@ -285,6 +320,7 @@ int batch_worker(const struct batch_ctx *b, const struct mini_task *t)
                              res_str(r, "output"));
         }
     }
+    tm.setup = lap(&tm);
     if (!exit_status) {
         _cleanup_(model_freep) struct mini_model *model = mini_model_new(mini_config_get(cfg, "model"), NULL, &e);
         _cleanup_(env_freep) struct mini_environment *env = model ? new_env(cfg, &e) : NULL;
@@ -310,9 +346,14 @@ int batch_worker(const struct batch_ctx *b, const struct mini_task *t)
             mini_model_set_cancel(model, &agent.interrupt);
             w_env = env;
             w_agent = &agent;
+            tm.open = lap(&tm);
             mini_agent_run(&agent, t->problem, &e); /* the exit status says how it ended */
             ran = true;
             w_agent = NULL;
+            tm.agent = lap(&tm);
+            tm.model = agent.model_s;
+            tm.commands = agent.commands_s;
+            tm.save = agent.save_s;
             if (!(status_copy = strdup(agent.exit_status ? agent.exit_status : "Unknown")) ||
                 (agent.submission && !(submission = strdup(agent.submission))))
                 return 1;
@@ -322,6 +363,10 @@ int batch_worker(const struct batch_ctx *b, const struct mini_task *t)
             if (!model_name && mini_model_name(model) && !(model_name = strdup(mini_model_name(model))))
                 return 1;
         }
+        lap(&tm);
+        env_freep(&env); /* the session's end */
+        env = NULL;
+        tm.close = lap(&tm);
     }
     cJSON_AddStringToObject(result, "instance_id", t->id);
     cJSON_AddStringToObject(result, "exit_status", exit_status);
@@ -330,16 +375,20 @@ int batch_worker(const struct batch_ctx *b, const struct mini_task *t)
     cJSON_AddNumberToObject(result, "steps", (double)calls);
     cJSON_AddItemToObject(result, "cost", mini_json_create_float(cost));
     bool interrupted = strcmp(exit_status, "KeyboardInterrupt") == 0;
+    lap(&tm);
     if (ran && !interrupted && t->verify)
         cJSON_AddItemToObject(result, "verify", verify(cfg, t->verify));
     else
         cJSON_AddNullToObject(result, "verify");
+    tm.verify = lap(&tm);
     cJSON_AddItemToObject(result, "wall_s", mini_json_create_float(mini_mono_s() - t0));
     if (!ran || (e.code != MINI_OK && e.msg[0]))
         cJSON_AddStringToObject(result, "error", e.msg[0] ? e.msg : exit_status);
     else
         cJSON_AddNullToObject(result, "error");
     cJSON_AddStringToObject(result, "trajectory", ran ? traj : "");
+    if (getenv("MINI_BATCH_TIMING"))
+        cJSON_AddItemToObject(result, "timing", timing_json(&tm));
     struct mini_err we;
     if (batch_write_json(result_path, result, &we) < 0) {
         fprintf(stderr, "mini batch: %s: %s\n", t->id, we.msg);

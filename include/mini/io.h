@@ -29,6 +29,10 @@ int mini_read_file(const char *path, struct mini_buf *b, size_t max, struct mini
  * write of `path` removes; one writer per path at a time.  0 or -1 with
  * e filled. */
 int mini_write_file_atomic(const char *path, const void *p, size_t n, int mode, struct mini_err *e);
+/* The same, without the fsync unless `durable`: the file is still replaced
+ * whole (a writer killed at any moment leaves the old or the new one), but
+ * after a power loss or an OS crash it may be the old one, or empty. */
+int mini_write_file_replace(const char *path, const void *p, size_t n, int mode, bool durable, struct mini_err *e);
 /* close(2) that preserves errno and ignores fd < 0. */
 void mini_close(int fd);
 /* Remove a directory tree (never following symlinks, staying on its

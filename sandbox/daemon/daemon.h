@@ -198,9 +198,10 @@ struct session {
 };
 
 struct pooled {
-    struct pooled *next; /* in its session's pool, or the graveyard */
+    struct pooled *next; /* in its session's pool, the closing list, or the graveyard */
     bool dead;
     bool ready;
+    bool closing; /* its session closed: killed, reaped when its pidfd says so */
     struct session *ss;
     struct sandbox_slot slot;
     struct ev ev_ctl, ev_pid;
@@ -265,7 +266,8 @@ struct server {
     struct client *clients, *dead_clients;
     struct exec *execs, *dead_execs;
     struct pooled *dead_pooled;
-    struct measure *measures; /* the disk watch's, in flight */
+    struct pooled *closing_pooled; /* of closed sessions, killed, not yet reaped */
+    struct measure *measures;      /* the disk watch's, in flight */
     size_t pooled_total;
     uint64_t next_session;
     int64_t execs_total, start_ns;
@@ -294,6 +296,10 @@ struct server {
     struct mini_ws_guard guard; /* what a workspace must not be or hold */
     struct mini_uid_range uids; /* root daemon: host ids for sessions */
     struct proxy *proxy;        /* proxy.c */
+    /* Filesystems (st_dev) whose workspaces have been idmapped: the probe
+     * of session_ids is not repeated for them (it costs a mount's teardown). */
+    dev_t idmap_ok[16];
+    size_t n_idmap_ok;
 };
 
 /* ------------------------------------------------------------ server.c */
@@ -332,6 +338,8 @@ void pool_fill(struct server *s, struct session *ss);
 struct pooled *pool_take(struct server *s, struct session *ss);
 /* Bury an entry taken from the pool (freed after this epoll batch). */
 void pool_bury(struct server *s, struct pooled *p);
+/* Reap and release the closed sessions' prepared sandboxes now (shutdown). */
+void pool_reap_closing(struct server *s);
 /* A prepared sandbox's control socket or pidfd is readable. */
 void pool_event(struct server *s, struct pooled *p, bool exited);
 /* Reclaim what daemons that are gone left (at start): their session

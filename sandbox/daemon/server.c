@@ -677,6 +677,7 @@ static void server_free(struct server *s)
     flush_clients(s);
     while (s->clients)
         client_close(s, s->clients);
+    pool_reap_closing(s);
     disk_fini(s);
     bury(s);
     proxy_fini(s);

@@ -649,8 +649,48 @@ struct pooled *pool_take(struct server *s, struct session *ss)
     return best;
 }
 
+/* A prepared sandbox of a session being closed: killed now, and reaped
+ * (its cgroups and tmpdir removed) when its pidfd says it has died, so
+ * that neither the close's reply nor the next client waits for it.  It
+ * holds a reference to its session (and so its uid slot) until then. */
+static void pool_retire(struct server *s, struct pooled *p)
+{
+    pool_unlink(p->ss, p);
+    p->ss->refs++;
+    p->closing = true;
+    ep_del(s, p->slot.sb.ctl);
+    mini_sandbox_kill(&p->slot.sb);
+    p->next = s->closing_pooled;
+    s->closing_pooled = p;
+}
+
+static void pool_reaped(struct server *s, struct pooled *p)
+{
+    for (struct pooled **pp = &s->closing_pooled; *pp; pp = &(*pp)->next)
+        if (*pp == p) {
+            *pp = p->next;
+            break;
+        }
+    ep_del(s, p->slot.sb.pidfd);
+    slot_release(&p->slot);
+    struct session *ss = p->ss;
+    pool_bury(s, p);
+    session_unref(ss);
+}
+
+void pool_reap_closing(struct server *s)
+{
+    while (s->closing_pooled)
+        pool_reaped(s, s->closing_pooled);
+}
+
 void pool_event(struct server *s, struct pooled *p, bool exited)
 {
+    if (p->closing) {
+        if (exited)
+            pool_reaped(s, p);
+        return;
+    }
     bool failed = true;
     if (!exited) {
         struct mini_ctl_msg m;
@@ -738,24 +778,32 @@ static int session_ids(struct server *s, struct session *ss, struct mini_err *e)
     gid_t gid = s->uids.gid_base + (gid_t)slot;
     if ((ss->idmap_userns = mini_idmap_userns(ss->owner_uid, uid, ss->owner_gid, gid, e)) < 0)
         return -1;
-    /* Whether this filesystem can be idmapped at all: try it once here. */
-    int probe = open_tree(ss->ws_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
-    struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)ss->idmap_userns };
-    int r = probe < 0 ? -1 : mount_setattr(probe, "", AT_EMPTY_PATH, &attr, sizeof attr);
-    int err = errno;
-    mini_close(probe);
-    if (r < 0 && (err == EINVAL || err == EOPNOTSUPP || err == ENOSYS)) {
-        log_warn("workspace %s: its filesystem cannot be idmapped (%s): the sandbox runs as its owner, uid %u",
-                 ss->workspace, strerror(err), (unsigned)ss->owner_uid);
-        mini_close(ss->idmap_userns);
-        ss->idmap_userns = -1;
-        mini_uid_range_put(&s->uids, slot);
-        ss->uid_slot = -1;
-        ss->uids = NULL;
-        return 0;
+    bool known = false;
+    for (size_t i = 0; i < s->n_idmap_ok; i++)
+        known = known || s->idmap_ok[i] == st.st_dev;
+    if (!known) {
+        /* Whether this filesystem can be idmapped at all: try it here, once
+         * per filesystem (a later failure is the sandbox's spawn error). */
+        int probe = open_tree(ss->ws_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+        struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)ss->idmap_userns };
+        int r = probe < 0 ? -1 : mount_setattr(probe, "", AT_EMPTY_PATH, &attr, sizeof attr);
+        int err = errno;
+        mini_close(probe);
+        if (r < 0 && (err == EINVAL || err == EOPNOTSUPP || err == ENOSYS)) {
+            log_warn("workspace %s: its filesystem cannot be idmapped (%s): the sandbox runs as its owner, uid %u",
+                     ss->workspace, strerror(err), (unsigned)ss->owner_uid);
+            mini_close(ss->idmap_userns);
+            ss->idmap_userns = -1;
+            mini_uid_range_put(&s->uids, slot);
+            ss->uid_slot = -1;
+            ss->uids = NULL;
+            return 0;
+        }
+        if (r < 0)
+            return mini_err_sys(e, MINI_E_SPAWN_FAILED, err, "idmapping the workspace %s", ss->workspace);
+        if (s->n_idmap_ok < sizeof s->idmap_ok / sizeof s->idmap_ok[0])
+            s->idmap_ok[s->n_idmap_ok++] = st.st_dev;
     }
-    if (r < 0)
-        return mini_err_sys(e, MINI_E_SPAWN_FAILED, err, "idmapping the workspace %s", ss->workspace);
     ss->host_uid = uid;
     ss->host_gid = gid;
     ss->idmap = true;
@@ -876,7 +924,7 @@ void session_close(struct server *s, struct client *c, struct session *ss, enum 
     c->n_sessions--;
     s->n_sessions--;
     while (ss->pool)
-        pool_discard(s, ss->pool);
+        pool_retire(s, ss->pool);
     session_unref(ss);
 }
 
@@ -889,6 +937,7 @@ void do_close(struct server *s, struct client *c, const struct mini_req *req)
         send_error(s, c, req->id, &e);
         return;
     }
+    /* Its prepared sandboxes are killed, not waited for (pool_retire). */
     session_close(s, c, ss, MINI_LIMIT_CANCELLED);
     send_ok(s, c, req->id);
 }

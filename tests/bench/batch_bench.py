@@ -1,29 +1,56 @@
 #!/usr/bin/env python3
 """Benchmark of `mini batch` (issue P10): N deterministic tasks of S steps
 each under the strict sandbox, for several worker counts.  Prints, per
-worker count: tasks per second, the batch's own overhead per task, and the
-peak RSS of the batch process and of the daemon; never pass/fail on time.
+worker count: tasks per second, the batch's own overhead per task, the
+peak RSS of the batch process and of the daemon, and the peak of the
+resident sets of the batch, its workers and the daemon added up (pages the
+forks share counted once per process: an upper bound); never pass/fail
+on time.
 
     batch_bench.py MINI_BIN [N] [STEPS] [WORKERS,...]
 
 Overhead per task = (workers x wall - time in sandboxed commands - time in
-the model) / tasks, where the command and model times come from each
-trajectory's message timestamps (a command: from its assistant message to
-its observation; the model: from the previous observation, or the task's
-start, to the assistant message).  So it is what the batch adds around
-each task: forking the worker, making the workspace, opening the sandbox
-session, writing the trajectory and the outputs, and the time workers wait
-for a free core.  The baseline in the same run is a bare fork+exec of
-/bin/true per command, the floor of running anything at all.
+the model) / tasks, where the command and model times are what each worker
+measured around the environment's execute calls and the model's queries
+(MINI_BATCH_TIMING=1: result.json's "timing", docs/batch.md).  So it is
+what the batch adds around each task: forking the worker, making the
+workspace, opening and closing the sandbox session, rendering the
+templates, writing the trajectory and the outputs, and the time workers
+wait for a free core.  A second table splits it by phase (ms per task, as
+the workers and the batch process measured them).  The baseline in the
+same run is a bare fork+exec of /bin/true per command, the floor of running
+anything at all.
 """
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+
+PHASES = ["prep", "workspace", "setup", "open", "model", "commands", "save", "agent", "close", "verify"]
+
+
+def rss_kb(pid, key="VmRSS:"):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(key):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def children(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
 
 
 def hwm_kb(pid):
@@ -44,6 +71,7 @@ def main():
     workers = [int(w) for w in (sys.argv[4] if len(sys.argv) > 4 else "1,2,4,8").split(",")]
     tmp = tempfile.mkdtemp(prefix="mini-batch-bench.")
     os.chmod(tmp, 0o755)
+    daemon = None
     try:
         outputs = [f"Step {i}.\n```mswea_bash_command\necho step {i}\n```" for i in range(steps - 1)]
         outputs.append("Done.\n```mswea_bash_command\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```")
@@ -74,52 +102,66 @@ def main():
         fork_exec_ms = (time.monotonic() - t0) / min(n * steps, 1000) * 1000
 
         rows = []
+        splits = []
         for w in workers:
             out = os.path.join(tmp, f"out-w{w}")
             cmd = [os.path.join(mini_bin, "mini"), "batch", tasks, "-o", out, "-w", str(w), "-c", "mini", "-c",
                    cfg, "-c", f"environment.socket={sock}", "--sandbox", "strict"]
             t0 = time.monotonic()
-            p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-            peak = 0
+            p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                 env=dict(os.environ, MINI_BATCH_TIMING="1"))
+            peak = peak_all = 0
             while p.poll() is None:
                 peak = max(peak, hwm_kb(p.pid))
+                # The batch, its workers and the daemon: their resident sets
+                # added up (pages the forks share counted in each).
+                peak_all = max(peak_all, sum(rss_kb(q) for q in [p.pid, daemon.pid] + children(p.pid)))
                 time.sleep(0.02)
             wall = time.monotonic() - t0
             err = p.stderr.read()
             if p.returncode != 0:
                 print(err)
                 sys.exit(1)
-            cmd_s = model_s = 0.0
+            phases = dict.fromkeys(PHASES, 0.0)
             submitted = 0
             for i in range(n):
                 iid = f"b{i:04d}"
-                t = json.load(open(os.path.join(out, iid, iid + ".traj.json")))
-                submitted += t["info"]["exit_status"] == "Submitted"
-                last = None
-                for m in t["messages"]:
-                    ts = (m.get("extra") or {}).get("timestamp")
-                    if ts is None:
-                        continue
-                    if m["role"] == "assistant":
-                        if last is not None:
-                            model_s += ts - last
-                        last = ts
-                    elif last is not None:
-                        cmd_s += ts - last
-                        last = ts
+                r = json.load(open(os.path.join(out, iid, "result.json")))
+                submitted += r["exit_status"] == "Submitted"
+                for k in PHASES:
+                    phases[k] += r["timing"][k + "_s"]
+            if submitted != n:
+                print(f"{n - submitted} of {n} tasks not submitted (see {out}/*/result.json): no figures")
+                sys.exit(1)
+            cmd_s, model_s = phases["commands"], phases["model"]
+            parent = re.search(r"timing: per task, ([\d.]+) ms handing it to a worker, ([\d.]+) ms reading its "
+                               r"result, ([\d.]+) ms writing the outputs", err)
             overhead_ms = (w * wall - cmd_s - model_s) / n * 1000
             rows.append((w, n / wall, wall, cmd_s / (n * steps) * 1000, overhead_ms, peak / 1024,
-                         hwm_kb(daemon.pid) / 1024, submitted))
-        daemon.terminate()
-        daemon.wait()
+                         hwm_kb(daemon.pid) / 1024, peak_all / 1024, submitted))
+            split = {k: v / n * 1000 for k, v in phases.items()}
+            split["agent"] -= split["model"] + split["commands"] + split["save"]  # the agent's own work
+            split["start"], split["reap"], split["outputs"] = (float(x) for x in parent.groups())
+            splits.append((w, split))
         print(f"mini batch: {n} deterministic tasks x {steps} steps, strict sandbox; "
               f"baseline fork+exec of /bin/true: {fork_exec_ms:.2f} ms")
         print(f"{'workers':>7} {'tasks/s':>8} {'wall s':>7} {'ms/command':>10} {'overhead ms/task':>16} "
-              f"{'x fork+exec':>11} {'batch peak MiB':>14} {'daemon peak MiB':>15} {'submitted':>9}")
-        for w, tps, wall, per_cmd, ov, bp, dp, sub in rows:
+              f"{'x fork+exec':>11} {'batch peak MiB':>14} {'daemon peak MiB':>15} {'all peak MiB':>12} {'submitted':>9}")
+        for w, tps, wall, per_cmd, ov, bp, dp, ap, sub in rows:
             print(f"{w:>7} {tps:>8.1f} {wall:>7.2f} {per_cmd:>10.2f} {ov:>16.2f} {ov / fork_exec_ms:>11.1f} "
-                  f"{bp:>14.1f} {dp:>15.1f} {sub:>6}/{n}")
+                  f"{bp:>14.1f} {dp:>15.1f} {ap:>12.1f} {sub:>6}/{n}")
+        cols = ["prep", "workspace", "open", "agent", "save", "close", "start", "reap", "outputs"]
+        print("where it goes, ms per task: in the worker (prep: its directory and config; open: model, session,"
+              " agent; agent: its own work besides model, commands and saves; close: the session's end), and in"
+              " the batch process (start: handing the task to a worker; reap: reading its result; outputs:"
+              " preds.json and summary.json)")
+        print(f"{'workers':>7} " + " ".join(f"{c:>9}" for c in cols))
+        for w, sp in splits:
+            print(f"{w:>7} " + " ".join(f"{sp[c]:>9.3f}" for c in cols))
     finally:
+        if daemon:  # also when a run failed: the daemon is ours to stop
+            daemon.terminate()
+            daemon.wait()
         shutil.rmtree(tmp, ignore_errors=True)
 
 

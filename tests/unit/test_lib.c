@@ -121,6 +121,44 @@ static void test_rm_rf(void)
     /* A symlink as the top: the link goes, its target stays. */
 }
 
+/* ---- atomic writes over a killed writer's PATH.tmp ---- */
+
+static void test_atomic_stale_tmp(void)
+{
+    char dir[] = "/tmp/mini-stale.XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char path[128], tmp[140], other[140];
+    snprintf(path, sizeof path, "%s/f.json", dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    snprintf(other, sizeof other, "%s/other", dir);
+    struct mini_err e;
+    for (int durable = 0; durable < 2; durable++) {
+        /* A stale file, then a stale symlink to another file (not followed). */
+        for (int sym = 0; sym < 2; sym++) {
+            int fd = open(other, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            CHECK(fd >= 0 && mini_write_all(fd, "other", 5) == 0);
+            close(fd);
+            if (sym)
+                CHECK(symlink(other, tmp) == 0);
+            else
+                CHECK(link(other, tmp) == 0);
+            CHECK(mini_write_file_replace(path, "new", 3, 0644, durable, &e) == 0);
+            struct mini_buf b = MINI_BUF_INIT;
+            CHECK(mini_read_file(path, &b, 100, &e) == 0 && b.len == 3 && memcmp(b.data, "new", 3) == 0);
+            mini_buf_free(&b);
+            CHECK(mini_read_file(other, &b, 100, &e) == 0 && b.len == 5 && memcmp(b.data, "other", 5) == 0);
+            mini_buf_free(&b);
+            CHECK(access(tmp, F_OK) < 0 && errno == ENOENT);
+            struct stat st;
+            CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0644);
+            /* And again, with none in the way. */
+            CHECK(mini_write_file_replace(path, "again", 5, 0644, durable, &e) == 0);
+            CHECK(access(tmp, F_OK) < 0 && errno == ENOENT);
+        }
+    }
+    CHECK(mini_rm_rf(dir, &e) == 0);
+}
+
 /* ---- atomic writes killed at random moments ---- */
 
 /* Entries of dir other than "." and "..", joined by spaces. */
@@ -335,6 +373,7 @@ int main(void)
     test_rm_rf();
     test_disk_usage();
     test_path_clock();
+    test_atomic_stale_tmp();
     test_atomic_killed();
     struct mini_err e;
     mini_err_clear(&e);
