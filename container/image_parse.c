@@ -5,6 +5,7 @@
 #include "image.h"
 #include "mini/cleanup.h"
 #include "mini/json.h"
+#include "mini/str.h"
 
 #include <string.h>
 #include <sys/utsname.h>
@@ -410,15 +411,8 @@ const struct mini_descriptor *mini_image_index_pick(const struct mini_image_inde
 /* A decimal id: digits only, at most 4294967294 ((uid_t)-1 is no id). */
 static bool parse_id(const char *s, size_t n, uint32_t *out)
 {
-    if (n == 0 || n > 10)
-        return false;
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return false;
-        v = v * 10 + (uint64_t)(s[i] - '0');
-    }
-    if (v > 4294967294u)
+    uint64_t v;
+    if (!mini_parse_decimal(s, n, 4294967294u, &v))
         return false;
     *out = (uint32_t)v;
     return true;

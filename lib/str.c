@@ -3,6 +3,23 @@
 #include <stdint.h>
 #include <string.h>
 
+bool mini_parse_decimal(const char *s, size_t n, uint64_t max, uint64_t *out)
+{
+    if (n == 0)
+        return false;
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        unsigned d = (unsigned)(s[i] - '0');
+        if (v > (max - d) / 10)
+            return false;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return true;
+}
+
 size_t mini_edit_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);

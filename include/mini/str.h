@@ -2,7 +2,13 @@
 #ifndef MINI_STR_H
 #define MINI_STR_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+
+/* The n bytes at s as a decimal number: digits only (no sign, no space),
+ * at least one, at most max.  false on anything else. */
+bool mini_parse_decimal(const char *s, size_t n, uint64_t max, uint64_t *out);
 
 /* Levenshtein distance between a and b (insertions, deletions and
  * substitutions of one byte each); SIZE_MAX when either is longer than 64

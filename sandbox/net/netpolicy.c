@@ -1,6 +1,7 @@
 /* Allowlist rules, special addresses and the proxy's request parser (see
  * netpolicy.h).  Pure functions over bytes: fuzzed by tests/fuzz/fuzz_proxy.c. */
 #include "netpolicy.h"
+#include "mini/str.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -143,15 +144,8 @@ int mini_net_host_norm(const char *in, size_t len, char *out, size_t size)
 /* "123" -> 123 (1..65535).  false on anything else. */
 static bool parse_port(const char *s, size_t len, uint16_t *port)
 {
-    if (len == 0 || len > 5)
-        return false;
-    unsigned v = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return false;
-        v = v * 10 + (unsigned)(s[i] - '0');
-    }
-    if (v == 0 || v > 65535)
+    uint64_t v;
+    if (!mini_parse_decimal(s, len, 65535, &v) || v == 0)
         return false;
     *port = (uint16_t)v;
     return true;

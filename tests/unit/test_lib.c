@@ -6,6 +6,7 @@
 #include "mini/io.h"
 #include "mini/clock.h"
 #include "mini/path.h"
+#include "mini/str.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -368,8 +369,26 @@ static void test_disk_usage(void)
     CHECK(mini_rm_rf(base, &e) == 0);
 }
 
+static bool dec(const char *s, uint64_t max, uint64_t *v) { return mini_parse_decimal(s, strlen(s), max, v); }
+
+static void test_parse_decimal(void)
+{
+    uint64_t v = 7;
+    CHECK(dec("0", 10, &v) && v == 0);
+    CHECK(dec("65535", 65535, &v) && v == 65535);
+    CHECK(!dec("65536", 65535, &v) && v == 65535);
+    CHECK(dec("0004294967294", 4294967294u, &v) && v == 4294967294u);
+    CHECK(!dec("4294967295", 4294967294u, &v));
+    CHECK(dec("18446744073709551615", UINT64_MAX, &v) && v == UINT64_MAX);
+    CHECK(!dec("18446744073709551616", UINT64_MAX, &v));
+    CHECK(!dec("99999999999999999999999", UINT64_MAX, &v));
+    CHECK(!dec("", 10, &v) && !dec("-1", 10, &v) && !dec("+1", 10, &v) && !dec(" 1", 10, &v) && !dec("1a", 99, &v));
+    CHECK(mini_parse_decimal("12x", 2, 99, &v) && v == 12); /* only the n bytes given */
+}
+
 int main(void)
 {
+    test_parse_decimal();
     test_rm_rf();
     test_disk_usage();
     test_path_clock();
