@@ -141,9 +141,11 @@ screen_line "H: the previous one" '\[1/11\] alpha-1'
 
 # Resize: everything is drawn again for the new size.
 keys l
+wait_visible "Step 2/3"
 tm resize-window -t t -x 60 -y 20
-sleep 0.5
-visible
+# Drawn again for 20 rows once the footer says so (a loaded machine is slow
+# to deliver SIGWINCH and redraw: wait for it, not for a fixed time).
+wait_visible "rows 1-17/" 20
 w=$(python3 -c 'import sys; print(max(len(l) for l in sys.stdin.read().splitlines()))' <<<"$SCREEN")
 n=$(grep -c '' <<<"$SCREEN")
 if (( w <= 60 && n <= 20 )); then pass "resize: the screen fits 60x20 (widest line $w, $n lines)"
@@ -151,7 +153,7 @@ else fail "resize: the screen fits 60x20" "widest $w, $n lines"; fi
 screen_line "resize: the header drawn again, cut with a marker" '^ \[1/11\] alpha-1 \| Step 2/3 .*…$'
 screen_line "resize: the footer for the new height" 'rows 1-17/'
 tm resize-window -t t -x 150 -y 40
-sleep 0.5
+wait_visible "resolved: yes" 20
 screen_line "resize back: the full header" 'resolved: yes *$'
 
 keys q
