@@ -21,6 +21,9 @@ run bench --concurrency 8
 if [[ $RC == 0 ]]; then
     pass "mini-sandbox bench -n $RUNS runs"
     printf '%s\n' "$OUT" | sed 's/^/    /'
+    for row in "back to back" "run, daemon" "run, private"; do
+        grep -q "^$row " <<<"$OUT" || fail "the table has the \"$row\" row" "$OUT"
+    done
 else
     fail "mini-sandbox bench -n $RUNS runs" "status $RC: $ERR"
 fi
@@ -34,18 +37,30 @@ assert d["profile"] == "strict" and d["concurrency"] == 4, d
 res = d["results"]
 # bare and sandbox always; the namespace floor where this user may clone
 # namespaces (the sandbox ran, so it may); bwrap only when installed.
-for k in ("bare", "sandbox", "clone_ns"):
+# back to back always; the one-shot `run` rows against this daemon (given
+# by --socket) and with a private one (an empty XDG_RUNTIME_DIR; left out
+# only where root's client would take the system-wide daemon instead).
+for k in ("bare", "sandbox", "clone_ns", "back_to_back", "oneshot_run"):
     assert k in res, "missing series " + k
+import os
+assert "oneshot_private" in res or (os.geteuid() == 0 and os.path.exists("/run/mini/sandboxd.sock")), res
 for k, v in res.items():
     for f in ("p50_ms", "p90_ms", "p99_ms", "throughput_per_s"):
         x = v[f]
+        # A one-shot row is latency only: its throughput is null.
+        if f == "throughput_per_s" and k.startswith("oneshot_"):
+            assert x is None, (k, f, x)
+            continue
         assert isinstance(x, (int, float)) and math.isfinite(x) and x > 0, (k, f, x)
     assert v["p50_ms"] <= v["p90_ms"] <= v["p99_ms"], (k, v)
 r = d["ratios"]
 for f in ("sandbox_over_bare_p50", "sandbox_over_bare_throughput",
-          "clone_ns_over_bare_throughput", "sandbox_over_clone_ns_throughput"):
+          "clone_ns_over_bare_throughput", "sandbox_over_clone_ns_throughput",
+          "back_to_back_over_clone_ns_p50"):
     assert isinstance(r[f], (int, float)) and r[f] > 0, (f, r[f])
 assert ("bwrap" in res) == (r["bwrap_over_sandbox_p50"] is not None), r
+for k in ("oneshot_run", "oneshot_private"):
+    assert (k in res and "bwrap" in res) == (r[k + "_over_bwrap_p50"] is not None), (k, r)
 PY
 then
     pass "--json: every series and ratio is present and well-formed"
@@ -57,7 +72,13 @@ fi
 expect_rc "-n 0 is refused" 2 bounded "$MINI_BIN/mini-sandbox" bench --socket "$SOCK" -n 0
 expect_rc "--concurrency 0 is refused" 2 bounded "$MINI_BIN/mini-sandbox" bench --socket "$SOCK" --concurrency 0
 
-# Nothing the benchmark started is left behind.
+# Nothing the benchmark started is left behind: no sandbox, no private
+# daemon, no runtime directory of theirs.
+if compgen -G "/tmp/mini-bench-rt.*" >/dev/null; then
+    fail "the private daemons' runtime directory is removed" "$(ls -d /tmp/mini-bench-rt.*)"
+else
+    pass "the private daemons' runtime directory is removed"
+fi
 if wait_until 5 no_process "mini-sandbox-init"; then
     pass "no sandbox left running after the benchmark"
 else
