@@ -279,7 +279,10 @@ static void usage(FILE *f)
     fprintf(f,
             "Usage: mini-sandbox bench [--profile P] [-n N] [--concurrency C] [--command CMD]\n"
             "                          [--image NAME] [--socket PATH] [--json]\n"
-            "  --image NAME  also the same profile rooted in an imported image (mini-sandbox image)\n");
+            "  --image NAME  also the same profile rooted in an imported image (mini-sandbox image)\n"
+            "Rows: bare fork+exec, clone into 7 namespaces (the floor), the sandbox with its pool\n"
+            "ready, back to back (no pause), `mini-sandbox run` against this daemon and with a\n"
+            "private one, bwrap (docs/sandbox-lifecycle.md).\n");
 }
 
 int mini_cli_bench(int argc, char **argv)
