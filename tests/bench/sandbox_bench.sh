@@ -12,8 +12,14 @@
 mini_test_init "$@"
 
 RUNS=${BENCH_RUNS:-300}
-[[ ${BENCH_SMOKE:-} == 1 ]] && RUNS=5
-start_daemon
+# The smoke variant also keeps the daemon's per-step timers working (they
+# would cost the timed variant a log line per command).
+if [[ ${BENCH_SMOKE:-} == 1 ]]; then
+    RUNS=5
+    MINI_SANDBOX_TIMING=1 start_daemon
+else
+    start_daemon
+fi
 
 bench() { bounded "$MINI_BIN/mini-sandbox" bench --socket "$SOCK" --profile strict -n "$RUNS" "$@"; }
 
@@ -66,6 +72,19 @@ then
     pass "--json: every series and ratio is present and well-formed"
 else
     fail "--json: every series and ratio is present and well-formed" "status $RC; output: $JSON $ERR"
+fi
+
+# The timers: one line per command, every step present, and the summary
+# script reads them.
+if [[ ${BENCH_SMOKE:-} == 1 ]]; then
+    lines=$(grep -c "timing: exec .*child to ready .*to exit sent" "$DAEMON_LOG")
+    run python3 "$MINI_SOURCE_DIR/scripts/sandbox-timing.py" "$DAEMON_LOG"
+    if ((lines >= RUNS)) && [[ $RC == 0 ]] && grep -q "^child to ready " <<<"$OUT"; then
+        pass "MINI_SANDBOX_TIMING=1: $lines timing lines, summarised"
+        printf '%s\n' "$OUT" | sed 's/^/    /'
+    else
+        fail "MINI_SANDBOX_TIMING=1: timing lines, summarised" "$lines lines; status $RC: $OUT $ERR"
+    fi
 fi
 
 # Bad arguments are refused with a usage error, not run.
