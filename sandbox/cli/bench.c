@@ -382,7 +382,11 @@ int mini_cli_bench(int argc, char **argv)
      * there.  Root's client would take the system-wide daemon's socket
      * first (MINI_SYSTEM_SOCKET): then that row is left out. */
     char rt[] = "/tmp/mini-bench-rt.XXXXXX";
-    bool private_row = self && !(geteuid() == 0 && access(MINI_SYSTEM_SOCKET, F_OK) == 0) && mkdtemp(rt);
+    const char *no_private = !self ? "this binary's path is unknown"
+        : geteuid() == 0 && access(MINI_SYSTEM_SOCKET, F_OK) == 0 ? "root's client would use the system-wide daemon"
+        : !mkdtemp(rt)                                              ? "no runtime directory could be made in /tmp"
+                                                                    : NULL;
+    bool private_row = no_private == NULL;
     int rc = 1;
     struct series s[K_COUNT] = { 0 };
     if (mini_client_connect(&k.cl, socket, socket == NULL, &e) < 0)
@@ -538,8 +542,7 @@ int mini_cli_bench(int argc, char **argv)
         if (!run_row)
             printf("run, daemon:               (not measured: the bench runs on a private daemon; give --socket)\n");
         if (!private_row)
-            printf("run, private:              (not measured: %s)\n",
-                   self ? "root's client would use the system-wide daemon" : "this binary's path is unknown");
+            printf("run, private:              (not measured: %s)\n", no_private);
     }
     rc = 0;
     goto out;
