@@ -237,14 +237,17 @@ static int start_child(const struct mini_spawn_cfg *cfg, struct mini_sandbox *sb
     return 0;
 }
 
+bool mini_sb_timing;
+
 int mini_sandbox_prepare(const struct mini_spawn_cfg *cfg, struct mini_sandbox *sb, struct mini_err *e)
 {
     _cleanup_(channels_close) struct channels ch = CHANNELS_INIT;
     char overlay_rel[48];
     *sb = (struct mini_sandbox)MINI_SANDBOX_INIT;
     if (open_channels(&ch, e) < 0 || make_overlay_work(cfg, sb, overlay_rel, sizeof overlay_rel, e) < 0 ||
-        clone_child(cfg, sb, &ch, overlay_rel, e) < 0 || (!cfg->landlock && write_id_maps(cfg, sb->pid, e) < 0) ||
-        start_child(cfg, sb, e) < 0) {
+        clone_child(cfg, sb, &ch, overlay_rel, e) < 0 || (MINI_SB_MARK(&sb->t, clone), false) ||
+        (!cfg->landlock && write_id_maps(cfg, sb->pid, e) < 0) || (MINI_SB_MARK(&sb->t, idmap), false) ||
+        start_child(cfg, sb, e) < 0 || (MINI_SB_MARK(&sb->t, go), false)) {
         mini_sandbox_destroy(sb);
         return -1;
     }

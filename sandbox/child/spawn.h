@@ -29,6 +29,7 @@
 #include <stdint.h>
 #include <sys/resource.h>
 #include <sys/types.h>
+#include "mini/clock.h"
 #include "mini/err.h"
 #include "mini/profile.h"
 #include "init_proto.h"
@@ -86,6 +87,21 @@ enum mini_sandbox_state {
     MINI_SB_DONE,          /* init reported the status or died */
 };
 
+/* Per-step timers of one sandbox's preparation (MINI_SANDBOX_TIMING=1 in
+ * the daemon's environment; docs/sandbox-lifecycle.md): CLOCK_MONOTONIC
+ * stamps, 0 where not taken.  Off, each mark is one branch. */
+extern bool mini_sb_timing;
+struct mini_sb_times {
+    int64_t start;  /* the daemon began preparing (before the cgroup) */
+    int64_t cgroup; /* the command's cgroup made */
+    int64_t clone;  /* clone3 returned in the daemon */
+    int64_t idmap;  /* uid_map/gid_map written */
+    int64_t go;     /* GO sent: the child builds the root, confines, execs init */
+    int64_t attach; /* cgroup attached where the clone could not join it */
+    int64_t ready;  /* init's READY read by the daemon */
+};
+#define MINI_SB_MARK(t, step) ((void)(mini_sb_timing && ((t)->step = mini_mono_ns()) != 0))
+
 struct mini_sandbox {
     pid_t pid; /* host pid of the sandbox's init */
     int pidfd; /* readable when init has exited */
@@ -97,6 +113,7 @@ struct mini_sandbox {
     bool in_cgroup;     /* joins cfg's cgroup itself (else the daemon must attach it) */
     char *overlay_work; /* this sandbox's overlayfs work directories (removed by destroy), or NULL */
     int listen_fd;      /* network allowlist: the proxy's listener in the sandbox's netns (MINI_CTL_LISTENER), or -1 */
+    struct mini_sb_times t;
 };
 #define MINI_SANDBOX_INIT                                                       \
     {                                                                           \

@@ -7,6 +7,7 @@
 #include "mini/clock.h"
 #include "mini/cleanup.h"
 #include "mini/io.h"
+#include "mini/path.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,10 +24,16 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { K_BARE, K_CLONE, K_SANDBOX, K_IMAGE, K_BWRAP, K_COUNT };
-static const char *const kind_names[K_COUNT] = { "bare fork+exec", "clone, 7 new ns", "sandbox", "sandbox, image",
-                                                 "bwrap" };
-static const char *const kind_keys[K_COUNT] = { "bare", "clone_ns", "sandbox", "sandbox_image", "bwrap" };
+/* sandbox: agent-paced (the pool ready before each command); back to
+ * back: the same session, each command sent as soon as the previous one's
+ * exit arrives; one-shot: `mini-sandbox run` as a fresh process each time,
+ * against the bench's daemon and with a private daemon of its own. */
+enum { K_BARE, K_CLONE, K_SANDBOX, K_B2B, K_IMAGE, K_ONESHOT, K_ONESHOT_PRIV, K_BWRAP, K_COUNT };
+static const char *const kind_names[K_COUNT] = { "bare fork+exec",  "clone, 7 new ns", "sandbox",
+                                                 "back to back",    "sandbox, image",  "run, daemon",
+                                                 "run, private",    "bwrap" };
+static const char *const kind_keys[K_COUNT] = { "bare",           "clone_ns",     "sandbox",         "back_to_back",
+                                                "sandbox_image",  "oneshot_run",  "oneshot_private", "bwrap" };
 
 /* The kernel's own floor for a command in fresh namespaces: clone() with
  * the seven namespaces every sandbox gets, then exec, nothing else (no ids
@@ -229,6 +236,24 @@ static double throughput_sandbox(struct conn *k, size_t n, int conc, struct mini
     return (double)n / ((((double)mini_mono_ns() / 1e6) - t0) / 1e3);
 }
 
+/* One `mini-sandbox run` as a fresh process.  With `runtime_dir` set it
+ * is the process's XDG_RUNTIME_DIR: an empty one, where no daemon listens,
+ * so that the client starts a private daemon of its own. */
+static int run_oneshot(char **argv, const char *runtime_dir, double *ms)
+{
+    if (!runtime_dir)
+        return run_local(argv, 0, ms);
+    const char *was = getenv("XDG_RUNTIME_DIR");
+    _cleanup_free_ char *old = was ? strdup(was) : NULL;
+    setenv("XDG_RUNTIME_DIR", runtime_dir, 1);
+    int r = run_local(argv, 0, ms);
+    if (old)
+        setenv("XDG_RUNTIME_DIR", old, 1);
+    else
+        unsetenv("XDG_RUNTIME_DIR");
+    return r;
+}
+
 /* --------------------------------------------------------------- main */
 
 static char *find_in_path(const char *prog)
@@ -254,7 +279,10 @@ static void usage(FILE *f)
     fprintf(f,
             "Usage: mini-sandbox bench [--profile P] [-n N] [--concurrency C] [--command CMD]\n"
             "                          [--image NAME] [--socket PATH] [--json]\n"
-            "  --image NAME  also the same profile rooted in an imported image (mini-sandbox image)\n");
+            "  --image NAME  also the same profile rooted in an imported image (mini-sandbox image)\n"
+            "Rows: bare fork+exec, clone into 7 namespaces (the floor), the sandbox with its pool\n"
+            "ready, back to back (no pause), `mini-sandbox run` against this daemon and with a\n"
+            "private one, bwrap (docs/sandbox-lifecycle.md).\n");
 }
 
 int mini_cli_bench(int argc, char **argv)
@@ -315,6 +343,25 @@ int mini_cli_bench(int argc, char **argv)
         cmd.bwrap_argv = bw_argv;
     }
 
+    /* The one-shot rows: this binary's `run`, argv as the other rows.
+     * (One word goes through /bin/sh -c there, as `run` documents.) */
+    _cleanup_free_ char *self = mini_self_exe();
+    char *run_argv[48], *priv_argv[48];
+    size_t nrun = 0, npriv = 0;
+    {
+        const char *head[] = { self, "run", "--profile", profile, "--workspace", NULL /* ws */ };
+        for (size_t j = 0; j < MINI_ARRAY_SIZE(head); j++)
+            run_argv[nrun++] = priv_argv[npriv++] = (char *)head[j];
+        if (socket) {
+            run_argv[nrun++] = "--socket";
+            run_argv[nrun++] = (char *)socket;
+        }
+        run_argv[nrun++] = priv_argv[npriv++] = "--";
+        for (char **a = cmd.argv; *a; a++)
+            run_argv[nrun++] = priv_argv[npriv++] = *a;
+        run_argv[nrun] = priv_argv[npriv] = NULL;
+    }
+
     struct mini_err e;
     struct conn k = { .cmd = &cmd, .next_id = 1000 };
     struct conn ki = { .cmd = &cmd, .next_id = 1000, .cl = { .fd = -1 } };
@@ -330,6 +377,16 @@ int mini_cli_bench(int argc, char **argv)
         rmdir(ws);
         return 1;
     }
+    run_argv[5] = priv_argv[5] = ws;
+    /* The private daemon's runtime directory: empty, so nothing listens
+     * there.  Root's client would take the system-wide daemon's socket
+     * first (MINI_SYSTEM_SOCKET): then that row is left out. */
+    char rt[] = "/tmp/mini-bench-rt.XXXXXX";
+    const char *no_private = !self ? "this binary's path is unknown"
+        : geteuid() == 0 && access(MINI_SYSTEM_SOCKET, F_OK) == 0 ? "root's client would use the system-wide daemon"
+        : !mkdtemp(rt)                                              ? "no runtime directory could be made in /tmp"
+                                                                    : NULL;
+    bool private_row = no_private == NULL;
     int rc = 1;
     struct series s[K_COUNT] = { 0 };
     if (mini_client_connect(&k.cl, socket, socket == NULL, &e) < 0)
@@ -340,6 +397,9 @@ int mini_cli_bench(int argc, char **argv)
     struct mini_rep opened;
     if (mini_client_call(&k.cl, &open, &opened, &e) < 0)
         goto fail;
+    /* A bench on a private daemon of its own has no daemon to point
+     * `run` at: that row is left out. */
+    bool run_row = self && k.cl.private_daemon <= 0;
     k.session = strdup(opened.u.opened.session);
     mini_rep_free(&opened);
     /* The image-rooted sandbox: its own connection and session. */
@@ -360,7 +420,8 @@ int mini_cli_bench(int argc, char **argv)
     double ms;
     bool clone_ns = run_local(cmd.argv, ALL_NS, &ms) == 0;
     if (run_local(cmd.argv, 0, &ms) < 0 || run_sandbox(&k, &ms, &e) < 0 || (image && run_sandbox(&ki, &ms, &e) < 0) ||
-        (cmd.bwrap_argv && run_local(cmd.bwrap_argv, 0, &ms) < 0)) {
+        (cmd.bwrap_argv && run_local(cmd.bwrap_argv, 0, &ms) < 0) || (run_row && run_oneshot(run_argv, NULL, &ms) < 0) ||
+        (private_row && run_oneshot(priv_argv, rt, &ms) < 0)) {
         if (e.code == MINI_OK)
             mini_err_set(&e, MINI_E_SPAWN_FAILED, "the benchmark command failed");
         goto fail;
@@ -378,7 +439,18 @@ int mini_cli_bench(int argc, char **argv)
             mini_err_set(&e, MINI_E_SPAWN_FAILED, "bwrap failed (is it allowed to create namespaces here?)");
             goto fail;
         }
+        if ((run_row && (settle(&k), run_oneshot(run_argv, NULL, &s[K_ONESHOT].ms[s[K_ONESHOT].n++])) < 0) ||
+            (private_row && (settle(&k), run_oneshot(priv_argv, rt, &s[K_ONESHOT_PRIV].ms[s[K_ONESHOT_PRIV].n++])) < 0)) {
+            mini_err_set(&e, MINI_E_SPAWN_FAILED, "mini-sandbox run failed");
+            goto fail;
+        }
     }
+    /* Back to back: one session, no pause, so that the pool has no idle
+     * time to prepare in (the rows above each start with it ready). */
+    settle(&k);
+    for (long i = 0; i < n; i++)
+        if (run_sandbox(&k, &s[K_B2B].ms[s[K_B2B].n++], &e) < 0)
+            goto fail;
     /* Throughput at the given concurrency. */
     s[K_BARE].throughput = throughput_local(cmd.argv, 0, (size_t)n, (int)conc);
     if (clone_ns)
@@ -386,6 +458,8 @@ int mini_cli_bench(int argc, char **argv)
     s[K_SANDBOX].throughput = throughput_sandbox(&k, (size_t)n, (int)conc, &e);
     if (isnan(s[K_SANDBOX].throughput))
         goto fail;
+    /* Throughput at C is back to back by nature: the one measurement. */
+    s[K_B2B].throughput = s[K_SANDBOX].throughput;
     if (image && isnan(s[K_IMAGE].throughput = throughput_sandbox(&ki, (size_t)n, (int)conc, &e)))
         goto fail;
     if (cmd.bwrap_argv)
@@ -399,6 +473,9 @@ int mini_cli_bench(int argc, char **argv)
     double floor_tp = clone_ns ? s[K_CLONE].throughput / s[K_BARE].throughput : NAN;
     double sb_floor = clone_ns ? s[K_SANDBOX].throughput / s[K_CLONE].throughput : NAN;
     double img_sb = image ? pct(&s[K_IMAGE], 50) / pct(&s[K_SANDBOX], 50) : NAN;
+    double b2b_floor = clone_ns ? pct(&s[K_B2B], 50) / pct(&s[K_CLONE], 50) : NAN;
+    double run_bw = run_row && cmd.bwrap_argv ? pct(&s[K_ONESHOT], 50) / pct(&s[K_BWRAP], 50) : NAN;
+    double priv_bw = private_row && cmd.bwrap_argv ? pct(&s[K_ONESHOT_PRIV], 50) / pct(&s[K_BWRAP], 50) : NAN;
     if (json) {
         printf("{\"profile\": \"%s\", \"command\": \"%s\", \"n\": %ld, \"concurrency\": %ld, \"results\": {", profile,
                command, n, conc);
@@ -406,19 +483,28 @@ int mini_cli_bench(int argc, char **argv)
         for (int i = 0; i < K_COUNT; i++) {
             if (s[i].n == 0)
                 continue;
-            printf("%s\"%s\": {\"p50_ms\": %.3f, \"p90_ms\": %.3f, \"p99_ms\": %.3f, \"throughput_per_s\": %.1f}",
-                   first ? "" : ", ", kind_keys[i], pct(&s[i], 50), pct(&s[i], 90), pct(&s[i], 99), s[i].throughput);
+            /* The one-shot rows have no throughput: null. */
+            char tp_s[32] = "null";
+            if (s[i].throughput > 0)
+                snprintf(tp_s, sizeof tp_s, "%.1f", s[i].throughput);
+            printf("%s\"%s\": {\"p50_ms\": %.3f, \"p90_ms\": %.3f, \"p99_ms\": %.3f, \"throughput_per_s\": %s}",
+                   first ? "" : ", ", kind_keys[i], pct(&s[i], 50), pct(&s[i], 90), pct(&s[i], 99), tp_s);
             first = false;
         }
-        char bw[32], fl[32], sf[32], is[32];
+        char bw[32], fl[32], sf[32], is[32], bf[32], rb[32], pb[32];
         json_ratio(is, sizeof is, img_sb);
+        json_ratio(bf, sizeof bf, b2b_floor);
+        json_ratio(rb, sizeof rb, run_bw);
+        json_ratio(pb, sizeof pb, priv_bw);
         json_ratio(bw, sizeof bw, bw_sb);
         json_ratio(fl, sizeof fl, floor_tp);
         json_ratio(sf, sizeof sf, sb_floor);
         printf("}, \"ratios\": {\"sandbox_over_bare_p50\": %.3f, \"bwrap_over_sandbox_p50\": %s, "
                "\"sandbox_over_bare_throughput\": %.3f, \"clone_ns_over_bare_throughput\": %s, "
-               "\"sandbox_over_clone_ns_throughput\": %s, \"image_over_sandbox_p50\": %s}}\n",
-               sb_bare, bw, tp, fl, sf, is);
+               "\"sandbox_over_clone_ns_throughput\": %s, \"image_over_sandbox_p50\": %s, "
+               "\"back_to_back_over_clone_ns_p50\": %s, \"oneshot_run_over_bwrap_p50\": %s, "
+               "\"oneshot_private_over_bwrap_p50\": %s}}\n",
+               sb_bare, bw, tp, fl, sf, is, bf, rb, pb);
     } else {
         printf("mini-sandbox bench: profile %s, command \"%s\", %ld runs each, concurrency %ld\n\n", profile, command,
                n, conc);
@@ -428,8 +514,12 @@ int mini_cli_bench(int argc, char **argv)
         for (int i = 0; i < K_COUNT; i++) {
             if (s[i].n == 0)
                 continue;
-            printf("%-16s %9.3f %9.3f %9.3f %14.1f\n", kind_names[i], pct(&s[i], 50), pct(&s[i], 90), pct(&s[i], 99),
-                   s[i].throughput);
+            if (s[i].throughput > 0)
+                printf("%-16s %9.3f %9.3f %9.3f %14.1f\n", kind_names[i], pct(&s[i], 50), pct(&s[i], 90),
+                       pct(&s[i], 99), s[i].throughput);
+            else
+                printf("%-16s %9.3f %9.3f %9.3f %14s\n", kind_names[i], pct(&s[i], 50), pct(&s[i], 90), pct(&s[i], 99),
+                       "-");
         }
         printf("\nsandbox / bare p50:        %.2f\n", sb_bare);
         if (image)
@@ -442,6 +532,17 @@ int mini_cli_bench(int argc, char **argv)
         if (clone_ns)
             printf("  of which the namespaces alone (clone / bare): %.2f, the rest (sandbox / clone): %.2f\n", floor_tp,
                    sb_floor);
+        if (clone_ns)
+            printf("back to back / clone p50:  %.2f (throughput at C=%ld: the sandbox / clone above)\n", b2b_floor,
+                   conc);
+        if (!isnan(run_bw))
+            printf("run, daemon / bwrap p50:   %.2f\n", run_bw);
+        if (!isnan(priv_bw))
+            printf("run, private / bwrap p50:  %.2f\n", priv_bw);
+        if (!run_row)
+            printf("run, daemon:               (not measured: the bench runs on a private daemon; give --socket)\n");
+        if (!private_row)
+            printf("run, private:              (not measured: %s)\n", no_private);
     }
     rc = 0;
     goto out;
@@ -457,5 +558,9 @@ out:
     if (ki.cl.fd >= 0)
         mini_client_close(&ki.cl);
     rmdir(ws);
+    /* What the private daemons made there: their runtime and state dirs. */
+    struct mini_err ignored;
+    if (private_row && mini_rm_rf(rt, &ignored) < 0)
+        fprintf(stderr, "mini-sandbox: bench: removing %s: %s\n", rt, ignored.msg);
     return rc;
 }

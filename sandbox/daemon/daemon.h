@@ -239,6 +239,11 @@ struct exec {
     bool out_paused;
     bool out_eof, reaped, have_status;
     bool accepted;              /* init has read the launch (MINI_CTL_ACCEPTED) */
+    /* MINI_SANDBOX_TIMING: after start_ns (request parsed), the launch
+     * sent, ACCEPTED read, the status read; 0 where not taken. */
+    struct {
+        int64_t launch, accepted, status;
+    } t;
     bool retried;               /* the first sandbox died before accepting: this is the second */
     bool finished;              /* exit sent; kept only until init is reaped */
     bool disk_wait;             /* done: its exit waits for the disk watch's measure */

@@ -112,6 +112,28 @@ static void emit_output(struct server *s, struct exec *x, const char *p, size_t 
     send_rep(s, x->client, &rep);
 }
 
+/* ms from a to b, or -1 where a stamp was not taken. */
+static double span_ms(int64_t a, int64_t b) { return a && b ? (double)(b - a) / 1e6 : -1; }
+
+/* One line per command under MINI_SANDBOX_TIMING=1: its sandbox's
+ * preparation step by step (in the daemon: cgroup, clone, id maps, GO,
+ * cgroup attach; in the child: root, confinement, exec of init, until
+ * READY), then the daemon's side of the command from its parsed request to
+ * its exit sent (docs/sandbox-lifecycle.md). */
+static void exec_log_timing(const struct exec *x)
+{
+    const struct mini_sb_times *t = &x->slot.sb.t;
+    int64_t sent = mini_mono_ns();
+    log_info("timing: exec %lld: prepare %.3f ms [cgroup %.3f, clone %.3f, id maps %.3f, go %.3f, attach %.3f; "
+             "child to ready %.3f], %s; request to launch %.3f, to accepted %.3f, to status %.3f, to exit sent %.3f ms",
+             (long long)x->id, span_ms(t->start, t->ready), span_ms(t->start, t->cgroup), span_ms(t->cgroup, t->clone),
+             span_ms(t->clone, t->idmap), span_ms(t->idmap, t->go), span_ms(t->go, t->attach),
+             span_ms(t->attach, t->ready),
+             t->ready && t->ready < x->start_ns ? "ready before the request" : "ready after it",
+             span_ms(x->start_ns, x->t.launch), span_ms(x->start_ns, x->t.accepted), span_ms(x->start_ns, x->t.status),
+             span_ms(x->start_ns, sent));
+}
+
 void exec_finish(struct server *s, struct exec *x)
 {
     int64_t ms = (mini_mono_ns() - x->start_ns) / 1000000;
@@ -204,6 +226,8 @@ void exec_finish(struct server *s, struct exec *x)
     ex->notes = notes;
     ex->n_notes = nn;
     send_rep(s, x->client, &rep);
+    if (mini_sb_timing)
+        exec_log_timing(x);
     audit(s, x, ex->returncode, ms);
     mini_buf_free(&out);
 done:
@@ -342,6 +366,7 @@ static void exec_launch(struct server *s, struct exec *x)
         exec_kill(x, MINI_LIMIT_NONE);
         return;
     }
+    MINI_SB_MARK(&x->t, launch);
     proxy_start(s, x);
     if (x->stdin_data) {
         mini_set_nonblock(x->slot.sb.in, 1);
@@ -366,7 +391,10 @@ void exec_drain_ctl(struct server *s, struct exec *x)
             return;
         }
         switch (m.type) {
-        case MINI_CTL_READY: exec_launch(s, x); break;
+        case MINI_CTL_READY:
+            MINI_SB_MARK(&x->slot.sb.t, ready);
+            exec_launch(s, x);
+            break;
         case MINI_CTL_ERROR:
             if (x->err.code == MINI_OK) {
                 mini_err_set(&x->err, MINI_E_SPAWN_FAILED, "sandbox setup failed: %s", m.text);
@@ -374,7 +402,10 @@ void exec_drain_ctl(struct server *s, struct exec *x)
             }
             exec_kill(x, MINI_LIMIT_NONE);
             break;
-        case MINI_CTL_ACCEPTED: x->accepted = true; break;
+        case MINI_CTL_ACCEPTED:
+            x->accepted = true;
+            MINI_SB_MARK(&x->t, accepted);
+            break;
         case MINI_CTL_EXEC_FAILED:
             free(x->note);
             x->note = strdup(m.text);
@@ -385,6 +416,7 @@ void exec_drain_ctl(struct server *s, struct exec *x)
              * status. */
             if (x->slot.sb.group_kill)
                 kill(-x->slot.sb.pid, SIGKILL);
+            MINI_SB_MARK(&x->t, status);
             x->status = m.status;
             x->cpu_us = m.cpu_us;
             x->max_rss_kb = m.max_rss_kb;

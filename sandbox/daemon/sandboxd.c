@@ -1,6 +1,7 @@
 /* mini-sandboxd: the sandbox executor.  See docs/protocol.md. */
 #include "server.h"
 #include "netpolicy.h"
+#include "spawn.h"
 #include "mini/client.h"
 #include "mini/cleanup.h"
 #include "mini/io.h"
@@ -220,7 +221,12 @@ int main(int argc, char **argv)
         { "frame-timeout", required_argument, NULL, 't' },
         { 0 },
     };
-    mini_log_init("mini-sandboxd", MINI_LOG_WARN);
+    /* Per-step timers (docs/sandbox-lifecycle.md): MINI_SANDBOX_TIMING=1,
+     * whose info-level lines it lets through unless --log-level says
+     * otherwise, or --log-level debug. */
+    const char *timing = getenv("MINI_SANDBOX_TIMING");
+    mini_sb_timing = timing && strcmp(timing, "1") == 0;
+    mini_log_init("mini-sandboxd", mini_sb_timing ? MINI_LOG_INFO : MINI_LOG_WARN);
     struct mini_server_cfg cfg = { .inherit_fd = -1, .listen_fd = -1 };
     _cleanup_free_ char **resolve = NULL;
     _cleanup_free_ char *socket_path = NULL, *state_dir = NULL, *sockdir = NULL;
@@ -268,6 +274,7 @@ int main(int argc, char **argv)
                 return 2;
             }
             mini_log_init("mini-sandboxd", (enum mini_log_level)lvl);
+            mini_sb_timing = mini_sb_timing || lvl == MINI_LOG_DEBUG;
             break;
         }
         case 'i': {

@@ -539,15 +539,21 @@ int slot_prepare(struct server *s, struct session *ss, struct sandbox_slot *slot
     _cleanup_(cgroup_procs_close) struct cgroup_procs procs = { .n = 0 };
     _cleanup_(mini_landlock_plan_free) struct mini_landlock_plan plan = { 0 }; /* the child has its copy */
     struct mini_spawn_cfg cfg;
+    struct mini_sb_times t = { 0 }; /* prepare starts slot->sb afresh */
     *slot = (struct sandbox_slot)SANDBOX_SLOT_INIT;
+    MINI_SB_MARK(&t, start);
     if (state_dir_ensure(s, e) < 0)
         return -1;
     session_spawn_cfg(s, ss, &cfg);
-    if (slot_cgroup(s, ss, slot, &procs, &cfg, e) < 0 || slot_landlock(s, ss, slot, &plan, &cfg, e) < 0 ||
-        mini_sandbox_prepare(&cfg, &slot->sb, e) < 0 || slot_attach(slot, e) < 0) {
+    if (slot_cgroup(s, ss, slot, &procs, &cfg, e) < 0 || (MINI_SB_MARK(&t, cgroup), false) ||
+        slot_landlock(s, ss, slot, &plan, &cfg, e) < 0 || mini_sandbox_prepare(&cfg, &slot->sb, e) < 0 ||
+        slot_attach(slot, e) < 0) {
         slot_release(slot);
         return -1;
     }
+    slot->sb.t.start = t.start;
+    slot->sb.t.cgroup = t.cgroup;
+    MINI_SB_MARK(&slot->sb.t, attach);
     return 0;
 }
 
@@ -699,6 +705,7 @@ void pool_event(struct server *s, struct pooled *p, bool exited)
             return;
         if (r == 1 && m.type == MINI_CTL_READY) {
             p->ready = true;
+            MINI_SB_MARK(&p->slot.sb.t, ready);
             return;
         }
         if (r == 1 && m.type == MINI_CTL_ERROR)

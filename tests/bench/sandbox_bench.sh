@@ -12,8 +12,14 @@
 mini_test_init "$@"
 
 RUNS=${BENCH_RUNS:-300}
-[[ ${BENCH_SMOKE:-} == 1 ]] && RUNS=5
-start_daemon
+# The smoke variant also keeps the daemon's per-step timers working (they
+# would cost the timed variant a log line per command).
+if [[ ${BENCH_SMOKE:-} == 1 ]]; then
+    RUNS=5
+    MINI_SANDBOX_TIMING=1 start_daemon
+else
+    start_daemon
+fi
 
 bench() { bounded "$MINI_BIN/mini-sandbox" bench --socket "$SOCK" --profile strict -n "$RUNS" "$@"; }
 
@@ -21,6 +27,9 @@ run bench --concurrency 8
 if [[ $RC == 0 ]]; then
     pass "mini-sandbox bench -n $RUNS runs"
     printf '%s\n' "$OUT" | sed 's/^/    /'
+    for row in "back to back" "run, daemon" "run, private"; do
+        grep -q "^$row " <<<"$OUT" || fail "the table has the \"$row\" row" "$OUT"
+    done
 else
     fail "mini-sandbox bench -n $RUNS runs" "status $RC: $ERR"
 fi
@@ -34,18 +43,30 @@ assert d["profile"] == "strict" and d["concurrency"] == 4, d
 res = d["results"]
 # bare and sandbox always; the namespace floor where this user may clone
 # namespaces (the sandbox ran, so it may); bwrap only when installed.
-for k in ("bare", "sandbox", "clone_ns"):
+# back to back always; the one-shot `run` rows against this daemon (given
+# by --socket) and with a private one (an empty XDG_RUNTIME_DIR; left out
+# only where root's client would take the system-wide daemon instead).
+for k in ("bare", "sandbox", "clone_ns", "back_to_back", "oneshot_run"):
     assert k in res, "missing series " + k
+import os
+assert "oneshot_private" in res or (os.geteuid() == 0 and os.path.exists("/run/mini/sandboxd.sock")), res
 for k, v in res.items():
     for f in ("p50_ms", "p90_ms", "p99_ms", "throughput_per_s"):
         x = v[f]
+        # A one-shot row is latency only: its throughput is null.
+        if f == "throughput_per_s" and k.startswith("oneshot_"):
+            assert x is None, (k, f, x)
+            continue
         assert isinstance(x, (int, float)) and math.isfinite(x) and x > 0, (k, f, x)
     assert v["p50_ms"] <= v["p90_ms"] <= v["p99_ms"], (k, v)
 r = d["ratios"]
 for f in ("sandbox_over_bare_p50", "sandbox_over_bare_throughput",
-          "clone_ns_over_bare_throughput", "sandbox_over_clone_ns_throughput"):
+          "clone_ns_over_bare_throughput", "sandbox_over_clone_ns_throughput",
+          "back_to_back_over_clone_ns_p50"):
     assert isinstance(r[f], (int, float)) and r[f] > 0, (f, r[f])
 assert ("bwrap" in res) == (r["bwrap_over_sandbox_p50"] is not None), r
+for k in ("oneshot_run", "oneshot_private"):
+    assert (k in res and "bwrap" in res) == (r[k + "_over_bwrap_p50"] is not None), (k, r)
 PY
 then
     pass "--json: every series and ratio is present and well-formed"
@@ -53,11 +74,30 @@ else
     fail "--json: every series and ratio is present and well-formed" "status $RC; output: $JSON $ERR"
 fi
 
+# The timers: one line per command, every step present, and the summary
+# script reads them.
+if [[ ${BENCH_SMOKE:-} == 1 ]]; then
+    lines=$(grep -c "timing: exec .*child to ready .*to exit sent" "$DAEMON_LOG")
+    run python3 "$MINI_SOURCE_DIR/scripts/sandbox-timing.py" "$DAEMON_LOG"
+    if ((lines >= RUNS)) && [[ $RC == 0 ]] && grep -q "^child to ready " <<<"$OUT"; then
+        pass "MINI_SANDBOX_TIMING=1: $lines timing lines, summarised"
+        printf '%s\n' "$OUT" | sed 's/^/    /'
+    else
+        fail "MINI_SANDBOX_TIMING=1: timing lines, summarised" "$lines lines; status $RC: $OUT $ERR"
+    fi
+fi
+
 # Bad arguments are refused with a usage error, not run.
 expect_rc "-n 0 is refused" 2 bounded "$MINI_BIN/mini-sandbox" bench --socket "$SOCK" -n 0
 expect_rc "--concurrency 0 is refused" 2 bounded "$MINI_BIN/mini-sandbox" bench --socket "$SOCK" --concurrency 0
 
-# Nothing the benchmark started is left behind.
+# Nothing the benchmark started is left behind: no sandbox, no private
+# daemon, no runtime directory of theirs.
+if compgen -G "/tmp/mini-bench-rt.*" >/dev/null; then
+    fail "the private daemons' runtime directory is removed" "$(ls -d /tmp/mini-bench-rt.*)"
+else
+    pass "the private daemons' runtime directory is removed"
+fi
 if wait_until 5 no_process "mini-sandbox-init"; then
     pass "no sandbox left running after the benchmark"
 else
