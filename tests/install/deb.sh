@@ -88,14 +88,25 @@ if [[ $RC == 0 ]] && contains "$OUT" "Ran 3 tests" && contains "$OUT" "OK"; then
 else fail "installed: the demo"; fi
 # Root's client and the system units: nothing on root's own socket, so it
 # tries /run/mini/sandboxd.sock, where the system socket unit listens.
+# The activator and the daemon it starts are stopped by pid before the
+# shell ends (bwrap has no pid namespace here, so nothing else would).
 run inroot 'python3 /opt/activate.py --socket-unit /usr/lib/systemd/system/mini-sandboxd.socket \
         --service-unit /usr/lib/systemd/system/mini-sandboxd.service --ready /tmp/ready >/tmp/act.log 2>&1 &
+    act=$!
     for i in $(seq 50); do [ -s /tmp/ready ] && break; sleep 0.1; done
     mkdir /tmp/ws && chown 65534:65534 /tmp/ws && cd /tmp/ws &&
-    mini-sandbox run --profile strict -- echo via-system && cat /tmp/act.log'
+    mini-sandbox run --profile strict -- echo via-system && cat /tmp/act.log
+    rc=$?
+    kids=$(cat /proc/$act/task/*/children 2>/dev/null)
+    [ -n "$kids" ] && kill $kids
+    kill $act; wait $act
+    for k in $kids; do while [ -e /proc/$k ]; do sleep 0.1; done; done
+    exit $rc'
 if [[ $RC == 0 ]] && contains "$OUT" via-system && contains "$OUT" started; then
     pass "installed, root: the client reaches the system units' daemon on /run/mini/sandboxd.sock"
 else
     fail "installed, root: the client reaches the system units' daemon on /run/mini/sandboxd.sock"
 fi
+check "nothing of the installed daemon is left running" \
+    bash -c '! pgrep -f "^/usr/bin/mini-sandboxd|[/]opt/activate[.]py" >/dev/null'
 finish
