@@ -193,6 +193,19 @@ mini_leftover_pids() {
     done
 }
 
+# Sandboxes (mini-sandbox-init, a daemon's child) of this run's daemons:
+# scoped so that tests running beside each other do not see each other's.
+our_sandbox_pids() {
+    local daemons pid ppid
+    daemons=" $(mini_leftover_pids | tr '\n' ' ') "
+    for pid in $(pids_by_cmdline mini-sandbox-init); do
+        ppid=$(awk '/^PPid:/ { print $2 }' "/proc/$pid/status" 2>/dev/null) || continue
+        [[ $daemons == *" $ppid "* ]] && printf '%s\n' "$pid"
+    done
+    return 0
+}
+no_sandbox_of_ours() { [[ -z $(our_sandbox_pids) ]]; }
+
 mini_cleanup() {
     local rc=$?
     set +e

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <sched.h>
 #include <poll.h>
@@ -47,6 +48,16 @@ struct series {
     size_t n;
     double throughput; /* runs per second at the given concurrency */
 };
+
+/* A scratch directory PREFIX.XXXXXX in $TMPDIR (an absolute one), else /tmp. */
+static int bench_mkdtemp(char *buf, size_t size, const char *prefix)
+{
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || tmp[0] != '/')
+        tmp = "/tmp";
+    int n = snprintf(buf, size, "%s/%s.XXXXXX", tmp, prefix);
+    return n < 0 || (size_t)n >= size || !mkdtemp(buf) ? -1 : 0;
+}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -365,8 +376,8 @@ int mini_cli_bench(int argc, char **argv)
     struct mini_err e;
     struct conn k = { .cmd = &cmd, .next_id = 1000 };
     struct conn ki = { .cmd = &cmd, .next_id = 1000, .cl = { .fd = -1 } };
-    char ws[] = "/tmp/mini-bench.XXXXXX";
-    if (!mkdtemp(ws)) {
+    char ws[PATH_MAX], rt[PATH_MAX];
+    if (bench_mkdtemp(ws, sizeof ws, "mini-bench") < 0) {
         fprintf(stderr, "mini-sandbox: bench: mkdtemp: %s\n", strerror(errno));
         return 1;
     }
@@ -381,10 +392,9 @@ int mini_cli_bench(int argc, char **argv)
     /* The private daemon's runtime directory: empty, so nothing listens
      * there.  Root's client would take the system-wide daemon's socket
      * first (MINI_SYSTEM_SOCKET): then that row is left out. */
-    char rt[] = "/tmp/mini-bench-rt.XXXXXX";
     const char *no_private = !self ? "this binary's path is unknown"
         : geteuid() == 0 && access(MINI_SYSTEM_SOCKET, F_OK) == 0 ? "root's client would use the system-wide daemon"
-        : !mkdtemp(rt)                                              ? "no runtime directory could be made in /tmp"
+        : bench_mkdtemp(rt, sizeof rt, "mini-bench-rt") < 0        ? "no runtime directory could be made"
                                                                     : NULL;
     bool private_row = no_private == NULL;
     int rc = 1;

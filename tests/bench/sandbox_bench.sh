@@ -1,6 +1,7 @@
 #!/bin/bash
 # Benchmark of the sandbox: `mini-sandbox bench` against our own daemon,
-# printed as its table, then the same as JSON with every series and ratio
+# printed as its table (its scratch directories in the test's temp dir),
+# then the same as JSON with every series and ratio
 # checked for shape (present, finite, positive).  Figures only: no time
 # thresholds; the run fails only when the benchmark itself fails or its
 # output is malformed.
@@ -21,7 +22,7 @@ else
     start_daemon
 fi
 
-bench() { bounded "$MINI_BIN/mini-sandbox" bench --socket "$SOCK" --profile strict -n "$RUNS" "$@"; }
+bench() { TMPDIR=$T bounded "$MINI_BIN/mini-sandbox" bench --socket "$SOCK" --profile strict -n "$RUNS" "$@"; }
 
 run bench --concurrency 8
 if [[ $RC == 0 ]]; then
@@ -93,14 +94,14 @@ expect_rc "--concurrency 0 is refused" 2 bounded "$MINI_BIN/mini-sandbox" bench 
 
 # Nothing the benchmark started is left behind: no sandbox, no private
 # daemon, no runtime directory of theirs.
-if compgen -G "/tmp/mini-bench-rt.*" >/dev/null; then
-    fail "the private daemons' runtime directory is removed" "$(ls -d /tmp/mini-bench-rt.*)"
+if compgen -G "$T/mini-bench-rt.*" >/dev/null; then
+    fail "the private daemons' runtime directory is removed" "$(ls -d "$T"/mini-bench-rt.*)"
 else
     pass "the private daemons' runtime directory is removed"
 fi
-if wait_until 5 no_process "mini-sandbox-init"; then
+if wait_until 5 no_sandbox_of_ours; then
     pass "no sandbox left running after the benchmark"
 else
-    fail "no sandbox left running after the benchmark" "$(pids_by_cmdline mini-sandbox-init)"
+    fail "no sandbox left running after the benchmark" "$(our_sandbox_pids)"
 fi
 finish

@@ -19,6 +19,9 @@ model:
     - "Two.\n```mswea_bash_command\nsleep 1; echo b\n```"
     - "Submit.\n```mswea_bash_command\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"
 EOF
+# A sleep of this run's own, to find its processes among other tests'.
+SL=$(printf '1.%04d' $((RANDOM % 10000)))
+sed -i "s/sleep 1;/sleep $SL;/" "$B/cfg.yaml"
 python3 -c '
 import json
 for i in range(12):
@@ -70,7 +73,7 @@ read -r recorded started bad <<<"$OUT"
 if (( recorded < 12 && started < 12 )) && [[ $bad == "[]" ]]; then
     pass "after Ctrl-C: $recorded recorded, $started started, no interrupted task in preds.json"
 else fail "after Ctrl-C: some tasks not started, no interrupted task recorded" "$OUT $ERR"; fi
-if wait_until 10 no_process "sleep 1"; then pass "no command of the batch is left running"; else fail "no command of the batch is left running"; fi
+if wait_until 10 no_process "sleep $SL"; then pass "no command of the batch is left running"; else fail "no command of the batch is left running"; fi
 
 # The same command, again: the rest, then the totals.
 batch_start
