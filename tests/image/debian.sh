@@ -9,10 +9,16 @@ CACHE=${MINI_BUILD_DIR:-/tmp}/image-fixtures
 TAR=$CACHE/debian-bookworm.tar
 # A cache that is not a tarball (an interrupted or older build) goes.
 if [[ -e $TAR && ! -f $TAR && $(id -u) == 0 ]]; then rm -rf "$TAR"; fi
+# The root and rootless variants run side by side: one builds, the other
+# waits for it (the lock), then finds the tarball.
 if [[ ! -s $TAR && $(id -u) == 0 ]]; then
-    command -v mmdebstrap >/dev/null || skip_all "mmdebstrap is not installed (scripts/install-deps.sh)"
     mkdir -p "$CACHE"
     chmod 0755 "$CACHE"
+    exec 9>"$CACHE/build.lock"
+    flock 9
+fi
+if [[ ! -s $TAR && $(id -u) == 0 ]]; then
+    command -v mmdebstrap >/dev/null || skip_all "mmdebstrap is not installed (scripts/install-deps.sh)"
     echo "# building $TAR with mmdebstrap (once)"
     if ! timeout 600 mmdebstrap --quiet --format=tar --variant=minbase --include=python3,git bookworm "$TAR.tmp" >"$CACHE/mmdebstrap.log" 2>&1; then
         rm -f "$TAR.tmp"
@@ -22,6 +28,7 @@ if [[ ! -s $TAR && $(id -u) == 0 ]]; then
     chmod 0644 "$TAR.tmp"
     mv "$TAR.tmp" "$TAR"
 fi
+exec 9>&-
 mini_test_init "$@"
 . "$(dirname "${BASH_SOURCE[0]}")/image_lib.sh"
 [[ -f $TAR && -s $TAR ]] || skip_all "no Debian tarball: run this test as root once (mmdebstrap), or put one at $TAR"
