@@ -371,10 +371,6 @@ static int cmd_run(int argc, char **argv)
     struct mini_client cl;
     cJSON *ov = NULL;
     int rc = EXIT_SANDBOX;
-    if (mini_client_connect(&cl, socket, socket == NULL, &e) < 0) {
-        rc = fail_connect(&e, socket);
-        goto out_noconn;
-    }
     struct mini_req open = { .op = MINI_OP_OPEN };
     open.u.open.workspace = ws;
     open.u.open.profile = pdata ? NULL : (char *)profile;
@@ -389,10 +385,11 @@ static int cmd_run(int argc, char **argv)
         cJSON_AddStringToObject(ov, "network", network);
     }
     open.u.open.overrides = ov;
+    /* open goes with the hello, in one round trip. */
     struct mini_rep opened;
-    if (mini_client_call(&cl, &open, &opened, &e) < 0) {
-        rc = fail(&e);
-        goto out;
+    if (mini_client_connect_with(&cl, socket, socket == NULL, &open, &opened, &e) < 0) {
+        rc = fail_connect(&e, socket);
+        goto out_noconn;
     }
     struct mini_req_exec x = { .session = opened.u.opened.session, .cwd = (char *)cwd, .env = env, .timeout = timeout };
     size_t nargs = (size_t)(argc - optind);
@@ -428,10 +425,9 @@ static int cmd_run(int argc, char **argv)
         mini_rep_free(&ex);
     }
     mini_rep_free(&opened);
-out:
     mini_client_close(&cl);
-    cJSON_Delete(ov);
 out_noconn:
+    cJSON_Delete(ov);
     mini_policy_free(pol); /* pm's strings and profile were its */
     cJSON_Delete(pdata);
     mini_env_free(&env);
