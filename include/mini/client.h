@@ -45,6 +45,13 @@ char *mini_client_abspath(const char *path);
  * there and `allow_private` is set, start a private daemon serving only
  * this connection (it exits when the connection closes).  Says hello. */
 int mini_client_connect(struct mini_client *c, const char *socket_path, bool allow_private, struct mini_err *e);
+/* The same, with `first` (an `open`, say) sent right behind the hello,
+ * without waiting for the hello's reply: one round trip for both.  Its
+ * reply is *first_rep.  -1 with e set when connecting, the hello or
+ * `first` failed (an `error` reply: the daemon's code and message), and
+ * then the connection is closed. */
+int mini_client_connect_with(struct mini_client *c, const char *socket_path, bool allow_private, struct mini_req *first,
+                             struct mini_rep *first_rep, struct mini_err *e);
 void mini_client_close(struct mini_client *c);
 /* Start a mini-sandboxd listening on socket_path, for several clients (a
  * batch's workers): in its own session, stopped by SIGTERM when this

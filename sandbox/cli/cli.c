@@ -1,12 +1,12 @@
 /* mini-sandbox: command-line client of mini-sandboxd. */
 #include "bench.h"
 #include "cli_check.h"
-#include "cli_image.h"
 #include "cli_util.h"
 #include "mini/client.h"
 #include "mini/cleanup.h"
 #include "mini/io.h"
 #include "mini/log.h"
+#include "mini/path.h"
 #include "mini/profile.h"
 #include "config/config_yaml.h"
 #include "policy/policy.h"
@@ -371,10 +371,6 @@ static int cmd_run(int argc, char **argv)
     struct mini_client cl;
     cJSON *ov = NULL;
     int rc = EXIT_SANDBOX;
-    if (mini_client_connect(&cl, socket, socket == NULL, &e) < 0) {
-        rc = fail_connect(&e, socket);
-        goto out_noconn;
-    }
     struct mini_req open = { .op = MINI_OP_OPEN };
     open.u.open.workspace = ws;
     open.u.open.profile = pdata ? NULL : (char *)profile;
@@ -389,10 +385,11 @@ static int cmd_run(int argc, char **argv)
         cJSON_AddStringToObject(ov, "network", network);
     }
     open.u.open.overrides = ov;
+    /* open goes with the hello, in one round trip. */
     struct mini_rep opened;
-    if (mini_client_call(&cl, &open, &opened, &e) < 0) {
-        rc = fail(&e);
-        goto out;
+    if (mini_client_connect_with(&cl, socket, socket == NULL, &open, &opened, &e) < 0) {
+        rc = fail_connect(&e, socket);
+        goto out_noconn;
     }
     struct mini_req_exec x = { .session = opened.u.opened.session, .cwd = (char *)cwd, .env = env, .timeout = timeout };
     size_t nargs = (size_t)(argc - optind);
@@ -428,10 +425,9 @@ static int cmd_run(int argc, char **argv)
         mini_rep_free(&ex);
     }
     mini_rep_free(&opened);
-out:
     mini_client_close(&cl);
-    cJSON_Delete(ov);
 out_noconn:
+    cJSON_Delete(ov);
     mini_policy_free(pol); /* pm's strings and profile were its */
     cJSON_Delete(pdata);
     mini_env_free(&env);
@@ -546,6 +542,24 @@ static int cmd_profiles(int argc, char **argv)
     return rc;
 }
 
+/* `image` runs in its own program, libexec/mini/mini-sandbox-image
+ * (image_main.c), with argv from "image" on: the import's libraries
+ * (libarchive, libcrypto and what they pull in) are then loaded only by
+ * it, not by every `run`.  Returns only when the exec failed. */
+static int cmd_image(int argc, char **argv)
+{
+    _cleanup_free_ char *prog = mini_exe_relative(MINI_BIN_TO_LIBEXEC "/mini-sandbox-image");
+    _cleanup_free_ char **args = calloc((size_t)argc + 2, sizeof *args);
+    if (prog && args) {
+        args[0] = prog;
+        memcpy(args + 1, argv, (size_t)argc * sizeof *args);
+        fflush(stdout);
+        execv(prog, args);
+    }
+    fprintf(stderr, "mini-sandbox: image: cannot run %s: %s\n", prog ? prog : "mini-sandbox-image", strerror(errno));
+    return 1;
+}
+
 /* The subcommand named in argv[1]. */
 static int dispatch(int argc, char **argv)
 {
@@ -571,7 +585,7 @@ static int dispatch(int argc, char **argv)
     if (strcmp(cmd, "check") == 0)
         return mini_cli_check(argc - 1, argv + 1);
     if (strcmp(cmd, "image") == 0)
-        return mini_cli_image(argc - 1, argv + 1);
+        return cmd_image(argc - 1, argv + 1);
     if (cmd[0] == '-')
         return mini_cli_usage_error(NULL,
                                     "unknown option %s (a command comes first: run, ping, stats, profiles, "
@@ -587,16 +601,5 @@ int main(int argc, char **argv)
     if (argc < 2)
         return mini_cli_usage_error(NULL, "no command given (run, ping, stats, profiles, check, bench or image)");
     int rc = dispatch(argc, argv);
-    /* Output that did not reach standard output (a full disk, say) is a
-     * failure, not a silent success. */
-    errno = 0;
-    if (fflush(stdout) != 0 && !out_errno)
-        out_errno = errno ? errno : EIO;
-    if (ferror(stdout) && !out_errno)
-        out_errno = EIO;
-    if (out_errno) {
-        fprintf(stderr, "mini-sandbox: writing output: %s\n", strerror(out_errno));
-        return EXIT_SANDBOX;
-    }
-    return rc;
+    return mini_cli_stdout_status(rc, out_errno);
 }

@@ -2,8 +2,10 @@
 #ifndef MINI_SANDBOX_CLI_UTIL_H
 #define MINI_SANDBOX_CLI_UTIL_H
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 /* Exit status of a usage error (unknown option, missing or bad argument). */
 #define MINI_CLI_USAGE 2
@@ -33,6 +35,23 @@ static inline int mini_cli_getopt_error(const char *sub, int c, int optopt_, cha
     if (optopt_)
         return mini_cli_usage_error(sub, "unknown option -%c", optopt_);
     return mini_cli_usage_error(sub, "unknown option %s", arg);
+}
+
+/* A program's exit status once its output is flushed: output that did not
+ * reach standard output (a full disk, say) is a failure, not a silent
+ * success.  err: a write error already seen (0: none).  Returns rc, or 125
+ * with the error on stderr. */
+static inline int mini_cli_stdout_status(int rc, int err)
+{
+    errno = 0;
+    if (fflush(stdout) != 0 && !err)
+        err = errno ? errno : EIO;
+    if (ferror(stdout) && !err)
+        err = EIO;
+    if (!err)
+        return rc;
+    fprintf(stderr, "mini-sandbox: writing output: %s\n", strerror(err));
+    return 125;
 }
 
 #endif

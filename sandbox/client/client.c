@@ -197,44 +197,6 @@ pid_t mini_client_start_daemon(const char *socket_path, struct mini_err *e)
     return -1;
 }
 
-int mini_client_connect(struct mini_client *c, const char *socket_path, bool allow_private, struct mini_err *e)
-{
-    memset(c, 0, sizeof *c);
-    c->fd = -1;
-    c->next_id = 1;
-    mini_frame_reader_init(&c->rd);
-    _cleanup_free_ char *def = NULL;
-    if (!socket_path) {
-        struct mini_err ignored;
-        def = mini_default_socket(&ignored);
-        socket_path = def;
-    }
-    if (socket_path)
-        c->fd = connect_path(socket_path);
-    /* Root's shared daemon may be the system-wide one (socket activation,
-     * packaging/systemd/system/mini-sandboxd.socket). */
-    if (c->fd < 0 && def && geteuid() == 0)
-        c->fd = connect_path(MINI_SYSTEM_SOCKET);
-    if (c->fd < 0) {
-        int err = errno;
-        if (!allow_private)
-            return mini_err_sys(e, MINI_E_IO, err, "connecting to %s", socket_path ? socket_path : "(no socket)");
-        if (start_private(c, e) < 0)
-            return -1;
-    }
-    struct mini_req req = { .op = MINI_OP_HELLO };
-    req.u.hello.version = MINI_PROTO_VERSION;
-    req.u.hello.client = "mini " MINI_VERSION;
-    struct mini_rep rep;
-    if (mini_client_call(c, &req, &rep, e) < 0) {
-        mini_err_prefix(e, "greeting mini-sandboxd");
-        mini_client_close(c);
-        return -1;
-    }
-    c->hello = rep.u.hello; /* keeps the reply's allocations */
-    return 0;
-}
-
 void mini_client_close(struct mini_client *c)
 {
     mini_close(c->fd);
@@ -292,6 +254,82 @@ int mini_client_call(struct mini_client *c, struct mini_req *req, struct mini_re
                             (long long)req->id);
     }
     return rep->op == MINI_OP_ERROR ? error_reply(rep, e) : 0;
+}
+
+int mini_client_connect(struct mini_client *c, const char *socket_path, bool allow_private, struct mini_err *e)
+{
+    return mini_client_connect_with(c, socket_path, allow_private, NULL, NULL, e);
+}
+
+int mini_client_connect_with(struct mini_client *c, const char *socket_path, bool allow_private, struct mini_req *first,
+                             struct mini_rep *first_rep, struct mini_err *e)
+{
+    memset(c, 0, sizeof *c);
+    c->fd = -1;
+    c->next_id = 1;
+    mini_frame_reader_init(&c->rd);
+    _cleanup_free_ char *def = NULL;
+    if (!socket_path) {
+        struct mini_err ignored;
+        def = mini_default_socket(&ignored);
+        socket_path = def;
+    }
+    if (socket_path)
+        c->fd = connect_path(socket_path);
+    /* Root's shared daemon may be the system-wide one (socket activation,
+     * packaging/systemd/system/mini-sandboxd.socket). */
+    if (c->fd < 0 && def && geteuid() == 0)
+        c->fd = connect_path(MINI_SYSTEM_SOCKET);
+    if (c->fd < 0) {
+        int err = errno;
+        if (!allow_private)
+            return mini_err_sys(e, MINI_E_IO, err, "connecting to %s", socket_path ? socket_path : "(no socket)");
+        if (start_private(c, e) < 0)
+            return -1;
+    }
+    struct mini_req req = { .op = MINI_OP_HELLO };
+    req.u.hello.version = MINI_PROTO_VERSION;
+    req.u.hello.client = "mini " MINI_VERSION;
+    /* hello, and `first` behind it without waiting; their replies may
+     * come in either order (docs/protocol.md, "Pipelining"). */
+    struct mini_rep reps[2];
+    unsigned have = 0; /* bit k: reps[k] holds a reply (0: hello's, 1: first's) */
+    int n = first ? 2 : 1;
+    int rc = send_req(c, &req, e) < 0 || (first && send_req(c, first, e) < 0) ? -1 : 0;
+    for (int i = 0; rc == 0 && i < n; i++) {
+        struct mini_rep r;
+        if (recv_rep(c, &r, e) < 0) {
+            rc = -1;
+            break;
+        }
+        int k = r.id == req.id ? 0 : first && r.id == first->id ? 1 : -1;
+        if (k < 0 || (have & (1u << k))) {
+            rc = mini_err_set(e, MINI_E_BAD_REQUEST, "unexpected reply id %lld", (long long)r.id);
+            mini_rep_free(&r);
+            break;
+        }
+        reps[k] = r;
+        have |= 1u << k;
+    }
+    /* An `error` reply, the hello's first: it would explain the other's. */
+    for (int k = 0; rc == 0 && k < n; k++)
+        if (reps[k].op == MINI_OP_ERROR) {
+            rc = error_reply(&reps[k], e);
+            have &= ~(1u << k);
+        }
+    if (rc < 0) {
+        if (!(have & 1u)) /* the hello failed, or got no reply */
+            mini_err_prefix(e, "greeting mini-sandboxd");
+        for (int k = 0; k < 2; k++)
+            if (have & (1u << k))
+                mini_rep_free(&reps[k]);
+        mini_client_close(c);
+        return -1;
+    }
+    c->hello = reps[0].u.hello; /* keeps the reply's allocations */
+    if (first)
+        *first_rep = reps[1];
+    return 0;
 }
 
 /* Wait until a frame is buffered or the socket is readable, sending a

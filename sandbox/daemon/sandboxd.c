@@ -229,7 +229,7 @@ int main(int argc, char **argv)
     mini_log_init("mini-sandboxd", mini_sb_timing ? MINI_LOG_INFO : MINI_LOG_WARN);
     struct mini_server_cfg cfg = { .inherit_fd = -1, .listen_fd = -1 };
     _cleanup_free_ char **resolve = NULL;
-    _cleanup_free_ char *socket_path = NULL, *state_dir = NULL, *sockdir = NULL;
+    _cleanup_free_ char *socket_path = NULL, *state_dir = NULL, *sockdir = NULL, *cache_dir = NULL;
     bool foreground = false;
     struct mini_err e;
     int c;
@@ -382,6 +382,11 @@ int main(int argc, char **argv)
     state_dir = real_state;
     cfg.socket_path = socket_path;
     cfg.state_dir = state_dir;
+    /* The probe cache is per user (caps.h): the runtime directory, not a
+     * --socket's or --state-dir's, so that every daemon of the user,
+     * private ones included, shares it.  Without it the daemon probes. */
+    struct mini_err ignored;
+    cfg.caps_cache_dir = cache_dir = mini_runtime_dir(&ignored);
     cfg.resolve = resolve;
     int ready = -1;
     if (!foreground && cfg.inherit_fd < 0 && daemonize(state_dir, &ready, &e) < 0)

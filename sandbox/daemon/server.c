@@ -729,8 +729,11 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
     /* What this machine can isolate, and per-command cgroups where the
      * daemon may create them; the probe is corrected to what was set up so
      * that no reply promises more than the commands get. */
-    if (mini_caps_detect(&s.caps, e) < 0)
+    bool cached;
+    if (mini_caps_detect_cached(&s.caps, cfg->caps_cache_dir, &cached, e) < 0)
         goto out;
+    log_info("capabilities: %s%s", cached ? "the probes' results cached in " : "probed",
+             cached ? cfg->caps_cache_dir : "");
     struct mini_err cge;
     if (mini_cgroups_init_limits(&s.cgroups, &s.caps, &cge) < 0)
         log_warn("cgroups: %s; limits fall back to rlimits", cge.msg);

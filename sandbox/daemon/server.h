@@ -14,6 +14,7 @@ struct mini_server_cfg {
     int listen_fd;           /* >= 0: a listening socket bound to socket_path, passed by
                               * systemd (socket activation): served, never unlinked */
     const char *state_dir;   /* 0700 directory for mount points and overlays */
+    const char *caps_cache_dir; /* the probe cache's directory (caps.h); NULL: probe */
     const char *profile_dir; /* built-in profiles */
     const char *audit_log;   /* JSON lines, one per command; NULL: none */
     int ready_fd;            /* > 0: write one byte here once listening, then close */

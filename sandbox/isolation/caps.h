@@ -174,6 +174,42 @@ void mini_caps_apparmor_remedy(const struct mini_caps *c, char *buf, size_t size
  * is a result, not an error.  The caller owns c (no allocations inside). */
 int mini_caps_detect(struct mini_caps *c, struct mini_err *e);
 
+/* mini_caps_detect in two parts.  _reads: what costs reads and system
+ * calls only (who, kernel, sysctls, AppArmor, the daemon's own seccomp
+ * and no_new_privs, container, seccomp actions, Landlock, cgroups).
+ * _children: the probes that create processes (each namespace, all seven
+ * at once, a seccomp filter, an overlay in a user namespace; several
+ * milliseconds), after _reads. */
+int mini_caps_detect_reads(struct mini_caps *c, struct mini_err *e);
+void mini_caps_detect_children(struct mini_caps *c);
+/* Every probe of _children succeeded; and setting that result (what a
+ * cache hit stands for). */
+bool mini_caps_children_all_ok(const struct mini_caps *c);
+void mini_caps_set_children_all_ok(struct mini_caps *c);
+
+/* The probe cache (caps_cache.c; docs/sandbox-lifecycle.md): the daemon's
+ * start-up skips the process-creating probes when a file in dir (the
+ * per-user runtime directory) says that they all succeeded on this host:
+ * the same kernel and boot, the same uid and gid, the same daemon binary,
+ * the same namespaces, sysctls, AppArmor label and restriction,
+ * capabilities, seccomp state and no_new_privs.  Only a full success is
+ * ever stored, so a cache can never make a profile run degraded; a
+ * mechanism it wrongly claims is found missing when a sandbox is made,
+ * and that command fails (the daemon fails closed).  A file that is not
+ * a regular file owned by the caller, is group- or world-writable, is
+ * larger than the key, or does not hold exactly this host's key is
+ * ignored (and replaced once the probes succeed).
+ *
+ * mini_caps_detect, through the cache: *hit says whether it was used.
+ * dir NULL: no cache (mini_caps_detect). */
+int mini_caps_detect_cached(struct mini_caps *c, const char *dir, bool *hit, struct mini_err *e);
+/* The key of this host for c (after mini_caps_detect_reads) and the
+ * program exe (the daemon: "/proc/self/exe"), in buf: one "name value"
+ * line per input.  Its length, or -1 when buf is too small. */
+int mini_caps_cache_key(const struct mini_caps *c, const char *exe, char *buf, size_t size);
+/* The cache's file name in dir. */
+#define MINI_CAPS_CACHE_FILE "caps.cache"
+
 /* MINI_FEAT_* bits this machine provides to a sandbox.  Namespace bits are
  * set only with user namespaces (the sandbox always creates one);
  * MINI_FEAT_CGROUPS when cg_mode is not NONE; MINI_FEAT_SECCOMP when a

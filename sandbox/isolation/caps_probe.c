@@ -411,13 +411,17 @@ static void detect_self_status(struct mini_caps *c)
     }
 }
 
-static void detect_seccomp(struct mini_caps *c)
+static void detect_seccomp_actions(struct mini_caps *c)
 {
     for (unsigned i = 0; i < MINI_SECACT_COUNT; i++) {
         uint32_t act = secact_values[i];
         if (syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &act) == 0)
             c->seccomp_actions |= 1u << i;
     }
+}
+
+static void detect_seccomp_filter(struct mini_caps *c)
+{
     struct probe_arg a = { .seccomp = true };
     struct probe_res r;
     if (run_probe(0, &a, &r) == 0) {
@@ -518,7 +522,7 @@ static void detect_container(struct mini_caps *c)
 
 /* ------------------------------------------------------------ detect */
 
-int mini_caps_detect(struct mini_caps *c, struct mini_err *e)
+int mini_caps_detect_reads(struct mini_caps *c, struct mini_err *e)
 {
     memset(c, 0, sizeof *c);
     if (access("/proc/self/status", R_OK) < 0)
@@ -533,12 +537,47 @@ int mini_caps_detect(struct mini_caps *c, struct mini_err *e)
     mini_caps_apparmor(c, "/proc", "/sys");
     detect_self_status(c);
     detect_container(c);
-    detect_namespaces(c);
-    detect_userns_why(c);
-    detect_seccomp(c);
+    detect_seccomp_actions(c);
     detect_landlock(c);
     mini_cgroups_probe(c);
+    return 0;
+}
+
+void mini_caps_detect_children(struct mini_caps *c)
+{
+    detect_namespaces(c);
+    detect_seccomp_filter(c);
     detect_overlay(c);
+    detect_userns_why(c);
+}
+
+bool mini_caps_children_all_ok(const struct mini_caps *c)
+{
+    for (int i = 0; i < MINI_NS_COUNT; i++)
+        if (!c->ns[i].ok)
+            return false;
+    return c->ns_all && c->seccomp && c->overlay_userns;
+}
+
+void mini_caps_set_children_all_ok(struct mini_caps *c)
+{
+    for (int i = 0; i < MINI_NS_COUNT; i++)
+        c->ns[i] = (struct mini_caps_ns){ .ok = true };
+    c->ns_all = true;
+    c->ns_all_err = 0;
+    c->seccomp = true;
+    c->seccomp_err = 0;
+    c->overlay_userns = true;
+    c->overlay_err = 0;
+    c->overlay_stage[0] = '\0';
+    detect_userns_why(c);
+}
+
+int mini_caps_detect(struct mini_caps *c, struct mini_err *e)
+{
+    if (mini_caps_detect_reads(c, e) < 0)
+        return -1;
+    mini_caps_detect_children(c);
     return 0;
 }
 

@@ -34,6 +34,13 @@ R=$T/dest$PREFIX
 expect_eq "bin/ holds the three programs only" "mini mini-sandbox mini-sandboxd" \
     bash -c 'cd "$0/bin" && echo $(ls)' "$R"
 check "mini-sandbox-init is in libexec/mini/" test -x "$R/libexec/mini/mini-sandbox-init"
+check "mini-sandbox-image (mini-sandbox image) is in libexec/mini/" test -x "$R/libexec/mini/mini-sandbox-image"
+run ldd "$R/bin/mini-sandbox"
+if [[ $RC == 0 ]] && ! contains "$OUT" libarchive && ! contains "$OUT" libcrypto; then
+    pass "mini-sandbox does not load the import's libraries (libarchive, libcrypto)"
+else
+    fail "mini-sandbox does not load the import's libraries (libarchive, libcrypto)"
+fi
 expect_eq "share/mini/profiles: the built-in profiles" "permissive.json standard.json strict.json" \
     bash -c 'cd "$0/share/mini/profiles" && echo $(ls)' "$R"
 check "share/mini/configs: the built-in configs" test -f "$R/share/mini/configs/mini.yaml"
@@ -57,7 +64,7 @@ if grep -q '^CMAKE_BUILD_TYPE:STRING=Debug$' "$MINI_BUILD_DIR/CMakeCache.txt"; t
     skip "no source path in the programs" "a Debug build keeps them for debuggers"
 else
     run grep -l -F "$MINI_SOURCE_DIR" "$R/bin/mini" "$R/bin/mini-sandbox" "$R/bin/mini-sandboxd" \
-        "$R/libexec/mini/mini-sandbox-init"
+        "$R/libexec/mini/mini-sandbox-init" "$R/libexec/mini/mini-sandbox-image"
     if [[ $RC == 1 ]]; then pass "no source path in the programs"; else fail "no source path in the programs" "in: $OUT"; fi
 fi
 
@@ -72,6 +79,8 @@ expect_out "moved: mini-sandboxd's default profiles are the moved ones" "default
     "${clean[@]}" "$M/bin/mini-sandboxd" --help
 expect_eq "moved: mini-sandbox profiles lists them" "permissive standard strict" \
     bash -c '"$@" | cut -d" " -f1 | tr "\n" " " | sed "s/ $//"' _ "${clean[@]}" "$M/bin/mini-sandbox" profiles
+expect_out "moved: mini-sandbox image runs the moved mini-sandbox-image" "NAME" \
+    "${clean[@]}" MINI_IMAGE_STORE="$T/images" "$M/bin/mini-sandbox" image ls
 run "${clean[@]}" "$M/bin/mini-sandbox" check --profile strict
 if [[ $RC == 0 || $RC == 1 ]] && contains "$OUT" "strict"; then
     pass "moved: mini-sandbox check assesses strict (status $RC)"

@@ -339,6 +339,38 @@ else
     skip "malformed frames get error replies" "python3 not installed"
 fi
 
+# ---- pipelined requests ------------------------------------------------------
+# docs/protocol.md, "Pipelining": hello, open, stats and a bad open sent in
+# one write, without waiting (mini-sandbox run sends hello and open so):
+# each is answered once, by id (an `opened` may come after later replies).
+if have python3; then
+    run bounded python3 - "$SOCK" "$WS" "$MINI_SOURCE_DIR/tests" <<'PY'
+import socket, sys
+sys.path.insert(0, sys.argv[3])
+from rawframe import frame, recv_frame
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(10)
+s.connect(sys.argv[1])
+s.sendall(frame({"op": "hello", "id": 1, "version": 1}) +
+          frame({"op": "open", "id": 2, "workspace": sys.argv[2], "profile": "strict"}) +
+          frame({"op": "stats", "id": 3}) +
+          frame({"op": "open", "id": 4, "workspace": sys.argv[2], "profile": "no-such-profile"}))
+got = sorted((recv_frame(s) for _ in range(4)), key=lambda r: r["id"])
+print([(r["id"], r["op"], r.get("code")) for r in got])
+want = [(1, "hello", None), (2, "opened", None), (3, "stats", None), (4, "error", "profile_invalid")]
+if [(r["id"], r["op"], r.get("code")) for r in got] != want:
+    sys.exit(1)
+s.sendall(frame({"op": "exec", "id": 5, "session": got[1]["session"], "command": "echo piped"}))
+r = recv_frame(s)
+print(r["op"], repr(r.get("output")))
+sys.exit(0 if r["op"] == "exit" and r["output"] == "piped\n" else 1)
+PY
+    if [[ $RC == 0 ]]; then pass "pipelined hello, open, stats and a bad open: one reply each, the session works"
+    else fail "pipelined hello, open, stats and a bad open: one reply each, the session works"; fi
+else
+    skip "pipelined requests" "python3 not installed"
+fi
+
 # ---- only our own uid (and root) may connect ------------------------------
 if is_root && have setpriv; then
     mini_setpriv_cmd

@@ -1,0 +1,120 @@
+/* The probe cache (caps.h, docs/sandbox-lifecycle.md): the process-creating
+ * probes of mini_caps_detect are skipped when a file in the per-user
+ * runtime directory holds exactly this host's key, which is written only
+ * after they all succeeded. */
+#include "caps.h"
+#include "caps_util.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+/* What the probes' results depend on, each read fresh. */
+static const char *const key_files[] = {
+    "/proc/sys/kernel/random/boot_id",
+    "/proc/sys/user/max_user_namespaces",
+    "/proc/sys/user/max_pid_namespaces",
+    "/proc/sys/user/max_net_namespaces",
+    "/proc/sys/user/max_mnt_namespaces",
+    "/proc/sys/user/max_ipc_namespaces",
+    "/proc/sys/user/max_uts_namespaces",
+    "/proc/sys/user/max_cgroup_namespaces",
+    "/proc/sys/kernel/unprivileged_userns_clone",
+    "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+    "/proc/sys/kernel/apparmor_restrict_unprivileged_unconfined",
+    "/proc/self/attr/current", /* the LSM label the daemon runs under */
+};
+static const char *const key_ns[] = { "user", "mnt", "pid", "net", "ipc", "uts", "cgroup" };
+/* Lines of /proc/self/status: capabilities, no_new_privs, seccomp. */
+static const char *const key_status[] = { "CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:",
+                                          "NoNewPrivs:", "Seccomp:", "Seccomp_filters:" };
+
+int mini_caps_cache_key(const struct mini_caps *c, const char *exe, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    struct utsname u;
+    struct stat st;
+    if (uname(&u) < 0 || stat(exe, &st) < 0)
+        return -1;
+    appendf(buf, size, "mini caps cache 1\nkernel %s %s %s\nids %u %u %u %u\n", u.release, u.version, u.machine,
+            (unsigned)getuid(), (unsigned)geteuid(), (unsigned)getgid(), (unsigned)getegid());
+    /* The daemon binary: a new build or install probes again. */
+    appendf(buf, size, "exe %llu %llu %lld %lld.%09ld\n", (unsigned long long)st.st_dev,
+            (unsigned long long)st.st_ino, (long long)st.st_size, (long long)st.st_mtim.tv_sec,
+            st.st_mtim.tv_nsec);
+    for (size_t i = 0; i < MINI_ARRAY_SIZE(key_ns); i++) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/self/ns/%s", key_ns[i]);
+        if (stat(path, &st) == 0)
+            appendf(buf, size, "ns %s %llu %llu\n", key_ns[i], (unsigned long long)st.st_dev,
+                    (unsigned long long)st.st_ino);
+        else
+            appendf(buf, size, "ns %s -\n", key_ns[i]);
+    }
+    for (size_t i = 0; i < MINI_ARRAY_SIZE(key_files); i++) {
+        char v[256];
+        if (read_small(key_files[i], v, sizeof v) < 0)
+            copy_str(v, sizeof v, "-");
+        for (char *p = v; *p; p++)
+            if (*p == '\n')
+                *p = ' ';
+        appendf(buf, size, "%s %s\n", key_files[i], v);
+    }
+    _cleanup_fclose_ FILE *f = fopen("/proc/self/status", "re");
+    char line[256];
+    while (f && fgets(line, sizeof line, f))
+        for (size_t i = 0; i < MINI_ARRAY_SIZE(key_status); i++)
+            if (strncmp(line, key_status[i], strlen(key_status[i])) == 0)
+                appendf(buf, size, "%s", line);
+    appendf(buf, size, "apparmor profile loaded %d\ncontainer %d %s\n", c->apparmor_profile_loaded, c->in_container,
+            c->container);
+    size_t len = strlen(buf);
+    return len + 1 < size ? (int)len : -1;
+}
+
+/* dir is the caller's own and not writable by others. */
+static bool dir_ok(const char *dir)
+{
+    struct stat st;
+    return lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & 022);
+}
+
+/* The file holds exactly key, and is a regular file of the caller's that
+ * nobody else may write. */
+static bool cache_matches(const char *path, const char *key, size_t len)
+{
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022) ||
+        st.st_size != (off_t)len)
+        return false;
+    char buf[8192];
+    ssize_t n = mini_read_full(fd, buf, sizeof buf);
+    return n == (ssize_t)len && memcmp(buf, key, len) == 0;
+}
+
+int mini_caps_detect_cached(struct mini_caps *c, const char *dir, bool *hit, struct mini_err *e)
+{
+    *hit = false;
+    if (mini_caps_detect_reads(c, e) < 0)
+        return -1;
+    char key[8192], path[MINI_CAPS_PATH_MAX];
+    int len = dir && dir_ok(dir) ? mini_caps_cache_key(c, "/proc/self/exe", key, sizeof key) : -1;
+    if (len > 0 && (size_t)snprintf(path, sizeof path, "%s/" MINI_CAPS_CACHE_FILE, dir) >= sizeof path)
+        len = -1;
+    if (len > 0 && cache_matches(path, key, (size_t)len)) {
+        mini_caps_set_children_all_ok(c);
+        *hit = true;
+        return 0;
+    }
+    mini_caps_detect_children(c);
+    /* Only a full success is stored.  Failing to store it costs the next
+     * start the probes, nothing else. */
+    struct mini_err ignored;
+    if (len > 0 && mini_caps_children_all_ok(c))
+        mini_write_file_replace(path, key, (size_t)len, 0600, false, &ignored);
+    return 0;
+}

@@ -1,0 +1,62 @@
+#!/bin/bash
+# The capability probe cache, end to end (sandbox/isolation/caps_cache.c;
+# test_caps_cache.c checks the file itself).  A cache that claims more
+# than the machine has must not weaken anything: with user namespaces
+# blocked (mini-test-nouserns) and a forged cache that says every probe
+# succeeded, the daemon takes it, and then every command fails (status
+# 125) without running, under strict and under standard, instead of
+# running with less isolation.  And an ordinary daemon probes on its first
+# start, stores the result, and takes it on the next.
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+mini_test_init "$@"
+
+NOUSERNS=$MINI_BIN/mini-test-nouserns
+# A runtime directory of the test's own: the cache lives there.
+export XDG_RUNTIME_DIR=$T/xdg
+mkdir -m 0700 "$XDG_RUNTIME_DIR" "$XDG_RUNTIME_DIR/mini"
+CACHE=$XDG_RUNTIME_DIR/mini/caps.cache
+MARK=$WS/ran
+cleanup_path "$MARK"
+
+daemon_said() { grep -q "capabilities: $1" "$DAEMON_LOG"; }
+
+# ---- an ordinary daemon: probed, stored, then taken --------------------------
+MINI_TEST_LOG_LEVEL=info start_daemon
+if daemon_said probed && [[ -f $CACHE ]]; then pass "first start: probed, and the cache stored"
+else fail "first start: probed, and the cache stored" "$(grep capabilities "$DAEMON_LOG")"; fi
+stop_daemon
+: >"$DAEMON_LOG"
+MINI_TEST_LOG_LEVEL=info start_daemon
+if daemon_said "the probes' results cached"; then pass "second start: the cache is taken"
+else fail "second start: the cache is taken" "$(grep capabilities "$DAEMON_LOG")"; fi
+expect_eq "a command runs under strict with the cached result" "ok" \
+    bounded "$MINI_BIN/mini-sandbox" run --socket "$SOCK" --workspace "$WS" --profile strict -- 'echo ok' </dev/null
+stop_daemon
+
+# ---- a forged cache where user namespaces are blocked ------------------------
+if ! "$NOUSERNS" true 2>/dev/null || "$NOUSERNS" unshare -U true 2>/dev/null; then
+    skip "a forged cache fails closed" "cannot block user namespaces here (mini-test-nouserns)"
+    finish
+fi
+: >"$DAEMON_LOG"
+run "$NOUSERNS" "$MINI_BIN/test_caps_cache" forge "$XDG_RUNTIME_DIR/mini" "$MINI_BIN/mini-sandboxd"
+check "forge a cache that claims every probe succeeded" test "$RC" = 0
+DAEMON_WRAPPER=$NOUSERNS MINI_TEST_LOG_LEVEL=info start_daemon
+if daemon_said "the probes' results cached"; then
+    pass "the daemon under the filter takes the forged cache"
+    for prof in strict standard; do
+        rm -f "$MARK"
+        run bounded "$MINI_BIN/mini-sandbox" run --socket "$SOCK" --workspace "$WS" --profile "$prof" \
+            -- "echo SHOULD-NOT-RUN; touch $MARK" </dev/null
+        if [[ $RC == 125 && $OUT != *SHOULD-NOT-RUN* && ! -e $MARK ]]; then
+            pass "$prof: fails closed (125, nothing ran)"
+        else
+            fail "$prof: fails closed (125, nothing ran)" "status $RC, stdout: $OUT, stderr: $ERR" \
+                "$([[ -e $MARK ]] && echo "the command ran: $MARK exists")"
+        fi
+    done
+else
+    fail "the daemon under the filter takes the forged cache" "$(grep capabilities "$DAEMON_LOG")"
+fi
+stop_daemon
+finish
