@@ -131,6 +131,7 @@ struct measure {
     struct client *client; /* MEASURE_OPEN: who gets `opened` (NULL: gone) */
     int64_t req_id;
     uint64_t used; /* MEASURE_CHECK: the filesystems' use when it started */
+    uint32_t gen;  /* its number in its session's disk watch (started) */
 };
 
 struct disk_watch {
@@ -142,6 +143,7 @@ struct disk_watch {
     uint64_t mark;        /* filesystems' used bytes at which to measure again */
     char *note;           /* while over the limit: said in every exit */
     struct measure *busy; /* the measure in flight, or NULL */
+    uint32_t started;     /* measures started so far (their gen) */
     int64_t t_open;       /* mono ns the measure at open started */
     char why[320];        /* how it is enforced, or why not */
 };
@@ -247,6 +249,7 @@ struct exec {
     bool retried;               /* the first sandbox died before accepting: this is the second */
     bool finished;              /* exit sent; kept only until init is reaped */
     bool disk_wait;             /* done: its exit waits for the disk watch's measure */
+    uint32_t disk_gen;          /* ... number disk_gen (one started after its end) */
     int status;                 /* wait status of the command */
     int init_status;            /* wait status of init, once reaped */
     int64_t cpu_us, max_rss_kb; /* from init's report, else from reaping init */

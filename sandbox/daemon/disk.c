@@ -152,6 +152,7 @@ static struct measure *measure_start(struct server *s, struct session *ss, enum 
     m->next = s->measures;
     s->measures = m;
     w->busy = m;
+    m->gen = ++w->started;
     return m;
 }
 
@@ -341,12 +342,21 @@ void disk_measured(struct server *s, struct measure *m)
         }
         open_finish(s, m->client, ss, m->req_id);
     } else {
-        if (!ss->closed && !m->abandoned)
+        bool live = !ss->closed && !m->abandoned;
+        if (live)
             checked(s, ss, &r, got, fs_used(w));
-        /* The exits that waited for this measure go out now, with its note. */
+        /* A command that ended while this measure walked waits for one
+         * started after its end (its last writes may not be in this one). */
+        bool later = false;
+        for (struct exec *x = s->execs; x; x = x->next)
+            later |= x->session == ss && x->disk_wait && x->disk_gen > m->gen;
+        if (live && later && !s->stopping)
+            start_check(s, ss, fs_used(w));
+        /* The exits this measure covers go out now, with its note; all of
+         * them when no other measure is coming. */
         for (struct exec *x = s->execs, *next; x; x = next) {
             next = x->next;
-            if (x->session == ss && x->disk_wait)
+            if (x->session == ss && x->disk_wait && (x->disk_gen <= m->gen || !w->busy))
                 exec_finish(s, x); /* may bury x */
         }
     }
@@ -418,11 +428,17 @@ int disk_exec_end(struct server *s, struct exec *x)
     struct disk_watch *w = &x->session->disk;
     if (s->stopping)
         return 0;
-    if (!w->busy) {
-        uint64_t used = fs_used(w);
-        if (used < w->mark && !w->note)
-            return 0;
-        start_check(s, x->session, used);
+    if (w->busy) {
+        /* The measure in flight may have walked the trees before this
+         * command's last writes: the exit waits for the next one, started
+         * when this one is back (disk_measured). */
+        x->disk_gen = w->started + 1;
+        return 1;
     }
+    uint64_t used = fs_used(w);
+    if (used < w->mark && !w->note)
+        return 0;
+    start_check(s, x->session, used);
+    x->disk_gen = w->started;
     return w->busy ? 1 : 0;
 }
