@@ -343,6 +343,7 @@ int batch_worker(const struct batch_ctx *b, const struct mini_task *t)
             agent.progress_arg = &pg;
             agent.extra_vars = t->record;
             agent.traj_extra = extra;
+            agent.no_sync = true; /* the batch's group commit syncs it */
             mini_model_set_cancel(model, &agent.interrupt);
             w_env = env;
             w_agent = &agent;
