@@ -347,6 +347,8 @@ static int save(struct mini_agent *a, struct mini_err *e)
      * whole one); a power loss costs at most the unfinished run's. */
     if (mini_write_file_replace(a->output_path, text.data, text.len, 0644, run_ended(a) && !a->no_sync, e) < 0)
         return mini_err_prefix(e, "saving the trajectory");
+    if (run_ended(a))
+        mini_write_file_done(a->output_path); /* the earlier saves' spare */
     return 0;
 }
 

@@ -807,7 +807,7 @@ static int run_batch(struct opts *o)
     signal(SIGPIPE, SIG_IGN);
     pool(&b);
     draw(&b.pg, b.run, 0, true);
-    if (batch_out_write(&b.out, &e) < 0 || batch_out_commit(&b.out, &e) < 0) {
+    if (batch_out_finish(&b.out, &e) < 0) {
         fprintf(stderr, "mini batch: %s\n", e.msg);
         b.errors++;
     }

@@ -74,6 +74,9 @@ int batch_out_write(struct batch_out *o, struct mini_err *e);
 /* The group commit: everything written to the output's filesystem so far
  * (the tasks' files, preds.json, summary.json) to disk, by one syncfs(). */
 int batch_out_commit(struct batch_out *o, struct mini_err *e);
+/* At the end: preds.json and summary.json written, their spares removed
+ * (mini_write_file_replace), the group commit. */
+int batch_out_finish(struct batch_out *o, struct mini_err *e);
 void batch_out_free(struct batch_out *o);
 /* Write json to path atomically (a crash leaves the old file or the new
  * one), as Python's json.dump(indent=2); not synced: batch_out_commit. */

@@ -352,6 +352,18 @@ int batch_out_record(struct batch_out *o, cJSON *result, struct mini_err *e)
     return 0;
 }
 
+int batch_out_finish(struct batch_out *o, struct mini_err *e)
+{
+    _cleanup_free_ char *pp = out_path(o, "preds.json"), *sp = out_path(o, "summary.json");
+    if (!pp || !sp)
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    if ((o->preds_dirty && write_preds(o, e) < 0) || batch_out_write(o, e) < 0)
+        return -1;
+    mini_write_file_done(pp);
+    mini_write_file_done(sp);
+    return batch_out_commit(o, e);
+}
+
 int batch_out_commit(struct batch_out *o, struct mini_err *e)
 {
     double t0 = mini_mono_s();
