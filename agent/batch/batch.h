@@ -49,6 +49,7 @@ struct batch_out {
     double commit_at;                /* when that was (monotonic s) */
     unsigned commits;                /* how many, */
     double commit_s;                 /* and the time they took */
+    unsigned commit_failures;
 };
 
 /* Load what an earlier run left in dir (created if missing), trusting

@@ -368,10 +368,13 @@ int batch_out_commit(struct batch_out *o, struct mini_err *e)
 {
     double t0 = mini_mono_s();
     _cleanup_close_ int fd = open(o->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0 || syncfs(fd) < 0)
+    if (fd < 0 || syncfs(fd) < 0) {
+        o->commit_at = mini_mono_s(); /* tried again in an interval */
+        o->commit_failures++;
         return mini_err_sys(e, MINI_E_IO, errno,
                             "syncing %s to disk: what finished since the last sync may not survive a power loss",
                             o->dir);
+    }
     o->uncommitted = false;
     o->commit_at = mini_mono_s();
     o->commits++;
@@ -389,9 +392,11 @@ int batch_out_sync(struct batch_out *o, struct mini_err *e)
     double since = mini_mono_s() - o->summary_at;
     if (o->summary_dirty && since >= o->summary_every && since >= 10 * o->summary_took && batch_out_write(o, e) < 0)
         return -1;
-    /* The group commit, at most once an interval. */
-    if (o->uncommitted && mini_mono_s() - o->commit_at >= COMMIT_INTERVAL_S)
-        return batch_out_commit(o, e);
+    /* The group commit, at most once an interval; a failure said once
+     * (batch_out_finish says the last). */
+    if (o->uncommitted && mini_mono_s() - o->commit_at >= COMMIT_INTERVAL_S && batch_out_commit(o, e) < 0 &&
+        o->commit_failures == 1)
+        return -1;
     return 0;
 }
 
