@@ -11,6 +11,8 @@
 #     is an interrupted task's: rebuilt without those two, which run again;
 #  4. summary.json of garbage: moved aside, rebuilt whole from the tasks'
 #     files; nothing runs again.
+#  5. a group commit that fails (an ext4 image whose disk is full, as
+#     root): the batch says it once, exits 1, and stays resumable.
 # The group commit itself: the batch says how many it made (MINI_BATCH_TIMING).
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 mini_test_init "$@"
@@ -140,5 +142,32 @@ else fail "garbage summary.json: moved aside, nothing to run" "$RC $ERR"; fi
 check "nothing ran again" test -z "$(ran_again "$before")"
 whole
 check "summary.json is whole again, from the tasks' files" test "$OUT" = ok
+
+# ---- 5. a group commit that fails ------------------------------------------------
+# An ext4 image on a tmpfs too small for it, loop-mounted: the disk's writes
+# fail, and so does the syncfs() of a group commit (root only).
+if is_root && have mkfs.ext4 && mkdir "$T/eio" && mount -t tmpfs -o size=6m tmpfs "$T/eio" 2>/dev/null; then
+    cleanup_cmd "umount -l $T/eio"
+    truncate -s 64M "$T/eio/img"
+    mkfs.ext4 -q -O ^has_journal -E nodiscard "$T/eio/img"
+    mkdir "$T/eio/mnt"
+    if mount -o loop,errors=continue "$T/eio/img" "$T/eio/mnt" 2>/dev/null; then
+        cleanup_cmd "umount -l $T/eio/mnt"
+        chmod 0755 "$T/eio/mnt"
+        dd if=/dev/zero of="$T/eio/mnt/big" bs=1M count=16 status=none # dirty, more than the tmpfs holds
+        O=$T/eio/mnt/out
+        batch
+        if [[ $RC == 1 ]] && contains "$ERR" "this run: 6 finished" && contains "$ERR" \
+            "syncing $O to disk: what finished since the last sync may not survive a power loss: Input/output error"; then
+            pass "a failing group commit is said (EIO), the batch exits 1, the tasks finished"
+        else fail "a failing group commit is said (EIO), the batch exits 1, the tasks finished" "$RC $ERR"; fi
+        batch
+        check "the output stays resumable: nothing runs again" contains "$ERR" "6 done in an earlier run, 0 to run"
+    else
+        skip "a failing group commit" "no loop device to mount an image on"
+    fi
+else
+    skip "a failing group commit" "needs root, mkfs.ext4 and mount"
+fi
 
 finish
