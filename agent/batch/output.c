@@ -57,12 +57,11 @@ static char *out_path(const struct batch_out *o, const char *name)
 
 /* An object from path; a new empty one when there is no file, or when it
  * is empty or not a JSON object (what a power loss may leave: *damaged is
- * set and the file is kept beside, as PATH.damaged).  NULL with e when it
- * cannot be read. */
+ * set, when damaged is not NULL, and the file is kept beside, as
+ * PATH.damaged).  NULL with e when it cannot be read. */
 static cJSON *load_object(const char *path, bool *damaged, struct mini_err *e)
 {
     _cleanup_buf_ struct mini_buf b = MINI_BUF_INIT;
-    *damaged = false;
     if (access(path, F_OK) < 0 && errno == ENOENT)
         return cJSON_CreateObject();
     if (mini_read_file(path, &b, 1u << 30, e) < 0)
@@ -72,7 +71,8 @@ static cJSON *load_object(const char *path, bool *damaged, struct mini_err *e)
     if (o && cJSON_IsObject(o))
         return o;
     cJSON_Delete(o);
-    *damaged = true;
+    if (damaged)
+        *damaged = true;
     _cleanup_free_ char *aside = NULL;
     if (asprintf(&aside, "%s.damaged", path) < 0)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory"), NULL;
@@ -225,8 +225,8 @@ int batch_out_open(struct batch_out *o, const char *dir, struct mini_err *e)
     _cleanup_free_ char *pp = out_path(o, "preds.json"), *sp = out_path(o, "summary.json");
     if (!pp || !sp)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-    bool preds_damaged, summary_damaged;
-    if (!(o->preds = load_object(pp, &preds_damaged, e)) || !(o->summary = load_object(sp, &summary_damaged, e)))
+    bool preds_damaged = false;
+    if (!(o->preds = load_object(pp, &preds_damaged, e)) || !(o->summary = load_object(sp, NULL, e)))
         goto fail;
     cJSON *tasks = cJSON_GetObjectItemCaseSensitive(o->summary, "tasks");
     if (!cJSON_IsObject(tasks)) {
@@ -236,7 +236,7 @@ int batch_out_open(struct batch_out *o, const char *dir, struct mini_err *e)
             goto fail;
         }
     }
-    (void)summary_damaged; /* rebuilt from the tasks' files below */
+    /* A damaged summary.json is rebuilt from the tasks' files here. */
     if ((preds_damaged ? rebuild_preds(o, e) : check_preds(o)) < 0)
         goto fail;
     prune_summary(o);
