@@ -165,8 +165,10 @@ static int fill(int fd, const void *p, size_t n, int mode)
  * a journal each new inode is looked for past every inode freed in the
  * last minutes, and a rename over an old file or a truncation to 0
  * (auto_da_alloc) starts writing the new one out; each cost a writer
- * tenths of a millisecond.
- * Where there is no PATH yet, or the filesystem cannot swap, a rename. */
+ * tenths of a millisecond.  Where PATH is not a regular file yet, or the
+ * filesystem cannot swap, a rename.  (So a file replaced is written over
+ * two writes later: a reader that keeps it open that long, rather than
+ * reading it whole at once, may see that.) */
 static int replace_swapped(const char *path, const char *tmp, const void *p, size_t n, int mode,
                            struct mini_err *e)
 {
@@ -185,7 +187,11 @@ static int replace_swapped(const char *path, const char *tmp, const void *p, siz
         unlink(tmp);
         return mini_err_sys(e, MINI_E_IO, saved, "writing %s", tmp);
     }
-    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE) == 0)
+    /* Only a regular file is swapped out to be the next spare (a rename
+     * fails over a directory, and replaces a symlink, as ever). */
+    struct stat old;
+    if (lstat(path, &old) == 0 && S_ISREG(old.st_mode) &&
+        renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE) == 0)
         return 0;
     if (rename(tmp, path) < 0) {
         int saved = errno;

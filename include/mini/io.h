@@ -35,7 +35,9 @@ int mini_write_file_atomic(const char *path, const void *p, size_t n, int mode, 
  * write that is not durable swaps the new file with the old (where the
  * filesystem can) and leaves the old one as "PATH.tmp", a spare that the
  * next write of path reuses (no new inode per write: see io.c), until a
- * durable write or mini_write_file_done removes it. */
+ * durable write or mini_write_file_done removes it: a reader that holds
+ * the file open across two later writes may see the second written over
+ * it (read it whole when opened). */
 int mini_write_file_replace(const char *path, const void *p, size_t n, int mode, bool durable, struct mini_err *e);
 /* The last write of path is done: its spare goes. */
 void mini_write_file_done(const char *path);

@@ -176,6 +176,15 @@ static void test_atomic_stale_tmp(void)
             CHECK(access(tmp, F_OK) < 0 && errno == ENOENT);
         }
     }
+    /* A directory where the file goes is refused, never swapped away. */
+    char sub[160];
+    snprintf(sub, sizeof sub, "%s/d", dir);
+    CHECK(mkdir(sub, 0755) == 0);
+    CHECK(mini_write_file_replace(sub, "x", 1, 0644, false, &e) == -1);
+    struct stat dst;
+    CHECK(stat(sub, &dst) == 0 && S_ISDIR(dst.st_mode));
+    snprintf(sub, sizeof sub, "%s/d.tmp", dir);
+    CHECK(access(sub, F_OK) < 0 && errno == ENOENT);
     CHECK(mini_rm_rf(dir, &e) == 0);
 }
 
