@@ -10,6 +10,7 @@
 #ifndef MINI_AGENT_BATCH_BATCH_H
 #define MINI_AGENT_BATCH_BATCH_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <sys/types.h>
 #include <cjson/cJSON.h>
@@ -45,11 +46,17 @@ struct batch_out {
     double summary_at;               /* when summary.json was last written (monotonic s) */
     double summary_took;             /* and how long that took */
     double summary_every;            /* seconds between two writes of it (MINI_BATCH_SUMMARY_INTERVAL) */
+    double commit_every;             /* seconds between two group commits (MINI_BATCH_COMMIT_INTERVAL) */
     bool uncommitted;                /* a task's files written since the last group commit */
-    double commit_at;                /* when that was (monotonic s) */
+    double commit_at;                /* when that started (monotonic s) */
     unsigned commits;                /* how many, */
     double commit_s;                 /* and the time they took */
     unsigned commit_failures;
+    /* The group commit running in a thread of its own (batch_out_sync). */
+    bool bg_running, bg_done;
+    pthread_t bg_thread;
+    double bg_started, bg_took;
+    int bg_errno;
 };
 
 /* Load what an earlier run left in dir (created if missing), trusting
@@ -73,7 +80,8 @@ int batch_out_sync(struct batch_out *o, struct mini_err *e);
 /* Recompute the totals and write summary.json. */
 int batch_out_write(struct batch_out *o, struct mini_err *e);
 /* The group commit: everything written to the output's filesystem so far
- * (the tasks' files, preds.json, summary.json) to disk, by one syncfs(). */
+ * (the tasks' files, preds.json, summary.json) to disk, by one syncfs(),
+ * now (batch_out_sync starts one in a thread when due). */
 int batch_out_commit(struct batch_out *o, struct mini_err *e);
 /* At the end: preds.json and summary.json written, their spares removed
  * (mini_write_file_replace), the group commit. */

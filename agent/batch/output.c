@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +35,8 @@ static const char *const float_keys[] = { "cost", "wall_s", "duration_s", "total
 
 /* Seconds between two rewrites of summary.json while the batch runs. */
 #define SUMMARY_INTERVAL_S 1.0
-/* Seconds between two group commits while the batch runs. */
+/* Seconds between two group commits while the batch runs
+ * (MINI_BATCH_COMMIT_INTERVAL). */
 #define COMMIT_INTERVAL_S 1.0
 /* The largest result.json and trajectory read back. */
 #define RESULT_MAX (64u << 20)
@@ -208,6 +210,15 @@ static void prune_summary(struct batch_out *o)
     }
 }
 
+/* Seconds from the environment variable name, else def. */
+static double env_seconds(const char *name, double def)
+{
+    const char *ev = getenv(name);
+    char *end;
+    double v = ev ? strtod(ev, &end) : NAN;
+    return ev && *ev && !*end && v >= 0 ? v : def;
+}
+
 int batch_out_open(struct batch_out *o, const char *dir, struct mini_err *e)
 {
     memset(o, 0, sizeof *o);
@@ -215,12 +226,8 @@ int batch_out_open(struct batch_out *o, const char *dir, struct mini_err *e)
         return mini_err_prefix(e, "output directory");
     if (!(o->dir = strdup(dir)))
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-    o->summary_every = SUMMARY_INTERVAL_S;
-    const char *ev = getenv("MINI_BATCH_SUMMARY_INTERVAL");
-    char *end;
-    double v = ev ? strtod(ev, &end) : NAN;
-    if (ev && *ev && !*end && v >= 0)
-        o->summary_every = v;
+    o->summary_every = env_seconds("MINI_BATCH_SUMMARY_INTERVAL", SUMMARY_INTERVAL_S);
+    o->commit_every = env_seconds("MINI_BATCH_COMMIT_INTERVAL", COMMIT_INTERVAL_S);
     o->commit_at = mini_mono_s();
     _cleanup_free_ char *pp = out_path(o, "preds.json"), *sp = out_path(o, "summary.json");
     if (!pp || !sp)
@@ -364,22 +371,58 @@ int batch_out_finish(struct batch_out *o, struct mini_err *e)
     return batch_out_commit(o, e);
 }
 
-int batch_out_commit(struct batch_out *o, struct mini_err *e)
+/* A group commit: one syncfs() of the filesystem of dir.  0, or -1 with
+ * errno. */
+static int sync_dir(const char *dir)
 {
-    double t0 = mini_mono_s();
-    _cleanup_close_ int fd = open(o->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0 || syncfs(fd) < 0) {
-        o->commit_at = mini_mono_s(); /* tried again in an interval */
+    _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    return fd < 0 || syncfs(fd) < 0 ? -1 : 0;
+}
+
+static void *commit_thread(void *arg)
+{
+    struct batch_out *o = arg;
+    int err = sync_dir(o->dir) < 0 ? errno : 0;
+    o->bg_errno = err;
+    o->bg_took = mini_mono_s() - o->bg_started;
+    __atomic_store_n(&o->bg_done, true, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* A commit's end: counted, or its failure said (-1 with e). */
+static int commit_ended(struct batch_out *o, double started, double took, int err, struct mini_err *e)
+{
+    o->commit_at = started; /* it made durable what was written before it started */
+    if (err) {
         o->commit_failures++;
-        return mini_err_sys(e, MINI_E_IO, errno,
+        o->uncommitted = true; /* again, an interval later */
+        return mini_err_sys(e, MINI_E_IO, err,
                             "syncing %s to disk: what finished since the last sync may not survive a power loss",
                             o->dir);
     }
-    o->uncommitted = false;
-    o->commit_at = mini_mono_s();
     o->commits++;
-    o->commit_s += o->commit_at - t0;
+    o->commit_s += took;
     return 0;
+}
+
+/* The background commit, if it has ended (or once it has, with wait). */
+static int commit_reap(struct batch_out *o, bool wait, struct mini_err *e)
+{
+    if (!o->bg_running || (!wait && !__atomic_load_n(&o->bg_done, __ATOMIC_ACQUIRE)))
+        return 0;
+    pthread_join(o->bg_thread, NULL);
+    o->bg_running = false;
+    return commit_ended(o, o->bg_started, o->bg_took, o->bg_errno, e);
+}
+
+int batch_out_commit(struct batch_out *o, struct mini_err *e)
+{
+    struct mini_err re;
+    (void)commit_reap(o, true, &re); /* what it did not make durable, this does */
+    double t0 = mini_mono_s();
+    o->uncommitted = false;
+    int err = sync_dir(o->dir) < 0 ? errno : 0;
+    return commit_ended(o, t0, mini_mono_s() - t0, err, e);
 }
 
 int batch_out_sync(struct batch_out *o, struct mini_err *e)
@@ -392,16 +435,32 @@ int batch_out_sync(struct batch_out *o, struct mini_err *e)
     double since = mini_mono_s() - o->summary_at;
     if (o->summary_dirty && since >= o->summary_every && since >= 10 * o->summary_took && batch_out_write(o, e) < 0)
         return -1;
-    /* The group commit, at most once an interval; a failure said once
-     * (batch_out_finish says the last). */
-    if (o->uncommitted && mini_mono_s() - o->commit_at >= COMMIT_INTERVAL_S && batch_out_commit(o, e) < 0 &&
-        o->commit_failures == 1)
+    /* The group commit, at most once an interval, in a thread of its own
+     * (a syncfs() waits for the disk: the workers must not wait for this
+     * process meanwhile); a failure said once (batch_out_finish, the
+     * last commit, says its own). */
+    if (commit_reap(o, false, e) < 0 && o->commit_failures == 1)
+        return -1;
+    double now = mini_mono_s();
+    if (o->bg_running || !o->uncommitted || now - o->commit_at < o->commit_every)
+        return 0;
+    o->uncommitted = false;
+    o->bg_started = now;
+    o->bg_done = false;
+    if (pthread_create(&o->bg_thread, NULL, commit_thread, o) == 0) {
+        o->bg_running = true;
+        return 0;
+    }
+    int err = sync_dir(o->dir) < 0 ? errno : 0;
+    if (commit_ended(o, now, mini_mono_s() - now, err, e) < 0 && o->commit_failures == 1)
         return -1;
     return 0;
 }
 
 void batch_out_free(struct batch_out *o)
 {
+    struct mini_err e;
+    commit_reap(o, true, &e);
     free(o->dir);
     cJSON_Delete(o->preds);
     cJSON_Delete(o->summary);

@@ -11,8 +11,9 @@
 #     is an interrupted task's: rebuilt without those two, which run again;
 #  4. summary.json of garbage: moved aside, rebuilt whole from the tasks'
 #     files; nothing runs again.
-#  5. a group commit that fails (an ext4 image whose disk is full, as
-#     root): the batch says it once, exits 1, and stays resumable.
+#  5. group commits that fail (an ext4 image whose disk is full, as root;
+#     one after every task, MINI_BATCH_COMMIT_INTERVAL=0): said once while
+#     the batch runs and once at its end, exit 1, the output resumable.
 # The group commit itself: the batch says how many it made (MINI_BATCH_TIMING).
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 mini_test_init "$@"
@@ -37,7 +38,7 @@ import json
 for i in range(6):
     print(json.dumps({"instance_id": f"t-{i}", "problem_statement": f"number {i}"}))' >"$B/tasks.jsonl"
 O=$B/out
-batch() { run bounded env NO_COLOR=1 MINI_BATCH_TIMING=1 "$MINI" batch "$B/tasks.jsonl" -o "$O" -c mini -c "$B/cfg.yaml" \
+batch() { run bounded env NO_COLOR=1 MINI_BATCH_TIMING=1 ${MINI_BATCH_COMMIT_INTERVAL:+MINI_BATCH_COMMIT_INTERVAL=$MINI_BATCH_COMMIT_INTERVAL} "$MINI" batch "$B/tasks.jsonl" -o "$O" -c mini -c "$B/cfg.yaml" \
     -c "environment.socket=$SOCK" --sandbox strict; }
 # sums: each task's trajectory's hash (a task that ran again has a new one:
 # its patch holds the time).
@@ -156,11 +157,12 @@ if is_root && have mkfs.ext4 && mkdir "$T/eio" && mount -t tmpfs -o size=6m tmpf
         chmod 0755 "$T/eio/mnt"
         dd if=/dev/zero of="$T/eio/mnt/big" bs=1M count=16 status=none # dirty, more than the tmpfs holds
         O=$T/eio/mnt/out
-        batch
-        if [[ $RC == 1 ]] && contains "$ERR" "this run: 6 finished" && contains "$ERR" \
-            "syncing $O to disk: what finished since the last sync may not survive a power loss: Input/output error"; then
-            pass "a failing group commit is said (EIO), the batch exits 1, the tasks finished"
-        else fail "a failing group commit is said (EIO), the batch exits 1, the tasks finished" "$RC $ERR"; fi
+        # A commit after every task (in the background), each failing.
+        MINI_BATCH_COMMIT_INTERVAL=0 batch
+        said=$(grep -c "syncing $O to disk: what finished since the last sync may not survive a power loss: Input/output error" <<<"$ERR")
+        if [[ $RC == 1 && $said == 2 ]] && contains "$ERR" "this run: 6 finished"; then
+            pass "failing group commits are said (EIO) once while the batch runs and once at its end, exit 1, the tasks finished"
+        else fail "failing group commits are said (EIO) once while the batch runs and once at its end, exit 1" "$RC $ERR"; fi
         batch
         check "the output stays resumable: nothing runs again" contains "$ERR" "6 done in an earlier run, 0 to run"
     else
