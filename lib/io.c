@@ -169,8 +169,7 @@ static int fill(int fd, const void *p, size_t n, int mode)
  * filesystem cannot swap, a rename.  (So a file replaced is written over
  * two writes later: a reader that keeps it open that long, rather than
  * reading it whole at once, may see that.) */
-static int replace_swapped(const char *path, const char *tmp, const void *p, size_t n, int mode,
-                           struct mini_err *e)
+static int replace_swapped(const char *path, const char *tmp, const void *p, size_t n, int mode, struct mini_err *e)
 {
     off_t size = 0;
     _cleanup_close_ int fd = open_spare(tmp, &size);

@@ -824,8 +824,9 @@ static int run_batch(struct opts *o)
         fprintf(stderr, "mini batch: stopped starting tasks at the total cost limit ($%.4f); %zu not run\n",
                 o->cost_total, b.n_queue - b.next);
     if (getenv("MINI_BATCH_TIMING") && b.next > 0)
-        fprintf(stderr, "mini batch: timing: per task, %.3f ms handing it to a worker, %.3f ms reading its result, "
-                        "%.3f ms writing the outputs; %u group commits, %.3f ms each\n",
+        fprintf(stderr,
+                "mini batch: timing: per task, %.3f ms handing it to a worker, %.3f ms reading its result, "
+                "%.3f ms writing the outputs; %u group commits, %.3f ms each\n",
                 b.t_start * 1000 / (double)b.next, b.t_finish * 1000 / (double)b.next,
                 b.t_record * 1000 / (double)b.next, b.out.commits,
                 b.out.commits ? b.out.commit_s * 1000 / b.out.commits : 0.0);

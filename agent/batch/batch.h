@@ -40,8 +40,8 @@ int batch_worker(const struct batch_ctx *b, const struct mini_task *t);
 
 struct batch_out {
     char *dir;
-    cJSON *preds;   /* preds.json: {id: {model_name_or_path, instance_id, model_patch}} */
-    cJSON *summary; /* summary.json: {"tasks": {id: result}, "totals": {...}} */
+    cJSON *preds;                    /* preds.json: {id: {model_name_or_path, instance_id, model_patch}} */
+    cJSON *summary;                  /* summary.json: {"tasks": {id: result}, "totals": {...}} */
     bool preds_dirty, summary_dirty; /* changed since written */
     double summary_at;               /* when summary.json was last written (monotonic s) */
     double summary_took;             /* and how long that took */

@@ -118,7 +118,8 @@ static cJSON *task_result(const struct batch_out *o, const char *id, const cJSON
         return NULL;
     _cleanup_cjson_ cJSON *r = read_json_file(rp, RESULT_MAX);
     if (!r) {
-        *why = access(rp, F_OK) < 0 && errno == ENOENT ? NULL : "its result.json is empty or damaged";
+        *why = access(rp, F_OK) < 0 && (errno == ENOENT || errno == ENOTDIR) ? NULL
+                                                                             : "its result.json is empty or damaged";
         return NULL;
     }
     const char *rid = str_of(r, "instance_id"), *st = str_of(r, "exit_status"), *traj = str_of(r, "trajectory");
@@ -173,7 +174,7 @@ static int rebuild_preds(struct batch_out *o, struct mini_err *e)
 
 /* Only what the tasks' files confirm stays in preds.json; summary.json
  * gets what it lacks from them (a crash between the writes of the two). */
-static int check_preds(struct batch_out *o)
+static void check_preds(struct batch_out *o)
 {
     cJSON *tasks = cJSON_GetObjectItemCaseSensitive(o->summary, "tasks");
     cJSON *p = o->preds ? o->preds->child : NULL;
@@ -194,7 +195,6 @@ static int check_preds(struct batch_out *o)
             cJSON_Delete(r);
         p = next;
     }
-    return 0;
 }
 
 /* summary.json's tasks that preds.json does not have go. */
@@ -244,7 +244,9 @@ int batch_out_open(struct batch_out *o, const char *dir, struct mini_err *e)
         }
     }
     /* A damaged summary.json is rebuilt from the tasks' files here. */
-    if ((preds_damaged ? rebuild_preds(o, e) : check_preds(o)) < 0)
+    if (!preds_damaged)
+        check_preds(o);
+    else if (rebuild_preds(o, e) < 0)
         goto fail;
     prune_summary(o);
     if ((o->preds_dirty && write_preds(o, e) < 0) || (o->summary_dirty && batch_out_write(o, e) < 0))

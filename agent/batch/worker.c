@@ -249,11 +249,10 @@ static cJSON *timing_json(const struct timing *tm)
     const struct {
         const char *k;
         double v;
-    } f[] = { { "prep_s", tm->prep },     { "workspace_s", tm->workspace }, { "setup_s", tm->setup },
-              { "open_s", tm->open },     { "session_s", tm->session },     { "model_s", tm->model },
-              { "commands_s", tm->commands },
-              { "save_s", tm->save },     { "agent_s", tm->agent },         { "close_s", tm->close },
-              { "verify_s", tm->verify } };
+    } f[] = { { "prep_s", tm->prep },         { "workspace_s", tm->workspace }, { "setup_s", tm->setup },
+              { "open_s", tm->open },         { "session_s", tm->session },     { "model_s", tm->model },
+              { "commands_s", tm->commands }, { "save_s", tm->save },           { "agent_s", tm->agent },
+              { "close_s", tm->close },       { "verify_s", tm->verify } };
     for (size_t i = 0; o && i < sizeof f / sizeof f[0]; i++)
         cJSON_AddItemToObject(o, f[i].k, mini_json_create_float(f[i].v));
     return o;
