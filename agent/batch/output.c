@@ -6,8 +6,9 @@
  * most once a second (MINI_BATCH_SUMMARY_INTERVAL) and at the end.
  *
  * Durability is a group commit: no file is synced on its own; one
- * syncfs() of the output's filesystem at most once a second and at the
- * end makes everything written before it durable (the tasks' trajectories,
+ * syncfs() of the output's filesystem at most once a second (in a thread,
+ * beside the pool) and at the end makes everything written before it
+ * durable (the tasks' trajectories,
  * result.json files and workspaces included).  A kill -9 loses nothing
  * (every file is renamed into place whole, and the page cache outlives
  * the process); a power loss may leave any file written since the last
