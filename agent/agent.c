@@ -345,8 +345,10 @@ static int save(struct mini_agent *a, struct mini_err *e)
     /* Synced to disk once the run has ended: the saves before it only
      * need to survive the process (a kill at any moment leaves the last
      * whole one); a power loss costs at most the unfinished run's. */
-    if (mini_write_file_replace(a->output_path, text.data, text.len, 0644, run_ended(a), e) < 0)
+    if (mini_write_file_replace(a->output_path, text.data, text.len, 0644, run_ended(a) && !a->no_sync, e) < 0)
         return mini_err_prefix(e, "saving the trajectory");
+    if (run_ended(a))
+        mini_write_file_done(a->output_path); /* the earlier saves' spare */
     return 0;
 }
 

@@ -91,6 +91,9 @@ struct mini_agent {
      * docs/batch.md): the model's queries, the environment's commands,
      * saving the trajectory. */
     double model_s, commands_s, save_s;
+    /* Never fsync the trajectory, not even the last save: the caller makes
+     * it durable itself (`mini batch`'s group commit). */
+    bool no_sync;
     volatile int interrupt; /* set from a SIGINT handler */
     volatile int terminate; /* set from a SIGTERM/SIGHUP handler (with
                                       interrupt): stop without asking */
@@ -120,7 +123,7 @@ int mini_agent_run(struct mini_agent *a, const char *task, struct mini_err *e);
  * task.  NULL when out of memory. */
 cJSON *mini_agent_template_vars(struct mini_agent *a);
 /* Write the trajectory now (atomically), as Python's json.dump(indent=2);
- * synced to disk (fsync) only once the run has ended. */
+ * synced to disk (fsync) only once the run has ended (never with no_sync). */
 int mini_agent_save(struct mini_agent *a, struct mini_err *e);
 void mini_agent_fini(struct mini_agent *a);
 

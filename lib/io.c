@@ -95,11 +95,12 @@ int mini_read_file(const char *path, struct mini_buf *b, size_t max, struct mini
 }
 
 /* The temporary name beside `path` is fixed ("PATH.tmp"), so that what a
- * killed writer left there is removed by the next write of the same path.
- * The data goes into an unnamed O_TMPFILE file first and gets that name
- * only once it is complete and synced, just before the rename: a writer
- * killed mid-write leaves nothing behind.  Where O_TMPFILE or /proc is
- * missing, the named file is written directly. */
+ * killed writer left there is removed (or reused) by the next write of the
+ * same path.  A durable write puts the data into an unnamed O_TMPFILE file
+ * first, which gets that name only once it is complete and synced, just
+ * before the rename: a writer killed mid-write leaves nothing behind.
+ * Where O_TMPFILE or /proc is missing, the named file is written directly.
+ * (A write that is not durable: replace_swapped.) */
 static int open_unnamed(const char *path, int mode)
 {
     const char *slash = strrchr(path, '/');
@@ -128,13 +129,93 @@ int mini_write_file_atomic(const char *path, const void *p, size_t n, int mode, 
     return mini_write_file_replace(path, p, n, mode, true, e);
 }
 
+/* A non-durable write's spare, PATH.tmp, to be written over: only a
+ * regular file of ours with no other link (never through a symlink, never
+ * a FIFO's open that waits).  -1 otherwise (errno ENOENT: there is none);
+ * *size is its size. */
+static int open_spare(const char *tmp, off_t *size)
+{
+    int fd = open(tmp, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_uid != geteuid()) {
+        close(fd);
+        errno = EEXIST;
+        return -1;
+    }
+    *size = st.st_size;
+    return fd;
+}
+
+/* The data, then the mode when the umask changed it (an fchmod costs a
+ * metadata update on disk filesystems even when nothing changes). */
+static int fill(int fd, const void *p, size_t n, int mode)
+{
+    struct stat st;
+    if (mini_write_all(fd, p, n) < 0 || fstat(fd, &st) < 0)
+        return -1;
+    return (st.st_mode & 07777) == (mode_t)mode ? 0 : fchmod(fd, (mode_t)mode);
+}
+
+/* Not durable: PATH.tmp (the spare the last write left, else a new file)
+ * is filled and swapped with PATH, so that it holds the version replaced,
+ * the spare of the next write.  A file rewritten many times (a trajectory
+ * after every step) so costs no new inode and frees none: on ext4 without
+ * a journal each new inode is looked for past every inode freed in the
+ * last minutes, and a rename over an old file or a truncation to 0
+ * (auto_da_alloc) starts writing the new one out; each cost a writer
+ * tenths of a millisecond.  Where PATH is not a regular file yet, or the
+ * filesystem cannot swap, a rename.  (So a file replaced is written over
+ * two writes later: a reader that keeps it open that long, rather than
+ * reading it whole at once, may see that.) */
+static int replace_swapped(const char *path, const char *tmp, const void *p, size_t n, int mode, struct mini_err *e)
+{
+    off_t size = 0;
+    _cleanup_close_ int fd = open_spare(tmp, &size);
+    if (fd < 0 && errno != ENOENT && unlink_stale(tmp, e) < 0)
+        return -1;
+    if (fd < 0)
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, (mode_t)mode);
+    if (fd < 0)
+        return mini_err_sys(e, MINI_E_IO, errno, "creating a temporary file beside %s", path);
+    /* Written over, then cut where it was longer: a truncation to 0 would
+     * have ext4 (auto_da_alloc) write the file out at its close. */
+    if (fill(fd, p, n, mode) < 0 || (size > (off_t)n && ftruncate(fd, (off_t)n) < 0) || close(TAKE_FD(fd)) < 0) {
+        int saved = errno;
+        unlink(tmp);
+        return mini_err_sys(e, MINI_E_IO, saved, "writing %s", tmp);
+    }
+    /* Only a regular file is swapped out to be the next spare (a rename
+     * fails over a directory, and replaces a symlink, as ever). */
+    struct stat old;
+    if (lstat(path, &old) == 0 && S_ISREG(old.st_mode) &&
+        renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE) == 0)
+        return 0;
+    if (rename(tmp, path) < 0) {
+        int saved = errno;
+        unlink(tmp);
+        return mini_err_sys(e, MINI_E_IO, saved, "renaming %s to %s", tmp, path);
+    }
+    return 0;
+}
+
+void mini_write_file_done(const char *path)
+{
+    _cleanup_free_ char *tmp = NULL;
+    if (asprintf(&tmp, "%s.tmp", path) >= 0)
+        unlink(tmp);
+}
+
 int mini_write_file_replace(const char *path, const void *p, size_t n, int mode, bool durable, struct mini_err *e)
 {
     _cleanup_free_ char *tmp = NULL;
     if (asprintf(&tmp, "%s.tmp", path) < 0)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-    /* A stale PATH.tmp (a killed writer's) is removed when it is in the
-     * way, not looked for every time. */
+    if (!durable)
+        return replace_swapped(path, tmp, p, n, mode, e);
+    /* A stale PATH.tmp (a killed writer's, or a spare) is removed when it
+     * is in the way, not looked for every time. */
     bool named = false;
     _cleanup_close_ int fd = open_unnamed(path, mode);
     if (fd < 0) {
@@ -148,7 +229,7 @@ int mini_write_file_replace(const char *path, const void *p, size_t n, int mode,
     }
     if (fd < 0)
         return mini_err_sys(e, MINI_E_IO, errno, "creating a temporary file beside %s", path);
-    if (mini_write_all(fd, p, n) < 0 || fchmod(fd, (mode_t)mode) < 0 || (durable && fsync(fd) < 0))
+    if (fill(fd, p, n, mode) < 0 || fsync(fd) < 0)
         goto fail;
     if (!named) {
         int r = give_name(fd, tmp);

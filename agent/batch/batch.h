@@ -10,6 +10,7 @@
 #ifndef MINI_AGENT_BATCH_BATCH_H
 #define MINI_AGENT_BATCH_BATCH_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <sys/types.h>
 #include <cjson/cJSON.h>
@@ -39,16 +40,31 @@ int batch_worker(const struct batch_ctx *b, const struct mini_task *t);
 
 struct batch_out {
     char *dir;
-    cJSON *preds;   /* preds.json: {id: {model_name_or_path, instance_id, model_patch}} */
-    cJSON *summary; /* summary.json: {"tasks": {id: result}, "totals": {...}} */
+    cJSON *preds;                    /* preds.json: {id: {model_name_or_path, instance_id, model_patch}} */
+    cJSON *summary;                  /* summary.json: {"tasks": {id: result}, "totals": {...}} */
     bool preds_dirty, summary_dirty; /* changed since written */
     double summary_at;               /* when summary.json was last written (monotonic s) */
     double summary_took;             /* and how long that took */
     double summary_every;            /* seconds between two writes of it (MINI_BATCH_SUMMARY_INTERVAL) */
+    double commit_every;             /* seconds between two group commits (MINI_BATCH_COMMIT_INTERVAL) */
+    bool uncommitted;                /* a task's files written since the last group commit */
+    double commit_at;                /* when that started (monotonic s) */
+    unsigned commits;                /* how many, */
+    double commit_s;                 /* and the time they took */
+    unsigned commit_failures;
+    /* The group commit running in a thread of its own (batch_out_sync). */
+    bool bg_running, bg_done;
+    pthread_t bg_thread;
+    double bg_started, bg_took;
+    int bg_errno;
 };
 
-/* Load what an earlier run left in dir (created if missing).  -1 with e
- * when a file is there but unreadable: it is never overwritten then. */
+/* Load what an earlier run left in dir (created if missing), trusting
+ * only what the tasks' files confirm: a task of preds.json whose
+ * result.json or trajectory is missing, damaged or disagrees with it is
+ * dropped (said on stderr: it runs again); a damaged preds.json is moved
+ * aside and rebuilt from the tasks' result.json files, a damaged
+ * summary.json from preds.json's.  -1 with e when a file cannot be read. */
 int batch_out_open(struct batch_out *o, const char *dir, struct mini_err *e);
 /* Whether the task finished in an earlier run (it is in preds.json). */
 bool batch_out_done(const struct batch_out *o, const char *id);
@@ -58,13 +74,21 @@ int batch_out_forget(struct batch_out *o, const char *id, struct mini_err *e);
  * writes it. */
 int batch_out_record(struct batch_out *o, cJSON *result, struct mini_err *e);
 /* Write what was recorded: preds.json now, summary.json when due (at most
- * once a second: batch_out_write at the end). */
+ * once a second: batch_out_write at the end), and a group commit when due
+ * (at most once a second: batch_out_commit at the end). */
 int batch_out_sync(struct batch_out *o, struct mini_err *e);
 /* Recompute the totals and write summary.json. */
 int batch_out_write(struct batch_out *o, struct mini_err *e);
+/* The group commit: everything written to the output's filesystem so far
+ * (the tasks' files, preds.json, summary.json) to disk, by one syncfs(),
+ * now (batch_out_sync starts one in a thread when due). */
+int batch_out_commit(struct batch_out *o, struct mini_err *e);
+/* At the end: preds.json and summary.json written, their spares removed
+ * (mini_write_file_replace), the group commit. */
+int batch_out_finish(struct batch_out *o, struct mini_err *e);
 void batch_out_free(struct batch_out *o);
-/* Write json to path atomically and synced to disk, as Python's
- * json.dump(indent=2). */
+/* Write json to path atomically (a crash leaves the old file or the new
+ * one), as Python's json.dump(indent=2); not synced: batch_out_commit. */
 int batch_write_json(const char *path, const cJSON *json, struct mini_err *e);
 
 /* ---- slurm.c ---- */

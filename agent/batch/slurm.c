@@ -289,7 +289,7 @@ int batch_merge_main(int argc, char **argv)
     o.summary = summary;
     _cleanup_free_ char *pp = NULL;
     int rc = asprintf(&pp, "%s/preds.json", out_abs) < 0 || batch_write_json(pp, preds, &e) < 0 ||
-        batch_out_write(&o, &e) < 0;
+        batch_out_finish(&o, &e) < 0;
     if (rc) {
         fprintf(stderr, "mini batch merge: %s\n", e.msg);
         return 1;

@@ -163,6 +163,15 @@ static struct mini_environment *new_env(const cJSON *cfg, struct mini_err *e)
                                 e);
 }
 
+/* new_env, adding the seconds it took (the session's open) to *secs. */
+static struct mini_environment *new_env_timed(const cJSON *cfg, double *secs, struct mini_err *e)
+{
+    double t0 = mini_mono_s();
+    struct mini_environment *env = new_env(cfg, e);
+    *secs += mini_mono_s() - t0;
+    return env;
+}
+
 /* A command of the task's (setup, verify) in an environment of its own.
  * The result object, or NULL with e. */
 static cJSON *run_command(const cJSON *cfg, const char *command, double *secs, struct mini_err *e)
@@ -223,7 +232,7 @@ static cJSON *verify(const cJSON *cfg, const char *command)
  * MINI_BATCH_TIMING is set (docs/batch.md): what the batch adds around the
  * model and the commands, phase by phase. */
 struct timing {
-    double t, prep, workspace, setup, open, model, commands, save, agent, close, verify;
+    double t, prep, workspace, setup, open, session, model, commands, save, agent, close, verify;
 };
 
 /* The seconds since the last lap. */
@@ -240,10 +249,10 @@ static cJSON *timing_json(const struct timing *tm)
     const struct {
         const char *k;
         double v;
-    } f[] = { { "prep_s", tm->prep },     { "workspace_s", tm->workspace }, { "setup_s", tm->setup },
-              { "open_s", tm->open },     { "model_s", tm->model },         { "commands_s", tm->commands },
-              { "save_s", tm->save },     { "agent_s", tm->agent },         { "close_s", tm->close },
-              { "verify_s", tm->verify } };
+    } f[] = { { "prep_s", tm->prep },         { "workspace_s", tm->workspace }, { "setup_s", tm->setup },
+              { "open_s", tm->open },         { "session_s", tm->session },     { "model_s", tm->model },
+              { "commands_s", tm->commands }, { "save_s", tm->save },           { "agent_s", tm->agent },
+              { "close_s", tm->close },       { "verify_s", tm->verify } };
     for (size_t i = 0; o && i < sizeof f / sizeof f[0]; i++)
         cJSON_AddItemToObject(o, f[i].k, mini_json_create_float(f[i].v));
     return o;
@@ -323,7 +332,7 @@ int batch_worker(const struct batch_ctx *b, const struct mini_task *t)
     tm.setup = lap(&tm);
     if (!exit_status) {
         _cleanup_(model_freep) struct mini_model *model = mini_model_new(mini_config_get(cfg, "model"), NULL, &e);
-        _cleanup_(env_freep) struct mini_environment *env = model ? new_env(cfg, &e) : NULL;
+        _cleanup_(env_freep) struct mini_environment *env = model ? new_env_timed(cfg, &tm.session, &e) : NULL;
         _cleanup_(agent_finip) struct mini_agent agent = { 0 };
         /* The policy, as mini's: every worker appends to the same audit
          * log, a whole line per write. */
@@ -343,6 +352,7 @@ int batch_worker(const struct batch_ctx *b, const struct mini_task *t)
             agent.progress_arg = &pg;
             agent.extra_vars = t->record;
             agent.traj_extra = extra;
+            agent.no_sync = true; /* the batch's group commit syncs it */
             mini_model_set_cancel(model, &agent.interrupt);
             w_env = env;
             w_agent = &agent;

@@ -31,8 +31,16 @@ int mini_read_file(const char *path, struct mini_buf *b, size_t max, struct mini
 int mini_write_file_atomic(const char *path, const void *p, size_t n, int mode, struct mini_err *e);
 /* The same, without the fsync unless `durable`: the file is still replaced
  * whole (a writer killed at any moment leaves the old or the new one), but
- * after a power loss or an OS crash it may be the old one, or empty. */
+ * after a power loss or an OS crash it may be the old one, or empty.  A
+ * write that is not durable swaps the new file with the old (where the
+ * filesystem can) and leaves the old one as "PATH.tmp", a spare that the
+ * next write of path reuses (no new inode per write: see io.c), until a
+ * durable write or mini_write_file_done removes it: a reader that holds
+ * the file open across two later writes may see the second written over
+ * it (read it whole when opened). */
 int mini_write_file_replace(const char *path, const void *p, size_t n, int mode, bool durable, struct mini_err *e);
+/* The last write of path is done: its spare goes. */
+void mini_write_file_done(const char *path);
 /* close(2) that preserves errno and ignores fd < 0. */
 void mini_close(int fd);
 /* Remove a directory tree (never following symlinks, staying on its

@@ -31,7 +31,7 @@ import sys
 import tempfile
 import time
 
-PHASES = ["prep", "workspace", "setup", "open", "model", "commands", "save", "agent", "close", "verify"]
+PHASES = ["prep", "workspace", "setup", "open", "session", "model", "commands", "save", "agent", "close", "verify"]
 
 
 def rss_kb(pid, key="VmRSS:"):
@@ -129,19 +129,21 @@ def main():
                 r = json.load(open(os.path.join(out, iid, "result.json")))
                 submitted += r["exit_status"] == "Submitted"
                 for k in PHASES:
-                    phases[k] += r["timing"][k + "_s"]
+                    phases[k] += r["timing"].get(k + "_s", 0)  # an older build's may lack some
             if submitted != n:
                 print(f"{n - submitted} of {n} tasks not submitted (see {out}/*/result.json): no figures")
                 sys.exit(1)
             cmd_s, model_s = phases["commands"], phases["model"]
             parent = re.search(r"timing: per task, ([\d.]+) ms handing it to a worker, ([\d.]+) ms reading its "
-                               r"result, ([\d.]+) ms writing the outputs", err)
+                               r"result, ([\d.]+) ms writing the outputs(?:; (\d+) group commits, ([\d.]+) ms each)?", err)
             overhead_ms = (w * wall - cmd_s - model_s) / n * 1000
             rows.append((w, n / wall, wall, cmd_s / (n * steps) * 1000, overhead_ms, peak / 1024,
                          hwm_kb(daemon.pid) / 1024, peak_all / 1024, submitted))
             split = {k: v / n * 1000 for k, v in phases.items()}
             split["agent"] -= split["model"] + split["commands"] + split["save"]  # the agent's own work
-            split["start"], split["reap"], split["outputs"] = (float(x) for x in parent.groups())
+            split["start"], split["reap"], split["outputs"], commits, commit_ms = (float(x or 0) for x in parent.groups())
+            split["commits"] = commits
+            split["commit ms"] = commit_ms
             splits.append((w, split))
         print(f"mini batch: {n} deterministic tasks x {steps} steps, strict sandbox; "
               f"baseline fork+exec of /bin/true: {fork_exec_ms:.2f} ms")
@@ -150,11 +152,13 @@ def main():
         for w, tps, wall, per_cmd, ov, bp, dp, ap, sub in rows:
             print(f"{w:>7} {tps:>8.1f} {wall:>7.2f} {per_cmd:>10.2f} {ov:>16.2f} {ov / fork_exec_ms:>11.1f} "
                   f"{bp:>14.1f} {dp:>15.1f} {ap:>12.1f} {sub:>6}/{n}")
-        cols = ["prep", "workspace", "open", "agent", "save", "close", "start", "reap", "outputs"]
+        cols = ["prep", "workspace", "open", "session", "agent", "save", "close", "start", "reap", "outputs", "commits",
+                "commit ms"]
         print("where it goes, ms per task: in the worker (prep: its directory and config; open: model, session,"
-              " agent; agent: its own work besides model, commands and saves; close: the session's end), and in"
+              " agent; session: of open, the sandbox session's (the daemon's part); agent: its own work besides"
+              " model, commands and saves; close: the session's end), and in"
               " the batch process (start: handing the task to a worker; reap: reading its result; outputs:"
-              " preds.json and summary.json)")
+              " preds.json and summary.json, and the group commits: how many in the run, ms each)")
         print(f"{'workers':>7} " + " ".join(f"{c:>9}" for c in cols))
         for w, sp in splits:
             print(f"{w:>7} " + " ".join(f"{sp[c]:>9.3f}" for c in cols))

@@ -4,7 +4,8 @@
 #     retires after 64 tasks and a fresh one takes the rest); every result
 #     has its timing (MINI_BATCH_TIMING=1) and the batch says its own;
 #  2. a worker killed (-9) in the middle of a task: that task is recorded as
-#     WorkerDied (signal 9), the tasks after it run in a new worker;
+#     WorkerDied (signal 9), with a result.json the batch writes (a resume
+#     checks a task against it), the tasks after it run in a new worker;
 #  3. summary.json behind preds.json (MINI_BATCH_SUMMARY_INTERVAL holds it
 #     back) when the batch is killed with -9: the next run adds the
 #     missing results from their result.json, runs none of those tasks
@@ -81,6 +82,11 @@ if [[ $rc == 0 ]] && contains "$out" "t-00: WorkerDied"; then pass "a worker kil
 else fail "a worker killed mid-task: its task is WorkerDied, the batch exits 0" "worker '$worker', rc $rc: $out"; fi
 json "$B/kill" 's["t-00"]["exit_status"] == "WorkerDied" and s["t-00"]["error"] == "WorkerDied (signal 9)" and all(s[f"t-0{i}"]["exit_status"] == "Submitted" for i in (1, 2, 3)) and sorted(p) == sorted(s)'
 check "the tasks after it ran in a new worker; all four recorded" test "$OUT" = True
+run python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["exit_status"])' "$B/kill/t-00/result.json"
+check "the batch wrote the WorkerDied task's result.json" test "$OUT" = WorkerDied
+run bounded $(batch_cmd "$B/kill.jsonl" -o "$B/kill" -w 1)
+if [[ $RC == 0 ]] && contains "$ERR" "4 done in an earlier run, 0 to run"; then pass "resume: the WorkerDied task is finished, not run again"
+else fail "resume: the WorkerDied task is finished, not run again" "$RC $ERR"; fi
 
 # ---- 3. summary.json behind preds.json at a kill -9 ------------------------------
 tasks 10 "touch nap" >"$B/lag.jsonl"

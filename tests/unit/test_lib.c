@@ -149,14 +149,42 @@ static void test_atomic_stale_tmp(void)
             mini_buf_free(&b);
             CHECK(mini_read_file(other, &b, 100, &e) == 0 && b.len == 5 && memcmp(b.data, "other", 5) == 0);
             mini_buf_free(&b);
+            if (!durable)
+                mini_write_file_done(path); /* the spare, where there was a file before */
             CHECK(access(tmp, F_OK) < 0 && errno == ENOENT);
             struct stat st;
             CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0644);
             /* And again, with none in the way. */
             CHECK(mini_write_file_replace(path, "again", 5, 0644, durable, &e) == 0);
+            if (!durable) {
+                /* The version replaced is the spare, reused by the next
+                 * write (no new file), until mini_write_file_done. */
+                CHECK(mini_read_file(tmp, &b, 100, &e) == 0 && b.len == 3 && memcmp(b.data, "new", 3) == 0);
+                mini_buf_free(&b);
+                struct stat spare;
+                CHECK(stat(tmp, &spare) == 0 && (spare.st_mode & 0777) == 0644);
+                CHECK(mini_write_file_replace(path, "third", 5, 0644, durable, &e) == 0);
+                CHECK(stat(path, &st) == 0 && st.st_ino == spare.st_ino && (st.st_mode & 0777) == 0644);
+                CHECK(mini_read_file(path, &b, 100, &e) == 0 && b.len == 5 && memcmp(b.data, "third", 5) == 0);
+                mini_buf_free(&b);
+                /* A shorter version over a longer spare: cut to its size. */
+                CHECK(mini_write_file_replace(path, "x", 1, 0644, durable, &e) == 0);
+                CHECK(mini_read_file(path, &b, 100, &e) == 0 && b.len == 1 && b.data[0] == 'x');
+                mini_buf_free(&b);
+                mini_write_file_done(path);
+            }
             CHECK(access(tmp, F_OK) < 0 && errno == ENOENT);
         }
     }
+    /* A directory where the file goes is refused, never swapped away. */
+    char sub[160];
+    snprintf(sub, sizeof sub, "%s/d", dir);
+    CHECK(mkdir(sub, 0755) == 0);
+    CHECK(mini_write_file_replace(sub, "x", 1, 0644, false, &e) == -1);
+    struct stat dst;
+    CHECK(stat(sub, &dst) == 0 && S_ISDIR(dst.st_mode));
+    snprintf(sub, sizeof sub, "%s/d.tmp", dir);
+    CHECK(access(sub, F_OK) < 0 && errno == ENOENT);
     CHECK(mini_rm_rf(dir, &e) == 0);
 }
 
@@ -178,11 +206,12 @@ static void list_dir(const char *dir, char *out, size_t size)
 }
 
 /* A child rewrites one file (1 MiB of one repeated letter, a new letter
- * each time) as fast as it can; it is killed with SIGKILL after a random
- * delay.  Then the file is whole (one letter throughout), the version
- * written before the child started, or absent; and
- * after one more write the directory holds the file and nothing else. */
-static void test_atomic_killed(void)
+ * each time) as fast as it can, synced or not (then by an exchange of
+ * names); it is killed with SIGKILL after a random delay.  Then the file
+ * is whole (one letter throughout), the version written before the child
+ * started, or absent; and after one more write the directory holds the
+ * file and nothing else. */
+static void test_atomic_killed(bool durable)
 {
     char dir[] = "/tmp/mini-atomic.XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
@@ -192,14 +221,14 @@ static void test_atomic_killed(void)
     char *data = malloc(SIZE);
     CHECK(data != NULL);
     srand((unsigned)getpid());
-    int whole = 0, rounds = 40;
+    int whole = 0, rounds = 20;
     for (int round = 0; round < rounds && data; round++) {
         pid_t pid = fork();
         if (pid == 0) {
             struct mini_err ce;
             for (char c = 'a';; c = c == 'z' ? 'a' : (char)(c + 1)) {
                 memset(data, c, SIZE);
-                mini_write_file_atomic(path, data, SIZE, 0644, &ce);
+                mini_write_file_replace(path, data, SIZE, 0644, durable, &ce);
             }
         }
         usleep((useconds_t)(1000 + rand() % 20000));
@@ -393,7 +422,8 @@ int main(void)
     test_disk_usage();
     test_path_clock();
     test_atomic_stale_tmp();
-    test_atomic_killed();
+    test_atomic_killed(true);
+    test_atomic_killed(false);
     struct mini_err e;
     mini_err_clear(&e);
     CHECK(e.code == MINI_OK && e.msg[0] == '\0');
