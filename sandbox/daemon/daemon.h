@@ -116,6 +116,9 @@ struct session_net {
  * measured (past it, disk_mb is reported as not enforced). */
 #define DISK_POLL_MS 50
 #define DISK_MAX_ENTRIES 2000000u
+/* A tree of at most this many entries is measured at open on the loop
+ * itself (well under a millisecond), not in a forked process. */
+#define DISK_INLINE_ENTRIES 256u
 
 /* A process measuring a session's trees (disk.c): at open, the session's
  * `opened` waits for it; while commands run, it checks the limit. */

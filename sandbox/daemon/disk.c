@@ -53,16 +53,17 @@ static uint64_t fs_used(const struct disk_watch *w)
 }
 
 /* The trees' total now, or -1 with e filled; one retry for a walk that a
- * rearranged tree cut short.  Runs in a measuring process (below). */
-static int measure(const struct disk_watch *w, uint64_t *total, struct mini_err *e)
+ * rearranged tree cut short.  Runs in a measuring process (below), or on
+ * the loop for a small tree at open (max_entries DISK_INLINE_ENTRIES). */
+static int measure(const struct disk_watch *w, uint64_t max_entries, uint64_t *total, struct mini_err *e)
 {
     static const char *const what[] = { "the workspace", "the session overlay" };
     *total = 0;
     for (int i = 0; i < w->n; i++) {
         uint64_t b = 0;
-        int r = mini_disk_usage(w->fd[i], what[i], DISK_MAX_ENTRIES, &b, e);
+        int r = mini_disk_usage(w->fd[i], what[i], max_entries, &b, e);
         if (r < 0 && e->sys_errno == EAGAIN)
-            r = mini_disk_usage(w->fd[i], what[i], DISK_MAX_ENTRIES, &b, e);
+            r = mini_disk_usage(w->fd[i], what[i], max_entries, &b, e);
         if (r < 0)
             return -1;
         *total += b;
@@ -122,7 +123,7 @@ static struct measure *measure_start(struct server *s, struct session *ss, enum 
         close_all_but(keep, nk);
         struct measure_result r = { 0 };
         struct mini_err e;
-        r.rc = measure(w, &r.total, &e);
+        r.rc = measure(w, DISK_MAX_ENTRIES, &r.total, &e);
         if (r.rc < 0)
             snprintf(r.msg, sizeof r.msg, "%.500s", e.msg);
         _exit(write(p[1], &r, sizeof r) == sizeof r ? 0 : 1);
@@ -225,6 +226,17 @@ int disk_open(struct server *s, struct client *c, struct session *ss, int64_t re
     }
     if (w->n == 0) {
         watch_off(w, "nothing the session writes stays on disk: a read-only workspace, no overlay", NULL);
+        return 0;
+    }
+    /* Most trees at open are small (a fresh checkout of a task): walking
+     * one here costs less than forking a process for it.  A larger one,
+     * or one the walk failed on, goes to a measuring process, which
+     * starts over and says why it failed. */
+    uint64_t total;
+    struct mini_err ie;
+    if (measure(w, DISK_INLINE_ENTRIES, &total, &ie) == 0) {
+        w->base = w->total = total;
+        watch_on(w);
         return 0;
     }
     struct measure *m = measure_start(s, ss, MEASURE_OPEN);
