@@ -307,6 +307,11 @@ int mini_sandbox_read_ctl(struct mini_sandbox *sb, struct mini_ctl_msg *m)
             return 0;
         }
         m->text[sizeof m->text - 1] = '\0';
+        if (m->type == MINI_CTL_TIMES) {
+            mini_close(fd);
+            memcpy(&sb->t.child, m->text, sizeof sb->t.child);
+            continue;
+        }
         if (m->type != MINI_CTL_LISTENER) {
             mini_close(fd);
             return 1;
