@@ -48,7 +48,8 @@ struct child {
     int root_fd;              /* the new root, from mini_rootfs_base() */
     int image_fd;             /* cfg->image_root, or its idmapped clone that came with "go" */
     bool image_detached;      /* image_fd is that clone (a detached mount) */
-    struct mini_child_times t; /* MINI_SANDBOX_TIMING: sent before exec_init */
+    /* MINI_SANDBOX_TIMING: the steps' times, sent before exec_init */
+    struct mini_child_times t;
     struct mini_err e;
 };
 

@@ -48,6 +48,8 @@ struct mini_ctl_msg {
     int64_t max_rss_kb; /* MINI_CTL_STATUS: largest resident set among them */
     char text[232];     /* NUL-terminated */
 };
+_Static_assert(sizeof(struct mini_child_times) < sizeof(((struct mini_ctl_msg *)0)->text),
+               "MINI_CTL_TIMES carries the stamps in the message's text");
 
 /* daemon -> sandbox */
 enum { MINI_MSG_GO = 1, MINI_MSG_LAUNCH = 2 };

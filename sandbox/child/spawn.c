@@ -308,8 +308,10 @@ int mini_sandbox_read_ctl(struct mini_sandbox *sb, struct mini_ctl_msg *m)
         }
         m->text[sizeof m->text - 1] = '\0';
         if (m->type == MINI_CTL_TIMES) {
+            /* Figures for the timing line only, and only from setup. */
             mini_close(fd);
-            memcpy(&sb->t.child, m->text, sizeof sb->t.child);
+            if (sb->state == MINI_SB_PREPARING)
+                memcpy(&sb->t.child, m->text, sizeof sb->t.child);
             continue;
         }
         if (m->type != MINI_CTL_LISTENER) {
