@@ -818,18 +818,28 @@ def group_h(ctx):
                f"sandbox {init} (prepared before: {pool}); other children while it ran: {others}; "
                f"prepared after it: {refilled}; rc {r['returncode']}")
         # Back to back: sent as soon as the previous exit arrived; its
-        # replacement is prepared while it runs.
-        c.run(s, "true", timeout=20)
-        mark = f"H-B2B-{ctx.tok}"
-        xid = c.exec(s, f"echo {mark}; {hold('.release-h2')}", stream=True)
-        c.wait_output(xid, mark, timeout=20)
-        _, init = find_command(ctx.dpid, mark)
-        others = wait_for(lambda: sorted(set(idle_sandboxes(ctx.dpid)) - {init}), 10)
-        write(f"{ws}/.release-h2", "")
-        r = c.wait_exit(xid, timeout=20)
+        # replacement is prepared while it runs.  The daemon decides by
+        # time (sooner after that exit than a preparation takes): on a
+        # loaded machine this client may be slow enough that the sandbox
+        # prepared after the exit is ready first, which is not back to
+        # back.  So up to 5 tries; without the rule none succeeds.
+        tries = []
+        for i in range(5):
+            c.run(s, "true", timeout=20)
+            mark = f"H-B2B-{i}-{ctx.tok}"
+            xid = c.exec(s, f"echo {mark}; {hold(f'.release-h2-{i}')}", stream=True)
+            c.wait_output(xid, mark, timeout=20)
+            _, init = find_command(ctx.dpid, mark)
+            others = wait_for(lambda: sorted(set(idle_sandboxes(ctx.dpid)) - {init}), 3)
+            write(f"{ws}/.release-h2-{i}", "")
+            r = c.wait_exit(xid, timeout=20)
+            tries.append(f"sandbox {init}, prepared while it ran: {others}, rc {r['returncode']}")
+            if init and others and r["returncode"] == 0:
+                break
+            settled_pool(ctx.dpid)
         report("h-b2b", bool(init) and bool(others) and r["returncode"] == 0,
                "(h) a command sent back to back gets its replacement prepared while it runs",
-               f"sandbox {init}; prepared while it ran: {others}; rc {r['returncode']}")
+               f"{len(tries)} tries: " + "; ".join(tries))
         c.close_session(s)
     finally:
         c.close()
