@@ -8,6 +8,7 @@ import statistics
 import sys
 
 STEPS = ["prepare", "cgroup", "clone", "id maps", "go", "attach", "child to ready",
+         "unshare", "wait for go", "root", "confine", "init exec",
          "request to launch", "to accepted", "to status", "to exit sent"]
 NUM = r"(-?[0-9.]+)"
 
@@ -16,7 +17,7 @@ def table(title, lines):
     vals = {k: [] for k in STEPS}
     for line in lines:
         for k in STEPS:
-            m = re.search(r"(?:^|[\[ ,;:])" + re.escape(k) + " " + NUM, line)
+            m = re.search(r"(?:^|[\[( ,;:])" + re.escape(k) + " " + NUM, line)
             if m and float(m.group(1)) >= 0:
                 vals[k].append(float(m.group(1)))
     print(f"\n{title}: {len(lines)} commands")

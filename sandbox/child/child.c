@@ -48,8 +48,23 @@ struct child {
     int root_fd;              /* the new root, from mini_rootfs_base() */
     int image_fd;             /* cfg->image_root, or its idmapped clone that came with "go" */
     bool image_detached;      /* image_fd is that clone (a detached mount) */
+    /* MINI_SANDBOX_TIMING: the steps' times, sent before exec_init */
+    struct mini_child_times t;
     struct mini_err e;
 };
+
+#define CHILD_MARK(c, step) ((void)(mini_sb_timing && ((c)->t.step = mini_mono_ns()) != 0))
+
+/* The step times to the daemon (its timing line), under MINI_SANDBOX_TIMING. */
+static void send_times(struct child *c)
+{
+    if (!mini_sb_timing)
+        return;
+    struct mini_ctl_msg m = { .type = MINI_CTL_TIMES };
+    memcpy(m.text, &c->t, sizeof c->t);
+    if (mini_write_all(MINI_FD_CTL, &m, sizeof m) < 0)
+        _exit(125); /* the daemon is gone */
+}
 
 /* ------------------------------------------------------------- failing */
 
@@ -453,7 +468,9 @@ static __attribute__((noreturn)) void namespace_child(struct child *c)
     join_cgroup(c);
     take_fds(c);
     unshare_namespaces(c);
+    CHILD_MARK(c, unshared);
     wait_for_go(c);
+    CHILD_MARK(c, go);
     build_root(c);
     become_namespace_root(c);
     lower_user_quotas(c);
@@ -462,8 +479,11 @@ static __attribute__((noreturn)) void namespace_child(struct child *c)
     bring_up_loopback(c);
     open_proxy_listener(c);
     enter_root(c);
+    CHILD_MARK(c, rooted);
     close_setup_fds(c);
     confine(c);
+    CHILD_MARK(c, confined);
+    send_times(c);
     exec_init(c);
 }
 

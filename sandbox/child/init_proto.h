@@ -27,6 +27,16 @@ enum mini_ctl_type {
     MINI_CTL_LISTENER,    /* network allowlist: the proxy's listening socket, bound in the
                               * sandbox's network namespace, rides along (SCM_RIGHTS); sent
                               * by the setup child before READY */
+    MINI_CTL_TIMES,       /* MINI_SANDBOX_TIMING: the setup child's own step times (struct
+                              * mini_child_times in text), sent before it execs init */
+};
+
+/* MINI_CTL_TIMES: CLOCK_MONOTONIC stamps (ns) of the setup child's steps. */
+struct mini_child_times {
+    int64_t unshared; /* the namespaces beyond user and pid made */
+    int64_t go;       /* the daemon's GO received */
+    int64_t rooted;   /* the root built, pivot_root done, the old root detached */
+    int64_t confined; /* capabilities dropped, seccomp loaded: exec of init next */
 };
 
 struct mini_ctl_msg {
@@ -38,6 +48,8 @@ struct mini_ctl_msg {
     int64_t max_rss_kb; /* MINI_CTL_STATUS: largest resident set among them */
     char text[232];     /* NUL-terminated */
 };
+_Static_assert(sizeof(struct mini_child_times) < sizeof(((struct mini_ctl_msg *)0)->text),
+               "MINI_CTL_TIMES carries the stamps in the message's text");
 
 /* daemon -> sandbox */
 enum { MINI_MSG_GO = 1, MINI_MSG_LAUNCH = 2 };

@@ -98,6 +98,8 @@ struct mini_sb_times {
     int64_t idmap;  /* uid_map/gid_map written */
     int64_t go;     /* GO sent: the child builds the root, confines, execs init */
     int64_t attach; /* cgroup attached where the clone could not join it */
+    /* The child's own steps (MINI_CTL_TIMES), between go and ready. */
+    struct mini_child_times child;
     int64_t ready;  /* init's READY read by the daemon */
 };
 #define MINI_SB_MARK(t, step) ((void)(mini_sb_timing && ((t)->step = mini_mono_ns()) != 0))

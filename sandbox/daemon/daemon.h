@@ -174,6 +174,9 @@ struct session {
     int pool_n;
     int running;      /* commands in flight */
     bool pool_failed; /* preparing failed: spawn on demand, which reports why */
+    /* Back to back (exec.c, do_exec): when its last command's exit was
+     * sent, and how long its last prepared sandbox took to be ready. */
+    int64_t last_exit_ns, prepare_ns;
     struct mini_profile *profile;
     const struct mini_bpf *bpf; /* from the server's cache */
     char *workspace;
@@ -207,6 +210,7 @@ struct pooled {
     bool dead;
     bool ready;
     bool closing; /* its session closed: killed, reaped when its pidfd says so */
+    int64_t born_ns; /* when its preparation began */
     struct session *ss;
     struct sandbox_slot slot;
     struct ev ev_ctl, ev_pid;

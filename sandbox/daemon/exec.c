@@ -124,11 +124,14 @@ static void exec_log_timing(const struct exec *x)
 {
     const struct mini_sb_times *t = &x->slot.sb.t;
     int64_t sent = mini_mono_ns();
+    const struct mini_child_times *c = &t->child;
     log_info("timing: exec %lld: prepare %.3f ms [cgroup %.3f, clone %.3f, id maps %.3f, go %.3f, attach %.3f; "
-             "child to ready %.3f], %s; request to launch %.3f, to accepted %.3f, to status %.3f, to exit sent %.3f ms",
+             "child to ready %.3f (unshare %.3f, wait for go %.3f, root %.3f, confine %.3f, init exec %.3f)], %s; "
+             "request to launch %.3f, to accepted %.3f, to status %.3f, to exit sent %.3f ms",
              (long long)x->id, span_ms(t->start, t->ready), span_ms(t->start, t->cgroup), span_ms(t->cgroup, t->clone),
              span_ms(t->clone, t->idmap), span_ms(t->idmap, t->go), span_ms(t->go, t->attach),
-             span_ms(t->attach, t->ready),
+             span_ms(t->attach, t->ready), span_ms(t->clone, c->unshared), span_ms(c->unshared, c->go),
+             span_ms(c->go, c->rooted), span_ms(c->rooted, c->confined), span_ms(c->confined, t->ready),
              t->ready && t->ready < x->start_ns ? "ready before the request" : "ready after it",
              span_ms(x->start_ns, x->t.launch), span_ms(x->start_ns, x->t.accepted), span_ms(x->start_ns, x->t.status),
              span_ms(x->start_ns, sent));
@@ -234,11 +237,12 @@ done:
     log_debug("exec %lld finished in %lld ms", (long long)x->id, (long long)ms);
     proxy_stop(x);
     x->session->running--;
+    x->session->last_exit_ns = mini_mono_ns();
     s->running--;
     if (x->client)
         x->client->running--;
-    /* The replacement is prepared now that the reply is out: on the next
-     * command's path, not on this one's. */
+    /* The replacement is prepared now that the reply is out, unless it
+     * was while this command ran (do_exec). */
     pool_fill(s, x->session);
     x->finished = true;
     x->client = NULL;
@@ -617,6 +621,14 @@ static struct exec *exec_find(struct server *s, struct client *c, int64_t id)
     return NULL;
 }
 
+/* Whether a command came sooner after its session's previous exit than a
+ * sandbox takes to prepare (the last one's time): one prepared after that
+ * exit could not have been ready for it, nor will the next one's be. */
+static bool back_to_back(const struct session *ss, int64_t now)
+{
+    return ss->last_exit_ns && now - ss->last_exit_ns < ss->prepare_ns;
+}
+
 void do_exec(struct server *s, struct client *c, const struct mini_req *req)
 {
     const struct mini_req_exec *r = &req->u.exec;
@@ -740,12 +752,15 @@ void do_exec(struct server *s, struct client *c, const struct mini_req *req)
     s->running++;
     if (ready)
         exec_launch(s, x);
-    /* Commands side by side: replace what this one took now that its
-     * launch is out, so that the next one finds a sandbox prepared.  A
-     * command on its own leaves that to its exit (after the reply): a
-     * replacement prepared meanwhile would compete with it for the CPU
-     * and hold up the daemon's handling of its exit. */
-    if (ss->running > 1)
+    /* Commands side by side, or back to back: replace what this one took
+     * now that its launch is out, while it runs, so that the next one
+     * finds a sandbox prepared, or one well on its way.  A command on its
+     * own, after a pause (an agent's), leaves that to its exit (after the
+     * reply): a replacement prepared meanwhile competes with it for the
+     * CPU and for the kernel's locks (a v1 cgroup join holds, for
+     * writing, a lock every fork and exit takes), and would only have been
+     * ready sooner than needed.  docs/sandbox-lifecycle.md has the figures. */
+    if (ss->running > 1 || back_to_back(ss, x->start_ns))
         pool_fill(s, ss);
     return;
 fail:

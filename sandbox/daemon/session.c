@@ -609,6 +609,7 @@ void pool_fill(struct server *s, struct session *ss)
             return;
         }
         p->ss = ss;
+        p->born_ns = mini_mono_ns();
         p->ev_ctl = (struct ev){ EV_POOL_CTL, p };
         p->ev_pid = (struct ev){ EV_POOL_PID, p };
         if (ep_add(s, p->slot.sb.ctl, EPOLLIN, &p->ev_ctl) < 0 ||
@@ -705,6 +706,7 @@ void pool_event(struct server *s, struct pooled *p, bool exited)
             return;
         if (r == 1 && m.type == MINI_CTL_READY) {
             p->ready = true;
+            p->ss->prepare_ns = mini_mono_ns() - p->born_ns;
             MINI_SB_MARK(&p->slot.sb.t, ready);
             return;
         }

@@ -75,12 +75,12 @@ else
     fail "--json: every series and ratio is present and well-formed" "status $RC; output: $JSON $ERR"
 fi
 
-# The timers: one line per command, every step present, and the summary
-# script reads them.
+# The timers: one line per command, every step present (the setup
+# child's own too), and the summary script reads them.
 if [[ ${BENCH_SMOKE:-} == 1 ]]; then
     lines=$(grep -c "timing: exec .*child to ready .*to exit sent" "$DAEMON_LOG")
     run python3 "$MINI_SOURCE_DIR/scripts/sandbox-timing.py" "$DAEMON_LOG"
-    if ((lines >= RUNS)) && [[ $RC == 0 ]] && grep -q "^child to ready " <<<"$OUT"; then
+    if ((lines >= RUNS)) && [[ $RC == 0 ]] && grep -q "^child to ready " <<<"$OUT" && grep -q "^root " <<<"$OUT"; then
         pass "MINI_SANDBOX_TIMING=1: $lines timing lines, summarised"
         printf '%s\n' "$OUT" | sed 's/^/    /'
     else

@@ -27,7 +27,11 @@
 #     started is not run a second time;
 #  g. the standard profile's session overlay: sandboxes prepared and run
 #     side by side all start (each has its own overlayfs work directory),
-#     and no work directory outlives its sandbox.
+#     and no work directory outlives its sandbox;
+#  h. when the replacement is prepared: a command sent as soon as the
+#     previous exit arrived (back to back) gets it prepared while it runs;
+#     one sent after a pause does not (it would compete with the command),
+#     and the pool is topped up after its exit.
 #
 # Runs as the invoking user, or (MINI_TEST_ROOTLESS=1 as root) as an
 # unprivileged user; see tests/lib.sh.  Prints "N passed, N failed".
@@ -111,6 +115,7 @@ pool_group d d-baseline d-open d-bounded d-close d-other d-close-running d-early
 pool_group e e-results e-clean
 pool_group f f-immediate f-refilled f-pooled f-no-rerun
 pool_group g g-concurrent g-workdirs
+pool_group h h-paced h-b2b
 
 # ---- the daemon is fine afterwards ---------------------------------------
 check "the daemon still answers after the pool checks" ping_ok
