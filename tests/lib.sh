@@ -193,6 +193,16 @@ mini_leftover_pids() {
     done
 }
 
+# Whether process $2 descends from process $1 (by PPid, on the host).
+descends_from() {
+    local p=$2 n=0
+    while [[ -n $p && $p != 0 && $p != 1 ]] && ((n++ < 64)); do
+        [[ $p == "$1" ]] && return 0
+        p=$(awk '/^PPid:/ { print $2 }' "/proc/$p/status" 2>/dev/null)
+    done
+    return 1
+}
+
 # Sandboxes (mini-sandbox-init, a daemon's child) of this run's daemons:
 # scoped so that tests running beside each other do not see each other's.
 our_sandbox_pids() {

@@ -3,7 +3,8 @@
 # the word ask-MODE in the command it is asked about:
 #   ask-allow    {"decision": "allow", ...}        ask-deny  {"decision": "deny", ...}
 #   ask-crash    exits 3 without answering         ask-kill  dies of SIGKILL
-#   ask-hang     sleeps past any timeout (a child too)
+#   ask-hang     sleeps past any timeout (a child too): $2 seconds (default
+#                60; a value of the caller's own, to find the sleeps by)
 #   ask-garbage  answers something that is not JSON
 # Each request is appended to $1 (a file) when given.
 IFS= read -r req
@@ -14,7 +15,7 @@ case $cmd in
 *ask-deny*) echo '{"decision": "deny", "reason": "the test says no", "by": "test-approver"}' ;;
 *ask-crash*) exit 3 ;;
 *ask-kill*) kill -KILL $$ ;;
-*ask-hang*) sleep 60 & sleep 60 ;;
+*ask-hang*) sleep "${2:-60}" & sleep "${2:-60}" ;;
 *ask-garbage*) echo 'yes please!' ;;
 *) echo '{"decision": "deny", "reason": "unknown test mode"}' ;;
 esac

@@ -102,11 +102,12 @@ check "the audit log grew by the run's lines ($before -> $after)" test "$after" 
 
 # ==== 2. ask ==============================================================
 scenario "ask answered by an approver: allow, deny, crash, killed, hang, garbage"
+HANG=$(printf '60.%04d' $((RANDOM % 10000))) # the hanging approver's sleeps, this run's own
 cat >"$T/p2.yaml" <<YAML
 policy:
   rules:
     - {match: 'ask-', verdict: ask, reason: "the test asks"}
-  approver: $APPROVER $T/requests.jsonl
+  approver: $APPROVER $T/requests.jsonl $HANG
   approver_timeout: 1
   audit_log: $AUDIT
 YAML
@@ -118,7 +119,7 @@ expect_rc_last "the run goes on past every approver failure (exit 0)" 0
 check "only the approved command ran" test -f "$WS/a.txt" -a ! -e "$WS/b.txt" -a ! -e "$WS/c.txt" \
     -a ! -e "$WS/d.txt" -a ! -e "$WS/e.txt" -a ! -e "$WS/f.txt"
 check "the hanging approver was stopped at its timeout (run took ${ELAPSED_MS} ms)" test "$ELAPSED_MS" -lt 15000
-check "nothing of the hanging approver is left" cmd_gone "sleep 60"
+check "nothing of the hanging approver is left" cmd_gone "sleep $HANG"
 pcheck "each approver outcome is in the audit log, as a deny with its reason" T="$T" <<'PY'
 audit = check_audit(TRAJ, AUDIT, [("echo ask-allow > a.txt", "allow", "test-approver"),
                                   ("echo ask-deny > b.txt", "deny", "test-approver"),
