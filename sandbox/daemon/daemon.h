@@ -315,15 +315,6 @@ struct server {
      * of session_ids is not repeated for them (it costs a mount's teardown). */
     dev_t idmap_ok[16];
     size_t n_idmap_ok;
-    /* The workspace id mapping the next root session most likely needs
-     * (the last one's owner to the next uid slot), made after an open's
-     * reply instead of on the next open's path: it costs a fork.  fd -1:
-     * none. */
-    struct {
-        uid_t from, to;
-        gid_t gfrom, gto;
-        int fd;
-    } idmap_next;
 };
 
 /* ------------------------------------------------------------ server.c */

@@ -710,7 +710,6 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
                         .start_ns = mini_mono_ns(),
                         .sessions_lock = -1,
                         .tmp_lock = -1,
-                        .idmap_next = { .fd = -1 },
                         .ev_listen = { EV_LISTEN, NULL } };
     struct ev ev_sig = { EV_SIGNAL, NULL };
     int rc = -1;

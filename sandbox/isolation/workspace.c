@@ -409,26 +409,19 @@ void mini_uid_range_free(struct mini_uid_range *r)
     r->used = NULL;
 }
 
-int mini_uid_range_peek(const struct mini_uid_range *r)
+int mini_uid_range_take(struct mini_uid_range *r)
 {
     for (unsigned i = 0; i < r->count; i++) {
         unsigned s = (r->next + i) % r->count;
-        if (!(r->used[s / 8] & (1u << (s % 8))))
+        if (!(r->used[s / 8] & (1u << (s % 8)))) {
+            r->used[s / 8] |= (unsigned char)(1u << (s % 8));
+            /* Round robin: a slot is not given again soon after its
+             * session ended. */
+            r->next = (s + 1) % r->count;
             return (int)s;
+        }
     }
     return -1;
-}
-
-int mini_uid_range_take(struct mini_uid_range *r)
-{
-    int s = mini_uid_range_peek(r);
-    if (s < 0)
-        return -1;
-    r->used[s / 8] |= (unsigned char)(1u << (s % 8));
-    /* Round robin: a slot is not given again soon after its session
-     * ended. */
-    r->next = ((unsigned)s + 1) % r->count;
-    return s;
 }
 
 void mini_uid_range_put(struct mini_uid_range *r, int slot)

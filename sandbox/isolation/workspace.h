@@ -73,8 +73,6 @@ int mini_uid_range_init(struct mini_uid_range *r, struct mini_err *e);
 void mini_uid_range_free(struct mini_uid_range *r);
 /* A free slot, or -1 when every one is taken. */
 int mini_uid_range_take(struct mini_uid_range *r);
-/* The slot mini_uid_range_take would give now, without taking it; -1: none. */
-int mini_uid_range_peek(const struct mini_uid_range *r);
 void mini_uid_range_put(struct mini_uid_range *r, int slot);
 
 /* The on-disk group a root daemon's sandbox creates files with in a
