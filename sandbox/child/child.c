@@ -53,8 +53,6 @@ struct child {
     struct mini_err e;
 };
 
-#define CHILD_MARK(c, step) ((void)(mini_sb_timing && ((c)->t.step = mini_mono_ns()) != 0))
-
 /* The step times to the daemon (its timing line), under MINI_SANDBOX_TIMING. */
 static void send_times(struct child *c)
 {
@@ -468,9 +466,9 @@ static __attribute__((noreturn)) void namespace_child(struct child *c)
     join_cgroup(c);
     take_fds(c);
     unshare_namespaces(c);
-    CHILD_MARK(c, unshared);
+    MINI_SB_MARK(&c->t, unshared);
     wait_for_go(c);
-    CHILD_MARK(c, go);
+    MINI_SB_MARK(&c->t, go);
     build_root(c);
     become_namespace_root(c);
     lower_user_quotas(c);
@@ -479,10 +477,10 @@ static __attribute__((noreturn)) void namespace_child(struct child *c)
     bring_up_loopback(c);
     open_proxy_listener(c);
     enter_root(c);
-    CHILD_MARK(c, rooted);
+    MINI_SB_MARK(&c->t, rooted);
     close_setup_fds(c);
     confine(c);
-    CHILD_MARK(c, confined);
+    MINI_SB_MARK(&c->t, confined);
     send_times(c);
     exec_init(c);
 }
