@@ -58,12 +58,14 @@ static double cfg_num(const cJSON *cfg, const char *key, double def)
     return cJSON_IsNumber(v) && v->valuedouble > 0 ? v->valuedouble : def;
 }
 
-static int sandbox_connect(struct mini_environment *env, struct mini_err *e)
+/* Connect, and send `req` (may be NULL) right behind the hello, without
+ * waiting for its reply (docs/protocol.md, "Pipelining"); else just call. */
+static int sandbox_call(struct mini_environment *env, struct mini_req *req, struct mini_rep *rep, struct mini_err *e)
 {
     if (env->connected)
-        return 0;
+        return mini_client_call(&env->client, req, rep, e);
     const char *socket = cfg_str(env->cfg, "socket", NULL);
-    if (mini_client_connect(&env->client, socket, true, e) < 0)
+    if (mini_client_connect_with(&env->client, socket, true, req, rep, e) < 0)
         return -1;
     env->connected = true;
     env->client.cancel = &env->interrupted;
@@ -75,8 +77,6 @@ static int sandbox_connect(struct mini_environment *env, struct mini_err *e)
 static int open_session(struct mini_environment *env, const char *profile, char **session, cJSON **isolation,
                         struct mini_err *e)
 {
-    if (sandbox_connect(env, e) < 0)
-        return -1;
     _cleanup_free_ char *ws = mini_client_abspath(env->workspace);
     if (!ws)
         return mini_err_sys(e, MINI_E_WORKSPACE_INVALID, errno, "workspace %s", env->workspace);
@@ -129,7 +129,7 @@ static int open_session(struct mini_environment *env, const char *profile, char 
     }
     struct mini_rep rep;
     if (r == 0)
-        r = mini_client_call(&env->client, &req, &rep, e);
+        r = sandbox_call(env, &req, &rep, e);
     cJSON_Delete(pdata);
     cJSON_Delete(ov);
     mini_env_free(&req.u.open.env);
