@@ -72,6 +72,7 @@ enum ev_kind {
     EV_POOL_PID,
     EV_DISK,
     EV_MEASURE,
+    EV_HOLDER, /* an id-mapping namespace's holder has exited */
     EV_PROXY_LISTEN, /* proxy.c: a sandbox's listener, a connection's ends, */
     EV_PROXY_CLIENT, /* the resolver process, the deadline timer */
     EV_PROXY_UP,
@@ -315,6 +316,23 @@ struct server {
      * of session_ids is not repeated for them (it costs a mount's teardown). */
     dev_t idmap_ok[16];
     size_t n_idmap_ok;
+    /* The workspace id mapping the next root session most likely needs
+     * (the last one's owner to the next uid slot), made after an open's
+     * reply instead of on the next open's path: it costs a fork.  fd -1:
+     * none. */
+    struct {
+        uid_t from, to;
+        gid_t gfrom, gto;
+        int fd;
+    } idmap_next;
+    /* The processes that held id-mapping namespaces while their maps were
+     * written (mini_idmap_holder), reaped when their pidfds say they have
+     * exited instead of waited for on the loop; pid 0: a free entry (when
+     * none is, the next holder is waited for). */
+    struct idmap_holder {
+        struct mini_idmap_holder h;
+        struct ev ev;
+    } holders[8];
 };
 
 /* ------------------------------------------------------------ server.c */
@@ -367,6 +385,8 @@ void sessions_fini(struct server *s);
  * daemon's) when someone removed them under the running daemon; else an
  * error that names the state directory. */
 int state_dir_ensure(struct server *s, struct mini_err *e);
+/* An id-mapping namespace's holder has exited (EV_HOLDER): reap it. */
+void idmap_holder_reaped(struct server *s, struct idmap_holder *x);
 /* Free the seccomp programs (at stop). */
 void bpf_cache_free(struct server *s);
 

@@ -144,6 +144,7 @@ static void do_stats(struct server *s, struct client *c, const struct mini_req *
     rep.u.stats.clients = (int64_t)s->n_clients;
     rep.u.stats.uptime_ms = (mini_mono_ns() - s->start_ns) / 1000000;
     rep.u.stats.preparing = preparing;
+    rep.u.stats.held_ahead = s->idmap_next.fd >= 0;
     send_rep(s, c, &rep);
 }
 
@@ -604,6 +605,7 @@ static bool ev_dead(const struct ev *ev)
     case EV_STDIN: return ((const struct exec *)ev->obj)->dead;
     case EV_POOL_CTL:
     case EV_POOL_PID: return ((const struct pooled *)ev->obj)->dead;
+    case EV_HOLDER: return ((const struct idmap_holder *)ev->obj)->h.pid == 0;
     case EV_PROXY_LISTEN:
     case EV_PROXY_CLIENT:
     case EV_PROXY_UP: return proxy_ev_dead(ev);
@@ -646,6 +648,7 @@ static void handle(struct server *s, struct ev *ev, uint32_t events)
     case EV_TIMER: exec_timer(s, ev->obj); break;
     case EV_DISK: disk_tick(s, ev->obj); break;
     case EV_MEASURE: disk_measured(s, ev->obj); break;
+    case EV_HOLDER: idmap_holder_reaped(s, ev->obj); break;
     case EV_STDIN: exec_write_stdin(s, ev->obj); break;
     case EV_POOL_CTL:
     case EV_POOL_PID: pool_event(s, ev->obj, ev->kind == EV_POOL_PID); break;
@@ -710,6 +713,7 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
                         .start_ns = mini_mono_ns(),
                         .sessions_lock = -1,
                         .tmp_lock = -1,
+                        .idmap_next = { .fd = -1 },
                         .ev_listen = { EV_LISTEN, NULL } };
     struct ev ev_sig = { EV_SIGNAL, NULL };
     int rc = -1;

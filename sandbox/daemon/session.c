@@ -126,7 +126,8 @@ static int session_image(struct server *s, struct session *ss, const char *ref, 
         if (u.gid != 0)
             gp[ng][0] = 0, gp[ng++][1] = (unsigned long)ss->root_host_gid;
     }
-    ss->image_userns = mini_idmap_userns_pairs((const unsigned long(*)[2])up, nu, (const unsigned long(*)[2])gp, ng, e);
+    ss->image_userns =
+        mini_idmap_userns_pairs((const unsigned long(*)[2])up, nu, (const unsigned long(*)[2])gp, ng, NULL, e);
     return ss->image_userns < 0 ? -1 : 0;
 }
 
@@ -350,6 +351,11 @@ void sessions_fini(struct server *s)
     }
     mini_close(s->tmp_lock);
     s->tmp_lock = -1;
+    mini_close(s->idmap_next.fd);
+    s->idmap_next.fd = -1;
+    for (size_t i = 0; i < MINI_ARRAY_SIZE(s->holders); i++)
+        if (s->holders[i].h.pid > 0)
+            idmap_holder_reaped(s, &s->holders[i]);
 }
 
 int state_dir_ensure(struct server *s, struct mini_err *e)
@@ -745,6 +751,69 @@ static int session_hide_secrets(struct server *s, struct session *ss, struct min
     return 0;
 }
 
+/* An id-mapping namespace whose holder the loop reaps (EV_HOLDER) rather
+ * than the open waiting for it to be scheduled and exit. */
+static int idmap_make(struct server *s, uid_t from, uid_t to, gid_t gfrom, gid_t gto, struct mini_err *e)
+{
+    struct idmap_holder *x = NULL;
+    for (size_t i = 0; i < MINI_ARRAY_SIZE(s->holders) && !x; i++)
+        if (s->holders[i].h.pid == 0)
+            x = &s->holders[i];
+    struct mini_idmap_holder h = { .pid = 0, .pidfd = -1, .stack = NULL };
+    int fd = mini_idmap_userns(from, to, gfrom, gto, x ? &h : NULL, e);
+    if (fd >= 0 && x) {
+        x->h = h;
+        x->ev = (struct ev){ EV_HOLDER, x };
+        if (ep_add(s, h.pidfd, EPOLLIN, &x->ev) < 0)
+            mini_idmap_holder_reap(&x->h);
+    }
+    return fd;
+}
+
+void idmap_holder_reaped(struct server *s, struct idmap_holder *x)
+{
+    ep_del(s, x->h.pidfd);
+    mini_idmap_holder_reap(&x->h);
+}
+
+/* A user namespace mapping uid from to to and gid gfrom to gto, for an
+ * idmapped workspace: the one made ahead (idmap_ahead) when it is that,
+ * else a new one. */
+static int idmap_userns(struct server *s, uid_t from, uid_t to, gid_t gfrom, gid_t gto, struct mini_err *e)
+{
+    if (s->idmap_next.fd >= 0 && s->idmap_next.from == from && s->idmap_next.to == to &&
+        s->idmap_next.gfrom == gfrom && s->idmap_next.gto == gto) {
+        int fd = s->idmap_next.fd;
+        s->idmap_next.fd = -1;
+        return fd;
+    }
+    return idmap_make(s, from, to, gfrom, gto, e);
+}
+
+/* After an open's reply, off its path: make the mapping the next session
+ * of the same owner will need (the range hands its slots out in turn).
+ * Such a namespace holds no process and nothing but the mapping; one that
+ * is not taken is replaced by the next. */
+static void idmap_ahead(struct server *s, const struct session *ss)
+{
+    int slot = ss->idmap && ss->uids ? mini_uid_range_peek(ss->uids) : -1;
+    if (slot < 0)
+        return;
+    uid_t to = s->uids.uid_base + (uid_t)slot;
+    gid_t gto = s->uids.gid_base + (gid_t)slot;
+    if (s->idmap_next.fd >= 0 && s->idmap_next.from == ss->owner_uid && s->idmap_next.to == to &&
+        s->idmap_next.gfrom == ss->owner_gid && s->idmap_next.gto == gto)
+        return;
+    struct mini_err e;
+    int fd = idmap_make(s, ss->owner_uid, to, ss->owner_gid, gto, &e);
+    mini_close(s->idmap_next.fd);
+    s->idmap_next.fd = fd;
+    s->idmap_next.from = ss->owner_uid;
+    s->idmap_next.to = to;
+    s->idmap_next.gfrom = ss->owner_gid;
+    s->idmap_next.gto = gto;
+}
+
 /* Whose ids the session's sandboxes run as, and whose its files get (see
  * docs/isolation.md, "Whose ids a sandbox runs as"):
  *   - rootless: the daemon's own, for both;
@@ -785,7 +854,7 @@ static int session_ids(struct server *s, struct session *ss, struct mini_err *e)
     ss->uids = &s->uids;
     uid_t uid = s->uids.uid_base + (uid_t)slot;
     gid_t gid = s->uids.gid_base + (gid_t)slot;
-    if ((ss->idmap_userns = mini_idmap_userns(ss->owner_uid, uid, ss->owner_gid, gid, e)) < 0)
+    if ((ss->idmap_userns = idmap_userns(s, ss->owner_uid, uid, ss->owner_gid, gid, e)) < 0)
         return -1;
     bool known = false;
     for (size_t i = 0; i < s->n_idmap_ok; i++)
@@ -917,6 +986,7 @@ void open_finish(struct server *s, struct client *c, struct session *ss, int64_t
     cJSON_Delete(rep.u.opened.isolation);
     log_info("session %s: profile %s, workspace %s", ss->id, ss->profile->name, ss->workspace);
     pool_fill(s, ss);
+    idmap_ahead(s, ss);
 }
 
 void session_close(struct server *s, struct client *c, struct session *ss, enum mini_limit why)

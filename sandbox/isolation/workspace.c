@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/quota.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -410,19 +411,26 @@ void mini_uid_range_free(struct mini_uid_range *r)
     r->used = NULL;
 }
 
-int mini_uid_range_take(struct mini_uid_range *r)
+int mini_uid_range_peek(const struct mini_uid_range *r)
 {
     for (unsigned i = 0; i < r->count; i++) {
         unsigned s = (r->next + i) % r->count;
-        if (!(r->used[s / 8] & (1u << (s % 8)))) {
-            r->used[s / 8] |= (unsigned char)(1u << (s % 8));
-            /* Round robin: a slot is not given again soon after its
-             * session ended. */
-            r->next = (s + 1) % r->count;
+        if (!(r->used[s / 8] & (1u << (s % 8))))
             return (int)s;
-        }
     }
     return -1;
+}
+
+int mini_uid_range_take(struct mini_uid_range *r)
+{
+    int s = mini_uid_range_peek(r);
+    if (s < 0)
+        return -1;
+    r->used[s / 8] |= (unsigned char)(1u << (s % 8));
+    /* Round robin: a slot is not given again soon after its session
+     * ended. */
+    r->next = ((unsigned)s + 1) % r->count;
+    return s;
 }
 
 void mini_uid_range_put(struct mini_uid_range *r, int slot)
@@ -498,44 +506,70 @@ __attribute__((no_sanitize("address", "undefined"))) static int hold_userns(void
     return 0;
 }
 
+#define HOLDER_STACK (16 * 1024)
+
+void mini_idmap_holder_reap(struct mini_idmap_holder *h)
+{
+    if (h->pid > 0)
+        while (waitpid(h->pid, NULL, __WALL) < 0 && errno == EINTR)
+            ;
+    /* Only now is the stack no longer the holder's. */
+    if (h->stack)
+        munmap(h->stack, HOLDER_STACK);
+    if (h->pidfd >= 0)
+        close(h->pidfd);
+    *h = (struct mini_idmap_holder){ .pid = 0, .pidfd = -1, .stack = NULL };
+}
+
 int mini_idmap_userns_pairs(const unsigned long (*uids)[2], size_t n_uids, const unsigned long (*gids)[2],
-                            size_t n_gids, struct mini_err *e)
+                            size_t n_gids, struct mini_idmap_holder *later, struct mini_err *e)
 {
     if (n_uids > MINI_IDMAP_MAX_PAIRS || n_gids > MINI_IDMAP_MAX_PAIRS)
         return mini_err_set(e, MINI_E_INTERNAL, "too many id pairs");
+    struct mini_idmap_holder h = { .pid = 0, .pidfd = -1, .stack = NULL };
+    h.stack = mmap(NULL, HOLDER_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (h.stack == MAP_FAILED)
+        return mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "a stack for an id mapping's holder");
     int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0)
-        return mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "pipe");
-    /* the holder's stack: it lives in this frame, which outlasts it */
-    _Alignas(64) char stack[8192];
+    if (pipe2(p, O_CLOEXEC) < 0) {
+        int err = errno;
+        munmap(h.stack, HOLDER_STACK);
+        return mini_err_sys(e, MINI_E_SPAWN_FAILED, err, "pipe");
+    }
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    int pid = clone(hold_userns, stack + sizeof stack, CLONE_VM | CLONE_NEWUSER | SIGCHLD, p);
+    int flags = CLONE_VM | CLONE_NEWUSER | SIGCHLD | (later ? CLONE_PIDFD : 0);
+    h.pid = clone(hold_userns, (char *)h.stack + HOLDER_STACK, flags, p, &h.pidfd);
     int err = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     close(p[0]);
     int fd = -1;
-    if (pid < 0) {
+    if (h.pid < 0) {
+        h.pid = 0;
+        h.pidfd = -1;
         mini_err_sys(e, MINI_E_SPAWN_FAILED, err, "creating a user namespace for an id mapping");
-    } else if (write_map((pid_t)pid, "uid_map", uids, n_uids, e) == 0 &&
-               write_map((pid_t)pid, "gid_map", gids, n_gids, e) == 0) {
+    } else if (write_map(h.pid, "uid_map", uids, n_uids, e) == 0 && write_map(h.pid, "gid_map", gids, n_gids, e) == 0) {
         char path[64];
-        snprintf(path, sizeof path, "/proc/%d/ns/user", pid);
+        snprintf(path, sizeof path, "/proc/%d/ns/user", (int)h.pid);
         if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
             mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "opening %s", path);
     }
-    close(p[1]);
-    if (pid > 0)
-        while (waitpid((pid_t)pid, NULL, __WALL) < 0 && errno == EINTR)
-            ;
+    close(p[1]); /* the holder may go */
+    /* Waiting for it here costs its being scheduled (half a millisecond
+     * when the other cores are busy): a caller that can reaps it later. */
+    if (later && h.pid > 0 && fd >= 0)
+        *later = h;
+    else
+        mini_idmap_holder_reap(&h);
     return fd;
 }
 
-int mini_idmap_userns(uid_t from, uid_t to, gid_t gfrom, gid_t gto, struct mini_err *e)
+int mini_idmap_userns(uid_t from, uid_t to, gid_t gfrom, gid_t gto, struct mini_idmap_holder *later,
+                      struct mini_err *e)
 {
     const unsigned long u[1][2] = { { from, to } }, g[1][2] = { { gfrom, gto } };
-    return mini_idmap_userns_pairs(u, 1, g, 1, e);
+    return mini_idmap_userns_pairs(u, 1, g, 1, later, e);
 }
 
 bool mini_ws_quota_probe(int dir, char *why, size_t size)

@@ -73,6 +73,8 @@ int mini_uid_range_init(struct mini_uid_range *r, struct mini_err *e);
 void mini_uid_range_free(struct mini_uid_range *r);
 /* A free slot, or -1 when every one is taken. */
 int mini_uid_range_take(struct mini_uid_range *r);
+/* The slot mini_uid_range_take would give now, without taking it; -1: none. */
+int mini_uid_range_peek(const struct mini_uid_range *r);
 void mini_uid_range_put(struct mini_uid_range *r, int slot);
 
 /* The on-disk group a root daemon's sandbox creates files with in a
@@ -81,8 +83,6 @@ void mini_uid_range_put(struct mini_uid_range *r, int slot);
  * never root's, never a system group, never the directory's own. */
 gid_t mini_ws_owner_group(uid_t uid);
 
-/* A user namespace whose only mapping is uid `from` -> `to` and gid
- * `gfrom` -> `gto`, for an idmapped mount (root only).  An fd, or -1. */
 /* Whether the filesystem holding the directory `dir` has project quotas
  * on (quotactl_fd, Q_GETINFO, PRJQUOTA).  mini does not use them: a
  * profile's disk_mb is enforced by the daemon's watch (sandbox/daemon/
@@ -90,12 +90,29 @@ gid_t mini_ws_owner_group(uid_t uid);
  * `check` beside it.  `why` gets a short description either way. */
 bool mini_ws_quota_probe(int dir, char *why, size_t size);
 
-int mini_idmap_userns(uid_t from, uid_t to, gid_t gfrom, gid_t gto, struct mini_err *e);
+/* The process that held an id-mapping namespace while its maps were
+ * written, possibly still exiting: once its pidfd is readable (or at any
+ * time, waiting for it), mini_idmap_holder_reap reaps it and frees its
+ * stack.  pidfd -1: none. */
+struct mini_idmap_holder {
+    pid_t pid;
+    int pidfd;
+    void *stack;
+};
+void mini_idmap_holder_reap(struct mini_idmap_holder *h);
+
+/* A user namespace mapping uid `from` to `to` and gid `gfrom` to `gto`
+ * (every other id to itself, `to` and `gto` unmapped), for an idmapped
+ * mount (root only).  An fd, or -1 with e.  later NULL: the holder is
+ * reaped before the call returns; else, when an fd is returned, *later
+ * is the holder, for the caller to reap. */
+int mini_idmap_userns(uid_t from, uid_t to, gid_t gfrom, gid_t gto, struct mini_idmap_holder *later,
+                      struct mini_err *e);
 /* The same with up to MINI_IDMAP_MAX_PAIRS {from, to} pairs each (an
  * image's user and its root): every other id is itself, except the
  * targets, which are left unmapped. */
 #define MINI_IDMAP_MAX_PAIRS 2
 int mini_idmap_userns_pairs(const unsigned long (*uids)[2], size_t n_uids, const unsigned long (*gids)[2],
-                            size_t n_gids, struct mini_err *e);
+                            size_t n_gids, struct mini_idmap_holder *later, struct mini_err *e);
 
 #endif

@@ -913,17 +913,20 @@ static void test_reply_round_trips(void)
                                            .execs_total = 1000000,
                                            .clients = 4,
                                            .uptime_ms = MINI_ID_MAX,
-                                           .preparing = 5 } };
+                                           .preparing = 5,
+                                           .held_ahead = 1 } };
     rep_round_trip(&stats, &out);
     CHECK(out.u.stats.sessions == 3 && out.u.stats.running == 2 && out.u.stats.execs_total == 1000000);
-    CHECK(out.u.stats.clients == 4 && out.u.stats.uptime_ms == MINI_ID_MAX && out.u.stats.preparing == 5);
+    CHECK(out.u.stats.clients == 4 && out.u.stats.uptime_ms == MINI_ID_MAX && out.u.stats.preparing == 5 &&
+          out.u.stats.held_ahead == 1);
     mini_rep_free(&out);
     /* A daemon from before stats.preparing: it reads as 0. */
     {
         struct mini_err e;
         cJSON *old = cJSON_Parse(
             "{\"op\":\"stats\",\"id\":1,\"sessions\":0,\"running\":0,\"execs_total\":0,\"clients\":1,\"uptime_ms\":1}");
-        CHECK(old && mini_rep_from_json(old, &out, &e) == 0 && out.u.stats.preparing == 0);
+        CHECK(old && mini_rep_from_json(old, &out, &e) == 0 && out.u.stats.preparing == 0 &&
+              out.u.stats.held_ahead == 0);
         mini_rep_free(&out);
         cJSON_Delete(old);
     }
