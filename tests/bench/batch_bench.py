@@ -64,6 +64,35 @@ def hwm_kb(pid):
     return 0
 
 
+def output_fs(path):
+    """The filesystem the outputs go to, as "TYPE on SOURCE at MOUNT", with
+    ", no journal" for an ext4 that has none: there, creating a file costs
+    more the more files were deleted nearby in the last 30 s (the inode
+    allocator reads each recently freed inode's block to skip it), which
+    the overhead counts (docs/batch.md, "Performance")."""
+    best = None
+    try:
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                a = line.split()
+                sep = a.index("-")
+                mnt = a[4].replace("\\040", " ")
+                if (path == mnt or path.startswith(mnt.rstrip("/") + "/")) and (not best or len(mnt) >= len(best[0])):
+                    best = (mnt, a[sep + 1], a[sep + 2])
+    except (OSError, ValueError):
+        return "unknown"
+    if not best:
+        return "unknown"
+    mnt, typ, src = best
+    note = ""
+    if typ == "ext4":
+        dev = os.path.basename(src)
+        journals = os.listdir("/proc/fs/jbd2") if os.path.isdir("/proc/fs/jbd2") else []
+        if not any(j.rsplit("-", 1)[0] == dev for j in journals):
+            note = ", no journal"
+    return f"{typ} on {src} at {mnt}{note}"
+
+
 def main():
     mini_bin = sys.argv[1]
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 200
@@ -146,7 +175,7 @@ def main():
             split["commit ms"] = commit_ms
             splits.append((w, split))
         print(f"mini batch: {n} deterministic tasks x {steps} steps, strict sandbox; "
-              f"baseline fork+exec of /bin/true: {fork_exec_ms:.2f} ms")
+              f"baseline fork+exec of /bin/true: {fork_exec_ms:.2f} ms; outputs on {output_fs(os.path.realpath(tmp))}")
         print(f"{'workers':>7} {'tasks/s':>8} {'wall s':>7} {'ms/command':>10} {'overhead ms/task':>16} "
               f"{'x fork+exec':>11} {'batch peak MiB':>14} {'daemon peak MiB':>15} {'all peak MiB':>12} {'submitted':>9}")
         for w, tps, wall, per_cmd, ov, bp, dp, ap, sub in rows:
