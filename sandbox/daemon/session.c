@@ -796,6 +796,11 @@ static int idmap_userns(struct server *s, uid_t from, uid_t to, gid_t gfrom, gid
  * is not taken is replaced by the next. */
 static void idmap_ahead(struct server *s, const struct session *ss)
 {
+    /* A private daemon (--inherit-fd) serves one client, which has just
+     * opened its session: the next open is unlikely, and the fork would
+     * hold up that client's first command. */
+    if (s->cfg->inherit_fd >= 0)
+        return;
     int slot = ss->idmap && ss->uids ? mini_uid_range_peek(ss->uids) : -1;
     if (slot < 0)
         return;
