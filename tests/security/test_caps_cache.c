@@ -63,6 +63,9 @@ static void replaced_and_hits(const char *dir, const char *what)
     CHECK_MSG(lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 07777) == 0600,
               "%s: not replaced by a private file of ours", what);
     CHECK_MSG(cached(dir, &c), "%s: the replacement is not used", what);
+    char spare[sizeof path + 8];
+    snprintf(spare, sizeof spare, "%s.tmp", path);
+    CHECK_MSG(lstat(spare, &st) < 0 && errno == ENOENT, "%s: the replaced cache's spare %s was left", what, spare);
 }
 
 /* plant(dir): called with a valid cache in place, makes it foreign-owned
