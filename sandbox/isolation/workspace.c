@@ -495,7 +495,9 @@ static int write_map(pid_t pid, const char *name, const unsigned long (*pairs)[2
  * memory (CLONE_VM: no page tables to copy, which made this the most costly
  * step of a root session's open), so it makes system calls only, with every
  * signal blocked, and touches nothing but its own stack until it exits: on
- * end of file on its pipe, which comes once the caller has the namespace. */
+ * end of file on its pipe, which comes once the caller has the namespace.
+ * (Neither call can fail here, so the errno it would share with the
+ * caller is never written.) */
 __attribute__((no_sanitize("address", "undefined"))) static int hold_userns(void *arg)
 {
     const int *p = arg;
