@@ -114,6 +114,7 @@ static const struct field req_exec[] = {
     FLD(struct mini_req_exec, "timeout", F_SECONDS, false, timeout, .max = TIMEOUT_MAX),
     FLD(struct mini_req_exec, "stdin", F_TEXT, false, stdin_data, COUNT(struct mini_req_exec, stdin_len)),
     FLD(struct mini_req_exec, "stream", F_BOOL, false, stream),
+    FLD(struct mini_req_exec, "last", F_BOOL, false, last),
 };
 static const struct field req_cancel[] = {
     FLD(struct mini_req_cancel, "target", F_INT, true, target, RANGE(0, MINI_ID_MAX)),

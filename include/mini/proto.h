@@ -16,7 +16,7 @@
  *            allow_hosts?:[string,...], user?:string}
  *   exec    {session:string, command?:string | argv?:[string,...],
  *            cwd?:string, env?:{string:string}, timeout?:number (s, 0 < t <= 1e6),
- *            stdin?:string, stream?:bool}
+ *            stdin?:string, stream?:bool, last?:bool}
  *   cancel  {target:int}            the id of a running exec on this connection
  *   close   {session:string}
  *   stats   {}
@@ -156,6 +156,7 @@ struct mini_req_exec {
     char *stdin_data; /* NULL: /dev/null */
     size_t stdin_len;
     bool stream;
+    bool last; /* the client sends no command after this one: prepare no replacement */
 };
 
 struct mini_req_cancel {

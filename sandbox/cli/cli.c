@@ -391,7 +391,12 @@ static int cmd_run(int argc, char **argv)
         rc = fail_connect(&e, socket);
         goto out_noconn;
     }
-    struct mini_req_exec x = { .session = opened.u.opened.session, .cwd = (char *)cwd, .env = env, .timeout = timeout };
+    /* One command: a daemon that can be told so prepares no sandbox after
+     * it (a private one would wait for that sandbox's teardown to exit). */
+    const cJSON *last = cJSON_GetObjectItemCaseSensitive(cl.hello.features, "exec_last");
+    struct mini_req_exec x = {
+        .session = opened.u.opened.session, .cwd = (char *)cwd, .env = env, .timeout = timeout, .last = cJSON_IsTrue(last)
+    };
     size_t nargs = (size_t)(argc - optind);
     if (nargs == 1) {
         x.command = argv[optind];

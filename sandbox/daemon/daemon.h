@@ -246,6 +246,7 @@ struct exec {
     int disk_timer; /* the disk watch's poll, or -1 */
     struct ev ev_ctl, ev_out, ev_pid, ev_timer, ev_stdin, ev_disk;
     bool stream;
+    bool last; /* exec.last: no replacement is prepared for it */
     bool out_paused;
     bool out_eof, reaped, have_status;
     bool accepted;              /* init has read the launch (MINI_CTL_ACCEPTED) */

@@ -242,8 +242,10 @@ done:
     if (x->client)
         x->client->running--;
     /* The replacement is prepared now that the reply is out, unless it
-     * was while this command ran (do_exec). */
-    pool_fill(s, x->session);
+     * was while this command ran (do_exec), or the client said it sends
+     * no more (exec.last). */
+    if (!x->last)
+        pool_fill(s, x->session);
     x->finished = true;
     x->client = NULL;
     ep_del(s, x->timer);
@@ -691,6 +693,7 @@ void do_exec(struct server *s, struct client *c, const struct mini_req *req)
     ss->refs++;
     x->id = req->id;
     x->stream = r->stream;
+    x->last = r->last;
     x->start_ns = mini_mono_ns();
     mini_err_clear(&x->err);
     mini_outbuf_init(&x->out, ss->profile->limits.output_bytes);
@@ -760,7 +763,7 @@ void do_exec(struct server *s, struct client *c, const struct mini_req *req)
      * CPU and for the kernel's locks (a v1 cgroup join holds, for
      * writing, a lock every fork and exit takes), and would only have been
      * ready sooner than needed.  docs/sandbox-lifecycle.md has the figures. */
-    if (ss->running > 1 || back_to_back(ss, x->start_ns))
+    if (!x->last && (ss->running > 1 || back_to_back(ss, x->start_ns)))
         pool_fill(s, ss);
     return;
 fail:

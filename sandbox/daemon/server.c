@@ -106,6 +106,7 @@ static void do_hello(struct server *s, struct client *c, const struct mini_req *
     cJSON_AddStringToObject(f, "limits_by",
                             s->cgroups.mode == MINI_CG_NONE ? "rlimits" : mini_cg_mode_name(s->cgroups.mode));
     cJSON_AddBoolToObject(f, "prepared_sandboxes", true);
+    cJSON_AddBoolToObject(f, "exec_last", true); /* exec.last is understood */
     /* open.allow_hosts and allowlist profiles (docs/profiles.md). */
     cJSON *net = cJSON_AddObjectToObject(f, "network_allowlist");
     cJSON_AddNumberToObject(net, "proxy_port", MINI_NET_PROXY_PORT);

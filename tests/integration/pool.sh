@@ -115,7 +115,7 @@ pool_group d d-baseline d-open d-bounded d-close d-other d-close-running d-early
 pool_group e e-results e-clean
 pool_group f f-immediate f-refilled f-pooled f-no-rerun
 pool_group g g-concurrent g-workdirs
-pool_group h h-paced h-b2b
+pool_group h h-paced h-b2b h-last
 
 # ---- the daemon is fine afterwards ---------------------------------------
 check "the daemon still answers after the pool checks" ping_ok

@@ -840,6 +840,42 @@ def group_h(ctx):
         report("h-b2b", bool(init) and bool(others) and r["returncode"] == 0,
                "(h) a command sent back to back gets its replacement prepared while it runs",
                f"{len(tries)} tries: " + "; ".join(tries))
+        # exec.last: the client sends nothing after it (mini-sandbox run), so
+        # nothing replaces its sandbox, neither while it runs nor after it;
+        # a command sent after all the same still runs, prepared on demand.
+        # A new session, whose pool is the one sandbox it opened with (back
+        # to back above may have prepared one more, which would hide a
+        # refill).
+        c.close_session(s)
+        s = c.open(ws, profile="strict")
+        pool = settled_pool(ctx.dpid)
+        mark = f"H-LAST-{ctx.tok}"
+        xid = c.exec(s, f"echo {mark}; {hold('.release-h3')}", stream=True, last=True)
+        c.wait_output(xid, mark, timeout=20)
+        _, init = find_command(ctx.dpid, mark)
+        time.sleep(0.3)
+        # The pool may hold more than the one it took (back to back above
+        # prepared ahead): what matters is that nothing new appears.
+        during = sorted(set(daemon_children(ctx.dpid)) - set(pool))
+        write(f"{ws}/.release-h3", "")
+        r = c.wait_exit(xid, timeout=20)
+
+        def new_sandboxes():
+            return sorted(pid for pid, p in daemon_children(ctx.dpid).items()
+                          if p["comm"] == INIT_COMM and pid not in pool)
+        gone = wait_for(lambda: init not in daemon_children(ctx.dpid), 5)
+        after = []
+        for _ in range(12):   # 0.6 s: a preparation shows up well within that
+            after = after or new_sandboxes()
+            time.sleep(0.05)
+        r2 = c.run(s, "echo again", timeout=20)
+        report("h-last", len(pool) == 1 and init in pool and not during and gone and not after and
+               r["returncode"] == 0 and r2["returncode"] == 0 and r2["output"] == "again\n",
+               "(h) a command sent with last gets no replacement prepared, while it runs or after; "
+               "one sent after it still runs",
+               f"sandbox {init} (prepared before: {pool}); new children while it ran: {during}; "
+               f"its sandbox gone: {gone}; new sandboxes in the 0.6 s after: {after}; "
+               f"rc {r['returncode']}, then {r2['returncode']} {r2['output']!r}")
         c.close_session(s)
     finally:
         c.close()

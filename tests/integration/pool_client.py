@@ -349,13 +349,13 @@ class Conn:
         return self.reply(self.request("open", workspace=workspace, profile=profile, env=env), timeout)["session"]
 
     def exec(self, session, command=None, argv=None, rid=None, cwd=None, env=None,
-             timeout=None, stdin=None, stream=None):
+             timeout=None, stdin=None, stream=None, last=None):
         """Start a command (shell form, or argv); its request id.  Take
         its events with next_for(id) or wait_exit(id)."""
         if (command is None) == (argv is None):
             raise ValueError("exactly one of command and argv")
         return self.request("exec", rid=rid, session=session, command=command, argv=argv, cwd=cwd,
-                            env=env, timeout=timeout, stdin=stdin, stream=stream)
+                            env=env, timeout=timeout, stdin=stdin, stream=stream, last=last)
 
     def wait_exit(self, rid, timeout=None):
         """The exit event of exec rid (output events are skipped; with

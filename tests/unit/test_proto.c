@@ -902,6 +902,22 @@ static void test_reply_round_trips(void)
     CHECK_MEM(out.u.output.data, out.u.output.len, "x\xef\xbf\xbd\xef\xbf\xbd", 7);
     mini_rep_free(&out);
 
+    /* exec.last: absent reads as false */
+    {
+        struct mini_err e;
+        struct mini_req rq;
+        cJSON *j = cJSON_Parse("{\"op\":\"exec\",\"id\":9,\"session\":\"s1\",\"command\":\"true\",\"last\":true}");
+        CHECK(j && mini_req_from_json(j, &rq, NULL, &e) == 0 && rq.op == MINI_OP_EXEC && rq.u.exec.last);
+        mini_req_free(&rq);
+        cJSON_Delete(j);
+        j = cJSON_Parse("{\"op\":\"exec\",\"id\":9,\"session\":\"s1\",\"command\":\"true\"}");
+        CHECK(j && mini_req_from_json(j, &rq, NULL, &e) == 0 && !rq.u.exec.last);
+        mini_req_free(&rq);
+        cJSON_Delete(j);
+        j = cJSON_Parse("{\"op\":\"exec\",\"id\":9,\"session\":\"s1\",\"command\":\"true\",\"last\":1}");
+        CHECK(j && mini_req_from_json(j, &rq, NULL, &e) < 0);
+        cJSON_Delete(j);
+    }
     /* ok, stats */
     struct mini_rep ok = { .op = MINI_OP_OK, .id = 7 };
     rep_round_trip(&ok, &out);
