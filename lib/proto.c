@@ -562,6 +562,9 @@ static bool field_absent(const struct field *f, const char *base)
     case F_STRV: return *(void *const *)p == NULL;
     case F_ENV: return ((const struct mini_env *)p)->n == 0;
     case F_SECONDS: return *(const double *)p == 0;
+    /* exec.stream and exec.last: a false one is not sent, so that a daemon
+     * from before exec.last is not sent a field it would refuse */
+    case F_BOOL: return !*(const bool *)p;
     default: return false;
     }
 }

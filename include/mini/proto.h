@@ -189,7 +189,7 @@ int mini_req_from_json(const cJSON *obj, struct mini_req *req, int64_t *id_out, 
 int mini_req_decode(const char *payload, size_t len, struct mini_req *req, int64_t *id_out, struct mini_err *e);
 /* Request -> JSON object (for clients).  NULL on out of memory or an op
  * that is not a request.  Optional fields that are absent (NULL, 0 timeout,
- * empty env) are left out.  Strings are sent as valid UTF-8: invalid
+ * empty env, false) are left out.  Strings are sent as valid UTF-8: invalid
  * sequences and NUL bytes (in stdin) become U+FFFD. */
 cJSON *mini_req_to_json(const struct mini_req *req);
 void mini_req_free(struct mini_req *req);

@@ -917,6 +917,18 @@ static void test_reply_round_trips(void)
         j = cJSON_Parse("{\"op\":\"exec\",\"id\":9,\"session\":\"s1\",\"command\":\"true\",\"last\":1}");
         CHECK(j && mini_req_from_json(j, &rq, NULL, &e) < 0);
         cJSON_Delete(j);
+        /* A false one is not sent: a daemon from before it refuses fields
+         * it does not know. */
+        struct mini_req x = { .op = MINI_OP_EXEC, .id = 9 };
+        x.u.exec.session = "s1";
+        x.u.exec.command = "true";
+        j = mini_req_to_json(&x);
+        CHECK(j && !cJSON_GetObjectItemCaseSensitive(j, "last") && !cJSON_GetObjectItemCaseSensitive(j, "stream"));
+        cJSON_Delete(j);
+        x.u.exec.last = true;
+        j = mini_req_to_json(&x);
+        CHECK(j && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "last")));
+        cJSON_Delete(j);
     }
     /* ok, stats */
     struct mini_rep ok = { .op = MINI_OP_OK, .id = 7 };
