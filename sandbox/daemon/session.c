@@ -776,13 +776,19 @@ void idmap_holder_reaped(struct server *s, struct idmap_holder *x)
     mini_idmap_holder_reap(&x->h);
 }
 
+/* Whether the namespace made ahead is this mapping. */
+static bool idmap_next_is(const struct server *s, uid_t from, uid_t to, gid_t gfrom, gid_t gto)
+{
+    return s->idmap_next.fd >= 0 && s->idmap_next.from == from && s->idmap_next.to == to &&
+           s->idmap_next.gfrom == gfrom && s->idmap_next.gto == gto;
+}
+
 /* A user namespace mapping uid from to to and gid gfrom to gto, for an
  * idmapped workspace: the one made ahead (idmap_ahead) when it is that,
  * else a new one. */
 static int idmap_userns(struct server *s, uid_t from, uid_t to, gid_t gfrom, gid_t gto, struct mini_err *e)
 {
-    if (s->idmap_next.fd >= 0 && s->idmap_next.from == from && s->idmap_next.to == to &&
-        s->idmap_next.gfrom == gfrom && s->idmap_next.gto == gto) {
+    if (idmap_next_is(s, from, to, gfrom, gto)) {
         int fd = s->idmap_next.fd;
         s->idmap_next.fd = -1;
         return fd;
@@ -806,8 +812,7 @@ static void idmap_ahead(struct server *s, const struct session *ss)
         return;
     uid_t to = s->uids.uid_base + (uid_t)slot;
     gid_t gto = s->uids.gid_base + (gid_t)slot;
-    if (s->idmap_next.fd >= 0 && s->idmap_next.from == ss->owner_uid && s->idmap_next.to == to &&
-        s->idmap_next.gfrom == ss->owner_gid && s->idmap_next.gto == gto)
+    if (idmap_next_is(s, ss->owner_uid, to, ss->owner_gid, gto))
         return;
     struct mini_err e;
     int fd = idmap_make(s, ss->owner_uid, to, ss->owner_gid, gto, &e);

@@ -114,8 +114,7 @@ int mini_caps_detect_cached(struct mini_caps *c, const char *dir, bool *hit, str
     /* Only a full success is stored.  Failing to store it costs the next
      * start the probes, nothing else. */
     struct mini_err ignored;
-    if (len > 0 && mini_caps_children_all_ok(c) &&
-        mini_write_file_replace(path, key, (size_t)len, 0600, false, &ignored) == 0)
-        mini_write_file_done(path); /* no spare beside it: it is not rewritten soon */
+    if (len > 0 && mini_caps_children_all_ok(c))
+        mini_write_file_atomic(path, key, (size_t)len, 0600, &ignored);
     return 0;
 }
