@@ -208,7 +208,8 @@ descends_from() {
 our_sandbox_pids() {
     local daemons pid ppid
     daemons=" $(mini_leftover_pids | tr '\n' ' ') "
-    for pid in $(pids_by_cmdline mini-sandbox-init); do
+    # Its command line carries its limits (mini-sandbox-init cpu=... mode=...).
+    for pid in $(pgrep -f '^mini-sandbox-init( |$)'); do
         ppid=$(awk '/^PPid:/ { print $2 }' "/proc/$pid/status" 2>/dev/null) || continue
         [[ $daemons == *" $ppid "* ]] && printf '%s\n' "$pid"
     done
