@@ -174,6 +174,7 @@ struct session {
     struct pooled *pool; /* prepared sandboxes, not yet used */
     int pool_n;
     int running;      /* commands in flight */
+    bool park;        /* a command said exec.last: kept on close (park_close) */
     bool pool_failed; /* preparing failed: spawn on demand, which reports why */
     /* Back to back (exec.c, do_exec): when its last command's exit was
      * sent, and how long its last prepared sandbox took to be ready. */
@@ -334,6 +335,12 @@ struct server {
         struct mini_idmap_holder h;
         struct ev ev;
     } holders[8];
+    /* A one-shot client's session, closed and kept with one prepared
+     * sandbox for the next open of the same workspace and profile
+     * (park_close, park_claim), until parked_until; NULL: none. */
+    struct session *parked;
+    char *parked_key; /* its profile as canonical JSON */
+    int64_t parked_until;
 };
 
 /* ------------------------------------------------------------ server.c */
@@ -368,6 +375,13 @@ int slot_prepare(struct server *s, struct session *ss, struct sandbox_slot *slot
 void slot_release(struct sandbox_slot *slot);
 /* Top the session's pool up (see session.c). */
 void pool_fill(struct server *s, struct session *ss);
+/* A one-shot session kept, closed, with a prepared sandbox for the next
+ * open like it: drop it (its sandbox killed), and the epoll timeout until
+ * it expires (dropped then), or -1. */
+void park_drop(struct server *s);
+int park_timeout(struct server *s);
+/* fds held for sessions not yet opened (stats.held_ahead). */
+int64_t held_ahead(const struct server *s);
 /* A live prepared sandbox for a command, ready ones first; NULL if none. */
 struct pooled *pool_take(struct server *s, struct session *ss);
 /* Bury an entry taken from the pool (freed after this epoll batch). */

@@ -694,6 +694,7 @@ void do_exec(struct server *s, struct client *c, const struct mini_req *req)
     x->id = req->id;
     x->stream = r->stream;
     x->last = r->last;
+    ss->park = r->last; /* a one-shot client's: kept when it closes (park_close) */
     x->start_ns = mini_mono_ns();
     mini_err_clear(&x->err);
     mini_outbuf_init(&x->out, ss->profile->limits.output_bytes);

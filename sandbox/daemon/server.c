@@ -145,7 +145,7 @@ static void do_stats(struct server *s, struct client *c, const struct mini_req *
     rep.u.stats.clients = (int64_t)s->n_clients;
     rep.u.stats.uptime_ms = (mini_mono_ns() - s->start_ns) / 1000000;
     rep.u.stats.preparing = preparing;
-    rep.u.stats.held_ahead = s->idmap_next.fd >= 0;
+    rep.u.stats.held_ahead = held_ahead(s);
     send_rep(s, c, &rep);
 }
 
@@ -681,6 +681,7 @@ static void server_free(struct server *s)
     flush_clients(s);
     while (s->clients)
         client_close(s, s->clients);
+    park_drop(s);
     pool_reap_closing(s);
     disk_fini(s);
     bury(s);
@@ -806,7 +807,8 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
     }
     while (!s.stopping) {
         struct epoll_event evs[64];
-        int n = epoll_wait(s.ep, evs, 64, expire_partial_frames(&s));
+        int t_frame = expire_partial_frames(&s), t_park = park_timeout(&s);
+        int n = epoll_wait(s.ep, evs, 64, t_frame < 0 || (t_park >= 0 && t_park < t_frame) ? t_park : t_frame);
         if (n < 0) {
             if (errno == EINTR)
                 continue;

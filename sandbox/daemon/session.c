@@ -732,6 +732,158 @@ void pool_event(struct server *s, struct pooled *p, bool exited)
     pool_discard(s, p);
     if (!failed)
         pool_fill(s, ss);
+    if (ss == s->parked && !ss->pool)
+        park_drop(s);
+}
+
+/* ------------------------------------------------------ parked session */
+
+/* A one-shot client (mini-sandbox run: one command, with exec.last, then
+ * gone) pays for its sandbox's preparation on its path: nothing was
+ * prepared before its open.  Its session is therefore kept when it
+ * closes, with one sandbox prepared after the command (never one that
+ * ran anything), for PARK_MS: an open of the same workspace and profile
+ * then takes the session's ids and that sandbox (park_claim).  One at
+ * most; a private daemon (one client) keeps none. */
+#define PARK_MS 10000
+
+static char *park_key(const struct session *ss)
+{
+    cJSON *pj = mini_profile_to_json(ss->profile);
+    char *key = pj ? cJSON_PrintUnformatted(pj) : NULL;
+    cJSON_Delete(pj);
+    return key;
+}
+
+void park_drop(struct server *s)
+{
+    struct session *pk = s->parked;
+    if (!pk)
+        return;
+    s->parked = NULL;
+    free(s->parked_key);
+    s->parked_key = NULL;
+    while (pk->pool)
+        pool_retire(s, pk->pool);
+    session_unref(pk);
+}
+
+int park_timeout(struct server *s)
+{
+    if (!s->parked)
+        return -1;
+    int64_t left = s->parked_until - mini_mono_ns();
+    if (left <= 0) {
+        log_debug("session %s: no open came for its prepared sandbox", s->parked->id);
+        park_drop(s);
+        return -1;
+    }
+    return (int)(left / 1000000 + 1);
+}
+
+/* Keep a closing session (its client's reference becomes the park's)
+ * with one prepared sandbox; false: it closes as any other. */
+static bool park_close(struct server *s, struct session *ss)
+{
+    if (!ss->park || ss->running || ss->pool_failed || s->stopping || s->cfg->inherit_fd >= 0 || ss->overlay_dir ||
+        ss->image_root || ss->profile->network == MINI_NET_ALLOW)
+        return false;
+    char *key = park_key(ss);
+    if (!key)
+        return false;
+    while (ss->pool && ss->pool->next)
+        pool_retire(s, ss->pool);
+    pool_fill(s, ss);
+    if (!ss->pool) {
+        free(key);
+        return false;
+    }
+    park_drop(s);
+    ss->closed = true;
+    s->parked = ss;
+    s->parked_key = key;
+    s->parked_until = mini_mono_ns() + (int64_t)PARK_MS * 1000000;
+    return true;
+}
+
+static bool same_file(int a, int b)
+{
+    struct statx x, y;
+    unsigned want = STATX_INO | STATX_MNT_ID;
+    return statx(a, "", AT_EMPTY_PATH, want, &x) == 0 && statx(b, "", AT_EMPTY_PATH, want, &y) == 0 &&
+        (x.stx_mask & want) == want && (y.stx_mask & want) == want && x.stx_dev_major == y.stx_dev_major &&
+        x.stx_dev_minor == y.stx_dev_minor && x.stx_ino == y.stx_ino && x.stx_mnt_id == y.stx_mnt_id;
+}
+
+/* An open like the parked session takes it over: the same workspace
+ * (path, directory, mount and owner), the same profile after all that
+ * open does to it (overrides, hidden secrets), no image.  The new session
+ * gets its ids (uid slot, id mapping) and its prepared sandbox, which
+ * was made for exactly these; false: nothing taken. */
+static bool park_claim(struct server *s, struct session *ss, const struct mini_req_open *o)
+{
+    struct session *pk = s->parked;
+    struct stat st;
+    /* refs 1: its commands are reaped, so that nothing of the earlier
+     * session runs as the uid the new one takes. */
+    if (!pk || pk->refs != 1 || o->image || ss->profile->image || strcmp(pk->workspace, ss->workspace) != 0 ||
+        !same_file(pk->ws_fd, ss->ws_fd) || fstat(ss->ws_fd, &st) < 0)
+        return false;
+    /* The ids session_ids would give now: the directory may have changed
+     * hands since. */
+    if (geteuid() == 0 && (st.st_uid == 0 || st.st_uid != pk->owner_uid || mini_ws_owner_group(st.st_uid) != pk->owner_gid))
+        return false;
+    _cleanup_free_ char *key = park_key(ss);
+    if (!key || strcmp(key, s->parked_key) != 0)
+        return false;
+    s->parked = NULL;
+    free(s->parked_key);
+    s->parked_key = NULL;
+    ss->owner_uid = pk->owner_uid;
+    ss->owner_gid = pk->owner_gid;
+    ss->host_uid = pk->host_uid;
+    ss->host_gid = pk->host_gid;
+    ss->uid_slot = pk->uid_slot;
+    ss->uids = pk->uids;
+    ss->idmap_userns = pk->idmap_userns;
+    ss->idmap = pk->idmap;
+    pk->uid_slot = -1;
+    pk->uids = NULL;
+    pk->idmap_userns = -1;
+    for (struct pooled *p = pk->pool; p; p = p->next)
+        p->ss = ss;
+    ss->pool = pk->pool;
+    ss->pool_n = pk->pool_n;
+    pk->pool = NULL;
+    pk->pool_n = 0;
+    log_debug("an open of %s takes session %s's prepared sandbox", ss->workspace, pk->id);
+    session_unref(pk);
+    return true;
+}
+
+static int64_t fds_held(const int *fds, size_t n)
+{
+    int64_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += fds[i] >= 0;
+    return k;
+}
+
+int64_t held_ahead(const struct server *s)
+{
+    int64_t n = s->idmap_next.fd >= 0;
+    const struct session *pk = s->parked;
+    if (!pk)
+        return n;
+    int own[] = { pk->ws_fd, pk->idmap_userns, pk->disk.n > 0 ? pk->disk.fd[0] : -1,
+                  pk->disk.n > 1 ? pk->disk.fd[1] : -1 };
+    n += fds_held(own, MINI_ARRAY_SIZE(own));
+    for (const struct pooled *p = pk->pool; p; p = p->next) {
+        const struct mini_sandbox *sb = &p->slot.sb;
+        int fds[] = { sb->pidfd, sb->ctl, sb->out, sb->in, sb->listen_fd, p->slot.cg.fd };
+        n += fds_held(fds, MINI_ARRAY_SIZE(fds));
+    }
+    return n;
 }
 
 /* mini's configuration directories (their .env holds the API keys) are
@@ -945,7 +1097,8 @@ void do_open(struct server *s, struct client *c, const struct mini_req *req)
     if (!(ss->bpf = seccomp_for(s, ss->profile, &e)))
         goto fail;
     if (mini_ws_open(o->workspace, &ss->workspace, &ss->ws_fd, &e) < 0 || session_hide_secrets(s, ss, &e) < 0 ||
-        mini_ws_check(&s->guard, ss->profile, ss->workspace, ss->ws_fd, &e) < 0 || session_ids(s, ss, &e) < 0 ||
+        mini_ws_check(&s->guard, ss->profile, ss->workspace, ss->ws_fd, &e) < 0 ||
+        (!park_claim(s, ss, o) && session_ids(s, ss, &e) < 0) ||
         (o->user && !o->image && !ss->profile->image &&
          mini_err_set(&e, MINI_E_BAD_REQUEST, "open.user is for an image's root (open.image); there is none") < 0) ||
         ((o->image || ss->profile->image) &&
@@ -969,6 +1122,8 @@ fail:
     if (e.code == MINI_E_PROFILE_INVALID && o->profile && !o->profile_data)
         mini_err_prefix(&e, "profile %s", o->profile);
     send_error(s, c, req->id, &e);
+    while (ss->pool) /* taken from the parked session */
+        pool_retire(s, ss->pool);
     session_unref(ss);
 }
 
@@ -1009,9 +1164,11 @@ void session_close(struct server *s, struct client *c, struct session *ss, enum 
     for (struct exec *x = s->execs; x; x = x->next)
         if (x->session == ss)
             exec_kill(x, why);
-    ss->closed = true;
     c->n_sessions--;
     s->n_sessions--;
+    if (park_close(s, ss))
+        return;
+    ss->closed = true;
     while (ss->pool)
         pool_retire(s, ss->pool);
     session_unref(ss);
