@@ -386,6 +386,9 @@ int64_t held_ahead(const struct server *s);
 struct pooled *pool_take(struct server *s, struct session *ss);
 /* Bury an entry taken from the pool (freed after this epoll batch). */
 void pool_bury(struct server *s, struct pooled *p);
+/* Kill the session's prepared sandboxes; each holds a reference to it
+ * until reaped (a session that never opened may have one: park_claim). */
+void pool_retire_all(struct server *s, struct session *ss);
 /* Reap and release the closed sessions' prepared sandboxes now (shutdown). */
 void pool_reap_closing(struct server *s);
 /* A prepared sandbox's control socket or pidfd is readable. */

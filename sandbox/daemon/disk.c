@@ -340,7 +340,8 @@ void disk_measured(struct server *s, struct measure *m)
     struct session *ss = m->ss;
     struct disk_watch *w = &ss->disk;
     if (m->kind == MEASURE_OPEN && m->abandoned) {
-        session_unref(ss); /* the open's own reference: its client left */
+        pool_retire_all(s, ss); /* what it took from a parked session */
+        session_unref(ss);      /* the open's own reference: its client left */
     } else if (m->kind == MEASURE_OPEN) {
         if (!got || r.rc < 0) {
             watch_off(w, "disk_mb is not enforced: the workspace could not be measured at open",

@@ -677,6 +677,12 @@ static void pool_retire(struct server *s, struct pooled *p)
     s->closing_pooled = p;
 }
 
+void pool_retire_all(struct server *s, struct session *ss)
+{
+    while (ss->pool)
+        pool_retire(s, ss->pool);
+}
+
 static void pool_reaped(struct server *s, struct pooled *p)
 {
     for (struct pooled **pp = &s->closing_pooled; *pp; pp = &(*pp)->next)
@@ -763,8 +769,7 @@ void park_drop(struct server *s)
     s->parked = NULL;
     free(s->parked_key);
     s->parked_key = NULL;
-    while (pk->pool)
-        pool_retire(s, pk->pool);
+    pool_retire_all(s, pk);
     session_unref(pk);
 }
 
@@ -1122,8 +1127,7 @@ fail:
     if (e.code == MINI_E_PROFILE_INVALID && o->profile && !o->profile_data)
         mini_err_prefix(&e, "profile %s", o->profile);
     send_error(s, c, req->id, &e);
-    while (ss->pool) /* taken from the parked session */
-        pool_retire(s, ss->pool);
+    pool_retire_all(s, ss);
     session_unref(ss);
 }
 
@@ -1169,8 +1173,7 @@ void session_close(struct server *s, struct client *c, struct session *ss, enum 
     if (park_close(s, ss))
         return;
     ss->closed = true;
-    while (ss->pool)
-        pool_retire(s, ss->pool);
+    pool_retire_all(s, ss);
     session_unref(ss);
 }
 

@@ -20,6 +20,8 @@
 #     command creates is the new owner's on the host
 #  7. it expires: no sandbox of ours is left after the park time, and
 #     SIGTERM while one is parked leaves none either
+#  8. an open that takes it and is abandoned (its client gone while the
+#     workspace is measured) leaves no sandbox, and the daemon serves on
 #
 # Prints "N passed, N failed".
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
@@ -131,9 +133,43 @@ else
     skip "[6] the workspace changes hands" "root only"
 fi
 
+# 8. a workspace large enough that open measures it in a process of its
+#    own (disk_mb): an open that takes the parked sandbox and whose client
+#    goes before the measure ends leaves no sandbox, and the daemon serves on
+W8=$T/ws8
+mkws "$W8"
+# Enough files that the measure takes longer than the client's goodbye.
+python3 -c 'import os, sys
+for i in range(30000): open(os.path.join(sys.argv[1], "f%d" % i), "w").close()' "$W8"
+is_root && chown -R "${MINI_TEST_WS_UID:-65534}:${MINI_TEST_WS_GID:-65534}" "$W8"
+run8() { bounded "$MINI_BIN/mini-sandbox" run --socket "$SOCK" --workspace "$W8" --profile strict -- "$1"; }
+expect_rc "[8] a run in a workspace of 30000 files" 0 run8 true
+wait_until 10 one_parked || true
+before=$(n_taken)
+expect_rc "[8] a client opens it and goes at once" 0 timeout 20 python3 - "$MINI_SOURCE_DIR/tests/integration" "$SOCK" "$W8" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import pool_client
+c = pool_client.connect(sys.argv[2])
+c.request("open", workspace=sys.argv[3], profile="strict")
+c.close()
+PY
+RC=0 OUT= ERR=
+if (( $(n_taken) > before )); then
+    pass "[8] that open took the parked sandbox"
+else
+    skip "[8] that open took the parked sandbox" "the daemon had not parked one yet"
+fi
+no_sandbox_left() { [[ $(n_sandboxes) == 0 ]]; }
+if wait_until 5 no_sandbox_left; then
+    pass "[8] no sandbox is left after that client went"
+else
+    fail "[8] no sandbox is left after that client went" "sandboxes of our daemon: $(n_sandboxes)"
+fi
+expect_eq "[8] the daemon still runs commands there" "ok" run8 "echo ok"
+
 # 7. it expires, and SIGTERM leaves nothing
 wait_until 10 one_parked || true
-no_sandbox_left() { [[ $(n_sandboxes) == 0 ]]; }
 if wait_until 20 no_sandbox_left; then
     pass "[7] the parked sandbox is gone after the park time"
 else
