@@ -141,6 +141,7 @@ struct mini_caps {
     bool v2_writable;                /* a test child could be created and removed */
     int v2_err;
     bool v2_kill;                    /* cgroup.kill exists (Linux 5.14) */
+    bool v2_freeze;                  /* the test child had cgroup.freeze */
     bool v2_delegated;               /* writable, and memory and pids are available to it */
     enum mini_cg_mode cg_mode;       /* what mini_cgroups_init() will choose */
     char cg_why[MINI_CAPS_TEXT_MAX]; /* one line: what was chosen, or why none */
@@ -192,13 +193,17 @@ void mini_caps_set_children_all_ok(struct mini_caps *c);
  * per-user runtime directory) says that they all succeeded on this host:
  * the same kernel and boot, the same uid and gid, the same daemon binary,
  * the same namespaces, sysctls, AppArmor label and restriction,
- * capabilities, seccomp state and no_new_privs.  Only a full success is
+ * capabilities, seccomp state and no_new_privs, the same cgroup
+ * directories (owner, mode, read-only mount).  It also stands in for the
+ * cgroup test groups (mkdir + rmdir per hierarchy), whose answers follow
+ * the key in the file.  Only a full success of the process probes is
  * ever stored, so a cache can never make a profile run degraded; a
  * mechanism it wrongly claims is found missing when a sandbox is made,
  * and that command fails (the daemon fails closed).  A file that is not
- * a regular file owned by the caller, is group- or world-writable, is
- * larger than the key, or does not hold exactly this host's key is
- * ignored (and replaced once the probes succeed).
+ * a regular file owned by the caller, is group- or world-writable, or
+ * does not hold exactly this host's key and well-formed answers for
+ * exactly its cgroup directories is ignored (and replaced once the
+ * probes succeed).
  *
  * mini_caps_detect, through the cache: *hit says whether it was used.
  * dir NULL: no cache (mini_caps_detect). */
@@ -207,6 +212,10 @@ int mini_caps_detect_cached(struct mini_caps *c, const char *dir, bool *hit, str
  * program exe (the daemon: "/proc/self/exe"), in buf: one "name value"
  * line per input.  Its length, or -1 when buf is too small. */
 int mini_caps_cache_key(const struct mini_caps *c, const char *exe, char *buf, size_t size);
+/* What the cache holds for c after the cgroup tests (mini_caps_detect):
+ * the key, then those tests' results.  Its length, or -1 when buf is too
+ * small or a test's answer is not one to keep (a transient error). */
+int mini_caps_cache_text(const struct mini_caps *c, const char *exe, char *buf, size_t size);
 /* The cache's file name in dir. */
 #define MINI_CAPS_CACHE_FILE "caps.cache"
 

@@ -1,14 +1,17 @@
 /* The probe cache (caps.h, docs/sandbox-lifecycle.md): the process-creating
- * probes of mini_caps_detect are skipped when a file in the per-user
- * runtime directory holds exactly this host's key, which is written only
- * after they all succeeded. */
+ * probes of mini_caps_detect and the cgroup test groups are skipped when a
+ * file in the per-user runtime directory holds exactly this host's key,
+ * which is written only after the process-creating probes all succeeded,
+ * followed by what the cgroup tests found. */
 #include "caps.h"
 #include "caps_util.h"
+#include "cgroup.h"
 
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -39,7 +42,7 @@ int mini_caps_cache_key(const struct mini_caps *c, const char *exe, char *buf, s
     struct stat st;
     if (uname(&u) < 0 || stat(exe, &st) < 0)
         return -1;
-    appendf(buf, size, "mini caps cache 1\nkernel %s %s %s\nids %u %u %u %u\n", u.release, u.version, u.machine,
+    appendf(buf, size, "mini caps cache 2\nkernel %s %s %s\nids %u %u %u %u\n", u.release, u.version, u.machine,
             (unsigned)getuid(), (unsigned)geteuid(), (unsigned)getgid(), (unsigned)getegid());
     /* The daemon binary: a new build or install probes again. */
     appendf(buf, size, "exe %llu %llu %lld %lld.%09ld\n", (unsigned long long)st.st_dev,
@@ -71,6 +74,20 @@ int mini_caps_cache_key(const struct mini_caps *c, const char *exe, char *buf, s
                 appendf(buf, size, "%s", line);
     appendf(buf, size, "apparmor profile loaded %d\ncontainer %d %s\n", c->apparmor_profile_loaded, c->in_container,
             c->container);
+    /* What a cgroup test group's mkdir depends on besides the above: the
+     * directory, its owner and mode, and whether its mount is read-only. */
+    for (int i = 0; i <= MINI_CGC_COUNT; i++) {
+        bool v2 = i == MINI_CGC_COUNT;
+        const char *dir = v2 ? c->v2_dir : c->v1[i].dir;
+        if (!(v2 ? c->v2_mounted : c->v1[i].mounted))
+            continue;
+        struct statvfs vf;
+        if (stat(dir, &st) < 0 || statvfs(dir, &vf) < 0)
+            return -1;
+        appendf(buf, size, "cgroup %d %s %llu %llu %o %u %u %lld.%09ld %d\n", i, dir, (unsigned long long)st.st_dev,
+                (unsigned long long)st.st_ino, (unsigned)st.st_mode, (unsigned)st.st_uid, (unsigned)st.st_gid,
+                (long long)st.st_ctim.tv_sec, st.st_ctim.tv_nsec, (vf.f_flag & ST_RDONLY) != 0);
+    }
     size_t len = strlen(buf);
     return len + 1 < size ? (int)len : -1;
 }
@@ -82,18 +99,79 @@ static bool dir_ok(const char *dir)
     return lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & 022);
 }
 
-/* The file holds exactly key, and is a regular file of the caller's that
- * nobody else may write. */
-static bool cache_matches(const char *path, const char *key, size_t len)
+/* What the cgroup tests found, after the key: a line per tested
+ * hierarchy, "test I ERR" (I: v1 controller, MINI_CGC_COUNT: v2) and for
+ * v2 also "KILL FREEZE".  Only plain answers are kept (done, or refused
+ * for good); -1 when one is not (a test that ran out of something). */
+static int tests_text(const struct mini_caps *c, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    for (int i = 0; i <= MINI_CGC_COUNT; i++) {
+        bool v2 = i == MINI_CGC_COUNT;
+        if (!(v2 ? c->v2_mounted : c->v1[i].mounted))
+            continue;
+        int err = v2 ? c->v2_err : c->v1[i].err;
+        if (err != 0 && err != EACCES && err != EPERM && err != EROFS)
+            return -1;
+        if (v2)
+            appendf(buf, size, "test %d %d %d %d\n", i, err, c->v2_kill, c->v2_freeze);
+        else
+            appendf(buf, size, "test %d %d\n", i, err);
+    }
+    size_t len = strlen(buf);
+    return len + 1 < size ? (int)len : -1;
+}
+
+/* Set c's test results from text (tests_text's form, every tested
+ * hierarchy once, nothing else); false when it is not that. */
+static bool tests_parse(struct mini_caps *c, const char *text)
+{
+    bool seen[MINI_CGC_COUNT + 1] = { false };
+    for (const char *p = text; *p;) {
+        int i, err, kill = 0, freeze = 0, n = 0;
+        if (sscanf(p, "test %d %d%n", &i, &err, &n) != 2 || i < 0 || i > MINI_CGC_COUNT || seen[i])
+            return false;
+        bool v2 = i == MINI_CGC_COUNT;
+        if (!(v2 ? c->v2_mounted : c->v1[i].mounted) ||
+            (err != 0 && err != EACCES && err != EPERM && err != EROFS))
+            return false;
+        p += n;
+        if (v2) {
+            if (sscanf(p, " %d %d%n", &kill, &freeze, &n) != 2 || (kill & ~1) || (freeze & ~1))
+                return false;
+            p += n;
+            c->v2_err = err;
+            c->v2_kill = kill;
+            c->v2_freeze = freeze;
+        } else {
+            c->v1[i].err = err;
+        }
+        if (*p++ != '\n')
+            return false;
+        seen[i] = true;
+    }
+    for (int i = 0; i <= MINI_CGC_COUNT; i++)
+        if (!seen[i] && (i == MINI_CGC_COUNT ? c->v2_mounted : c->v1[i].mounted))
+            return false;
+    return true;
+}
+
+/* The file is a regular file of the caller's that nobody else may write,
+ * and holds exactly key followed by the cgroup tests' results, which are
+ * set in c. */
+static bool cache_matches(const char *path, const char *key, size_t len, struct mini_caps *c)
 {
     _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     struct stat st;
+    char buf[8192 + 1024];
     if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022) ||
-        st.st_size != (off_t)len)
+        st.st_size < (off_t)len || st.st_size >= (off_t)sizeof buf)
         return false;
-    char buf[8192];
-    ssize_t n = mini_read_full(fd, buf, sizeof buf);
-    return n == (ssize_t)len && memcmp(buf, key, len) == 0;
+    ssize_t n = mini_read_full(fd, buf, sizeof buf - 1);
+    if (n != st.st_size || memcmp(buf, key, len) != 0)
+        return false;
+    buf[n] = '\0';
+    return strlen(buf) == (size_t)n && tests_parse(c, buf + len);
 }
 
 int mini_caps_detect_cached(struct mini_caps *c, const char *dir, bool *hit, struct mini_err *e)
@@ -101,20 +179,31 @@ int mini_caps_detect_cached(struct mini_caps *c, const char *dir, bool *hit, str
     *hit = false;
     if (mini_caps_detect_reads(c, e) < 0)
         return -1;
-    char key[8192], path[MINI_CAPS_PATH_MAX];
-    int len = dir && dir_ok(dir) ? mini_caps_cache_key(c, "/proc/self/exe", key, sizeof key) : -1;
+    char key[8192 + 1024], path[MINI_CAPS_PATH_MAX];
+    int len = dir && dir_ok(dir) ? mini_caps_cache_key(c, "/proc/self/exe", key, 8192) : -1;
     if (len > 0 && (size_t)snprintf(path, sizeof path, "%s/" MINI_CAPS_CACHE_FILE, dir) >= sizeof path)
         len = -1;
-    if (len > 0 && cache_matches(path, key, (size_t)len)) {
+    if (len > 0 && cache_matches(path, key, (size_t)len, c)) {
+        mini_cgroups_conclude(c);
         mini_caps_set_children_all_ok(c);
         *hit = true;
         return 0;
     }
+    mini_cgroups_test(c);
+    mini_cgroups_conclude(c);
     mini_caps_detect_children(c);
-    /* Only a full success is stored.  Failing to store it costs the next
-     * start the probes, nothing else. */
+    /* Only a full success of the process-creating probes is stored.
+     * Failing to store it costs the next start the probes, nothing else. */
     struct mini_err ignored;
-    if (len > 0 && mini_caps_children_all_ok(c))
-        mini_write_file_atomic(path, key, (size_t)len, 0600, &ignored);
+    int tlen = len > 0 ? tests_text(c, key + len, sizeof key - (size_t)len) : -1;
+    if (tlen >= 0 && mini_caps_children_all_ok(c))
+        mini_write_file_atomic(path, key, (size_t)(len + tlen), 0600, &ignored);
     return 0;
+}
+
+int mini_caps_cache_text(const struct mini_caps *c, const char *exe, char *buf, size_t size)
+{
+    int len = mini_caps_cache_key(c, exe, buf, size);
+    int tlen = len > 0 ? tests_text(c, buf + len, size - (size_t)len) : -1;
+    return tlen < 0 ? -1 : len + tlen;
 }

@@ -539,7 +539,7 @@ int mini_caps_detect_reads(struct mini_caps *c, struct mini_err *e)
     detect_container(c);
     detect_seccomp_actions(c);
     detect_landlock(c);
-    mini_cgroups_probe(c);
+    mini_cgroups_find(c);
     return 0;
 }
 
@@ -577,6 +577,8 @@ int mini_caps_detect(struct mini_caps *c, struct mini_err *e)
 {
     if (mini_caps_detect_reads(c, e) < 0)
         return -1;
+    mini_cgroups_test(c);
+    mini_cgroups_conclude(c);
     mini_caps_detect_children(c);
     return 0;
 }

@@ -951,6 +951,13 @@ static unsigned v2_bits(const char *words)
 
 void mini_cgroups_probe(struct mini_caps *c)
 {
+    mini_cgroups_find(c);
+    mini_cgroups_test(c);
+    mini_cgroups_conclude(c);
+}
+
+void mini_cgroups_find(struct mini_caps *c)
+{
     struct cg_mount m1[MINI_CGC_COUNT], m2;
     memset(m1, 0, sizeof m1);
     memset(&m2, 0, sizeof m2);
@@ -987,14 +994,6 @@ void mini_cgroups_probe(struct mini_caps *c)
     }
     free(line);
 
-    for (int i = 0; i < MINI_CGC_COUNT; i++) {
-        struct mini_caps_cg1 *v = &c->v1[i];
-        if (v->mounted) {
-            v->err = try_mkdir(v->dir, NULL, NULL);
-            v->writable = v->err == 0;
-        }
-    }
-
     if (c->v2_mounted) {
         char p[MINI_CAPS_PATH_MAX + 64];
         snprintf(p, sizeof p, "%s/cgroup.controllers", c->v2_dir);
@@ -1005,10 +1004,29 @@ void mini_cgroups_probe(struct mini_caps *c)
         snprintf(p, sizeof p, "%s/cgroup.subtree_control", c->v2_dir);
         if (read_small(p, sub, sizeof sub) >= 0)
             c->v2_subtree = v2_bits(sub);
-        bool freeze = false;
-        c->v2_err = try_mkdir(c->v2_dir, &c->v2_kill, &freeze);
+    }
+}
+
+void mini_cgroups_test(struct mini_caps *c)
+{
+    c->v2_kill = c->v2_freeze = false;
+    for (int i = 0; i < MINI_CGC_COUNT; i++) {
+        struct mini_caps_cg1 *v = &c->v1[i];
+        if (v->mounted)
+            v->err = try_mkdir(v->dir, NULL, NULL);
+    }
+    if (c->v2_mounted)
+        c->v2_err = try_mkdir(c->v2_dir, &c->v2_kill, &c->v2_freeze);
+}
+
+void mini_cgroups_conclude(struct mini_caps *c)
+{
+    for (int i = 0; i < MINI_CGC_COUNT; i++)
+        c->v1[i].writable = c->v1[i].mounted && c->v1[i].err == 0;
+    if (c->v2_mounted) {
+        char p[MINI_CAPS_PATH_MAX + 64];
         c->v2_writable = c->v2_err == 0;
-        if (freeze)
+        if (c->v2_freeze)
             c->v2_controllers |= 1u << MINI_CGC_FREEZER;
         snprintf(p, sizeof p, "%s/cgroup.procs", c->v2_dir);
         bool procs_w = access(p, W_OK) == 0;

@@ -102,6 +102,13 @@ struct mini_cgroup_result {
  * test group in each, read the v2 controllers, and fill c's cgroup fields
  * (v1[], v2_*, cg_mode and cg_why: the mode mini_cgroups_init() will pick). */
 void mini_cgroups_probe(struct mini_caps *c);
+/* Its three steps: find the hierarchies and read the v2 controllers (no
+ * write); the test groups (v1[].err, v2_err, v2_kill, v2_freeze), which
+ * the probe cache may stand in for (caps_cache.c); and what follows from
+ * them (writable, v2_delegated, cg_mode, cg_why). */
+void mini_cgroups_find(struct mini_caps *c);
+void mini_cgroups_test(struct mini_caps *c);
+void mini_cgroups_conclude(struct mini_caps *c);
 
 /* Pick the mode from the probe (caps->cg_mode: v2 delegated, v1 writable,
  * or none) and create the daemon's parent groups.  "none" is not an

@@ -11,6 +11,7 @@
  *                                   this process is (tests/security/caps_cache.sh:
  *                                   the daemon must still fail closed) */
 #include "caps.h"
+#include "cgroup.h"
 #include "check.h"
 #include "mini/io.h"
 
@@ -91,10 +92,17 @@ static void checks(const char *dir, void (*plant)(void))
     replaced_and_hits(dir, "first probe");
     CHECK(mini_caps_features(&c) == mini_caps_features(&live));
     CHECK(mini_caps_children_all_ok(&c) && c.userns_why[0] == '\0');
-    char key[8192], buf[8192];
+    char key[8192], buf[9216], good[9216];
     int klen = mini_caps_cache_key(&live, "/proc/self/exe", key, sizeof key);
+    int glen = mini_caps_cache_text(&live, "/proc/self/exe", good, sizeof good);
     size_t n = file_read(buf, sizeof buf);
-    CHECK_MSG(klen > 0 && (size_t)klen == n && memcmp(key, buf, n) == 0, "the file is not the key");
+    CHECK_MSG(klen > 0 && glen > klen && (size_t)glen == n && memcmp(good, buf, n) == 0 &&
+                  memcmp(key, buf, (size_t)klen) == 0,
+              "the file is not the key and the cgroup tests' answers");
+    /* The hit stood in for the cgroup tests, with their answers. */
+    CHECK(c.cg_mode == live.cg_mode && c.v2_writable == live.v2_writable && c.v2_kill == live.v2_kill);
+    for (int i = 0; i < MINI_CGC_COUNT; i++)
+        CHECK(c.v1[i].writable == live.v1[i].writable && c.v1[i].err == live.v1[i].err);
 
     /* Each input is in the key. */
     struct mini_caps other = live;
@@ -110,14 +118,24 @@ static void checks(const char *dir, void (*plant)(void))
     file_write(buf, n, 0600);
     CHECK_MSG(!cached(dir, &c), "a changed byte hits");
     replaced_and_hits(dir, "changed byte");
-    file_write(key, n - 1, 0600);
+    file_write(good, n - 1, 0600);
     CHECK_MSG(!cached(dir, &c), "a truncated file hits");
     replaced_and_hits(dir, "truncated");
-    memcpy(buf, key, n);
+    file_write(key, (size_t)klen, 0600);
+    CHECK_MSG(!cached(dir, &c), "the key without the cgroup tests' answers hits");
+    replaced_and_hits(dir, "no answers");
+    memcpy(buf, good, n);
     memcpy(buf + n, "x\n", 2);
     file_write(buf, n + 2, 0600);
     CHECK_MSG(!cached(dir, &c), "a longer file hits");
     replaced_and_hits(dir, "longer");
+    /* A forged answer: writable where the test said otherwise, or a
+     * transient error, or an answer twice. */
+    memcpy(buf, key, (size_t)klen);
+    snprintf(buf + klen, sizeof buf - (size_t)klen, "%stest 0 11\n", good + klen);
+    file_write(buf, strlen(buf), 0600);
+    CHECK_MSG(!cached(dir, &c), "an answer given twice, or EAGAIN, hits");
+    replaced_and_hits(dir, "forged answer");
     file_write("", 0, 0600);
     CHECK_MSG(!cached(dir, &c), "an empty file hits");
     replaced_and_hits(dir, "empty");
@@ -128,10 +146,10 @@ static void checks(const char *dir, void (*plant)(void))
     replaced_and_hits(dir, "junk");
 
     /* Writable by others: the right content is not enough. */
-    file_write(key, n, 0620);
+    file_write(good, n, 0620);
     CHECK_MSG(!cached(dir, &c), "a group-writable file hits");
     replaced_and_hits(dir, "group-writable");
-    file_write(key, n, 0602);
+    file_write(good, n, 0602);
     CHECK_MSG(!cached(dir, &c), "a world-writable file hits");
     replaced_and_hits(dir, "world-writable");
 
@@ -184,9 +202,13 @@ static int forge(const char *dir, const char *exe)
 {
     struct mini_caps c;
     struct mini_err e;
-    char key[8192];
+    char key[9216];
     snprintf(path, sizeof path, "%s/" MINI_CAPS_CACHE_FILE, dir);
-    int n = mini_caps_detect_reads(&c, &e) == 0 ? mini_caps_cache_key(&c, exe, key, sizeof key) : -1;
+    int n = -1;
+    if (mini_caps_detect_reads(&c, &e) == 0) {
+        mini_cgroups_test(&c);
+        n = mini_caps_cache_text(&c, exe, key, sizeof key);
+    }
     if (n <= 0 || mini_write_file_replace(path, key, (size_t)n, 0600, false, &e) < 0) {
         fprintf(stderr, "test_caps_cache: forging %s failed\n", path);
         return 1;
