@@ -137,6 +137,9 @@ static void do_stats(struct server *s, struct client *c, const struct mini_req *
             for (struct pooled *p = ss->pool; p; p = p->next)
                 preparing += !p->ready && !p->dead;
         }
+    /* A parked session's sandbox too (session.c, park_close). */
+    for (struct pooled *p = s->parked ? s->parked->pool : NULL; p; p = p->next)
+        preparing += !p->ready && !p->dead;
     for (struct exec *x = s->execs; x; x = x->next)
         running += !x->finished;
     rep.u.stats.sessions = sessions;
