@@ -836,7 +836,8 @@ static bool park_claim(struct server *s, struct session *ss, const struct mini_r
         return false;
     /* The ids session_ids would give now: the directory may have changed
      * hands since. */
-    if (geteuid() == 0 && (st.st_uid == 0 || st.st_uid != pk->owner_uid || mini_ws_owner_group(st.st_uid) != pk->owner_gid))
+    if (geteuid() == 0 &&
+        (st.st_uid == 0 || st.st_uid != pk->owner_uid || mini_ws_owner_group(st.st_uid) != pk->owner_gid))
         return false;
     _cleanup_free_ char *key = park_key(ss);
     if (!key || strcmp(key, s->parked_key) != 0)

@@ -132,8 +132,7 @@ static bool tests_parse(struct mini_caps *c, const char *text)
         if (sscanf(p, "test %d %d%n", &i, &err, &n) != 2 || i < 0 || i > MINI_CGC_COUNT || seen[i])
             return false;
         bool v2 = i == MINI_CGC_COUNT;
-        if (!(v2 ? c->v2_mounted : c->v1[i].mounted) ||
-            (err != 0 && err != EACCES && err != EPERM && err != EROFS))
+        if (!(v2 ? c->v2_mounted : c->v1[i].mounted) || (err != 0 && err != EACCES && err != EPERM && err != EROFS))
             return false;
         p += n;
         if (v2) {
