@@ -160,10 +160,11 @@ struct sandbox_slot {
     struct mini_sandbox sb;
     struct mini_cgroup cg; /* the command's cgroup, when cgroups are used */
     char *tmpdir;          /* degraded path: the command's private TMPDIR */
+    uint64_t hidden;       /* hidden_sig() before it was prepared */
 };
-#define SANDBOX_SLOT_INIT                                               \
-    {                                                                   \
-        .sb = MINI_SANDBOX_INIT, .cg = MINI_CGROUP_INIT, .tmpdir = NULL \
+#define SANDBOX_SLOT_INIT                                                            \
+    {                                                                                \
+        .sb = MINI_SANDBOX_INIT, .cg = MINI_CGROUP_INIT, .tmpdir = NULL, .hidden = 0 \
     }
 
 struct session {

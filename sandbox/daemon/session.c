@@ -537,6 +537,35 @@ static int slot_attach(struct sandbox_slot *slot, struct mini_err *e)
     return 0;
 }
 
+/* What the profile's hidden paths are on the host now: for each, whether
+ * it exists and which file it is (lstat's device and inode), hashed
+ * (FNV-1a).  A sandbox covers what exists when it is prepared; one that
+ * waited in the pool (or parked) while a hidden path appeared or was
+ * replaced would show it, so pool_take discards it then.  0 for an
+ * image's root, whose paths are the image's. */
+static uint64_t hidden_sig(const struct session *ss)
+{
+    if (ss->image_root)
+        return 0;
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < ss->profile->n_hide; i++) {
+        struct stat st;
+        uint64_t v[3] = { 0, 0, 0 };
+        if (lstat(ss->profile->hide[i], &st) == 0) {
+            v[0] = 1;
+            v[1] = (uint64_t)st.st_dev;
+            v[2] = (uint64_t)st.st_ino;
+        } else if (errno != ENOENT && errno != ENOTDIR) {
+            v[0] = 2; /* cannot tell: what was prepared may not be trusted */
+            v[1] = (uint64_t)mini_mono_ns();
+        }
+        const unsigned char *b = (const unsigned char *)v;
+        for (size_t k = 0; k < sizeof v; k++)
+            h = (h ^ b[k]) * 1099511628211ULL;
+    }
+    return h;
+}
+
 /* Prepare one sandbox for the session: its cgroup first, then the clone,
  * on the namespace path or on the degraded path with its Landlock plan and
  * TMPDIR. */
@@ -548,6 +577,7 @@ int slot_prepare(struct server *s, struct session *ss, struct sandbox_slot *slot
     struct mini_sb_times t = { 0 }; /* prepare starts slot->sb afresh */
     *slot = (struct sandbox_slot)SANDBOX_SLOT_INIT;
     MINI_SB_MARK(&t, start);
+    slot->hidden = hidden_sig(ss);
     if (state_dir_ensure(s, e) < 0)
         return -1;
     session_spawn_cfg(s, ss, &cfg);
@@ -646,13 +676,15 @@ static bool pool_dead(const struct pooled *p)
 }
 
 /* A live prepared sandbox for a command, ready ones first; NULL if none.
- * Dead ones found on the way are discarded. */
+ * Dead ones found on the way are discarded, and so are those prepared
+ * before a hidden path changed (hidden_sig). */
 struct pooled *pool_take(struct server *s, struct session *ss)
 {
     struct pooled *best = NULL;
+    uint64_t hidden = ss->pool ? hidden_sig(ss) : 0;
     for (struct pooled *p = ss->pool, *next; p; p = next) {
         next = p->next;
-        if (pool_dead(p))
+        if (pool_dead(p) || p->slot.hidden != hidden)
             pool_discard(s, p);
         else if (!best || (p->ready && !best->ready))
             best = p;

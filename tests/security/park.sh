@@ -22,6 +22,10 @@
 #     SIGTERM while one is parked leaves none either
 #  8. an open that takes it and is abandoned (its client gone while the
 #     workspace is measured) leaves no sandbox, and the daemon serves on
+#  9. a hidden path (a secrets directory) made after the parked sandbox
+#     was prepared is hidden in the next run all the same
+# 10. the same for a session's own pool: a sandbox prepared before a
+#     hidden path appeared is not used
 #
 # Prints "N passed, N failed".
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
@@ -168,9 +172,61 @@ else
 fi
 expect_eq "[8] the daemon still runs commands there" "ok" run8 "echo ok"
 
-# 7. it expires, and SIGTERM leaves nothing
+# 9, 10. a hidden path that appears after a sandbox was prepared: the
+#    parked sandbox (9) and a session's pooled one (10) are not used, the
+#    command gets one that hides it (a secrets directory, as mini's own)
+# Outside /tmp, which strict covers with a tmpfs of its own.
+PUB=$(mktemp -d /var/tmp/mini-park.XXXXXX)
+cleanup_path "$PUB"
+chmod 755 "$PUB"
+echo "visible" >"$PUB/canary"
+chmod 644 "$PUB/canary"
+P9=$T/strict-pub.json
+python3 - "$MINI_SOURCE_DIR/profiles/strict.json" "$P9" "$PUB" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["filesystem"]["binds"].append(sys.argv[3])
+p["filesystem"]["hide"].append(sys.argv[3] + "/secrets")
+json.dump(p, open(sys.argv[2], "w"))
+PY
+read_secret="cat $PUB/secrets/.env 2>/dev/null || echo hidden"
+run9() { bounded "$MINI_BIN/mini-sandbox" run --socket "$SOCK" --workspace "$WS" --profile "$P9" -- "$1"; }
+expect_eq "[9] the sandbox sees the directory the secrets will be made in" "visible" run9 "cat $PUB/canary"
+expect_eq "[9] a run, before the secrets directory exists" "hidden" run9 "$read_secret"
 wait_until 10 one_parked || true
-if wait_until 20 no_sandbox_left; then
+mkdir "$PUB/secrets"
+echo "TOKEN-$TAG" >"$PUB/secrets/.env"
+chmod -R a+rX "$PUB/secrets"
+expect_eq "[9] the next run does not see the secrets directory made since" "hidden" run9 "$read_secret"
+expect_eq "[9] ... nor the one after" "hidden" run9 "$read_secret"
+rm -rf "$PUB/secrets"
+wait_until 10 one_parked || true
+expect_rc "[10] one session: a command, its pool refilled, then a secrets directory appears" 0 \
+    timeout 60 python3 - "$MINI_SOURCE_DIR/tests/integration" "$SOCK" "$WS" "$P9" "$PUB" "$TAG" <<'PY'
+import json, os, sys, time
+sys.path.insert(0, sys.argv[1])
+import pool_client
+sock, ws, prof, pub, tag = sys.argv[2:7]
+c = pool_client.connect(sock)
+s = c.reply(c.request("open", workspace=ws, profile_data=json.load(open(prof))))["session"]
+cmd = f"cat {pub}/secrets/.env 2>/dev/null || echo hidden"
+r = c.wait_exit(c.exec(s, cmd), timeout=30)
+assert r["output"] == "hidden\n", r
+time.sleep(1.0)  # the pool's replacement is prepared
+os.mkdir(f"{pub}/secrets")
+with open(f"{pub}/secrets/.env", "w") as f:
+    f.write(f"TOKEN-{tag}\n")
+os.chmod(f"{pub}/secrets", 0o755)
+os.chmod(f"{pub}/secrets/.env", 0o644)
+r = c.wait_exit(c.exec(s, cmd), timeout=30)
+print(r["output"], end="")
+assert r["output"] == "hidden\n", f"the pooled sandbox showed the secret: {r['output']!r}"
+PY
+
+# 7. it expires, and SIGTERM leaves nothing
+expect_rc "[7] a run" 0 sbx -- true
+RC=0 OUT= ERR=
+if wait_until 10 one_parked && wait_until 20 no_sandbox_left; then
     pass "[7] the parked sandbox is gone after the park time"
 else
     fail "[7] the parked sandbox is gone after the park time" "sandboxes of our daemon: $(n_sandboxes)"
