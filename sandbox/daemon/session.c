@@ -793,14 +793,21 @@ static char *park_key(const struct session *ss)
     return key;
 }
 
-void park_drop(struct server *s)
+/* The parked session, no longer parked (its reference now the caller's). */
+static struct session *park_take(struct server *s)
 {
     struct session *pk = s->parked;
-    if (!pk)
-        return;
     s->parked = NULL;
     free(s->parked_key);
     s->parked_key = NULL;
+    return pk;
+}
+
+void park_drop(struct server *s)
+{
+    struct session *pk = park_take(s);
+    if (!pk)
+        return;
     pool_retire_all(s, pk);
     session_unref(pk);
 }
@@ -874,9 +881,7 @@ static bool park_claim(struct server *s, struct session *ss, const struct mini_r
     _cleanup_free_ char *key = park_key(ss);
     if (!key || strcmp(key, s->parked_key) != 0)
         return false;
-    s->parked = NULL;
-    free(s->parked_key);
-    s->parked_key = NULL;
+    park_take(s);
     ss->owner_uid = pk->owner_uid;
     ss->owner_gid = pk->owner_gid;
     ss->host_uid = pk->host_uid;
