@@ -744,8 +744,12 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
     log_info("capabilities: %s%s", cached ? "the probes' results cached in " : "probed",
              cached ? cfg->caps_cache_dir : "");
     struct mini_err cge;
-    if (mini_cgroups_init_limits(&s.cgroups, &s.caps, &cge) < 0)
+    if (mini_cgroups_init_limits(&s.cgroups, &s.caps, &cge) < 0) {
         log_warn("cgroups: %s; limits fall back to rlimits", cge.msg);
+        /* The cache called them writable: the next start tests again. */
+        if (cached)
+            mini_caps_cache_forget(cfg->caps_cache_dir);
+    }
     mini_cgroups_update_caps(&s.cgroups, &s.caps);
     log_info("cgroups: %s", s.cgroups.note);
     if (asprintf(&s.root_dir, "%s/root", cfg->state_dir) < 0) {

@@ -195,8 +195,9 @@ void mini_caps_set_children_all_ok(struct mini_caps *c);
  * the same namespaces, sysctls, AppArmor label and restriction,
  * capabilities, seccomp state and no_new_privs, the same cgroup
  * directories (owner, mode, read-only mount).  It also stands in for the
- * cgroup test groups (mkdir + rmdir per hierarchy), whose answers follow
- * the key in the file.  Only a full success of the process probes is
+ * cgroup test groups (mkdir + rmdir per hierarchy) that succeeded, whose
+ * answers follow the key in the file (refused ones are tested again, at
+ * the cost of a failing mkdir).  Only a full success of the process probes is
  * ever stored, so a cache can never make a profile run degraded; a
  * mechanism it wrongly claims is found missing when a sandbox is made,
  * and that command fails (the daemon fails closed).  A file that is not
@@ -216,6 +217,9 @@ int mini_caps_cache_key(const struct mini_caps *c, const char *exe, char *buf, s
  * the key, then those tests' results.  Its length, or -1 when buf is too
  * small or a test's answer is not one to keep (a transient error). */
 int mini_caps_cache_text(const struct mini_caps *c, const char *exe, char *buf, size_t size);
+/* Remove dir's cache: what it said did not hold (a cgroup it called
+ * writable was not), so that the next start probes. */
+void mini_caps_cache_forget(const char *dir);
 /* The cache's file name in dir. */
 #define MINI_CAPS_CACHE_FILE "caps.cache"
 

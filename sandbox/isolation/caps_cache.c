@@ -183,12 +183,15 @@ int mini_caps_detect_cached(struct mini_caps *c, const char *dir, bool *hit, str
     if (len > 0 && (size_t)snprintf(path, sizeof path, "%s/" MINI_CAPS_CACHE_FILE, dir) >= sizeof path)
         len = -1;
     if (len > 0 && cache_matches(path, key, (size_t)len, c)) {
+        /* Only its "done" answers stand in for a test: a refusal costs a
+         * failing mkdir to check, and a forged one would take limits away. */
+        mini_cgroups_test(c, true);
         mini_cgroups_conclude(c);
         mini_caps_set_children_all_ok(c);
         *hit = true;
         return 0;
     }
-    mini_cgroups_test(c);
+    mini_cgroups_test(c, false);
     mini_cgroups_conclude(c);
     mini_caps_detect_children(c);
     /* Only a full success of the process-creating probes is stored.
@@ -198,6 +201,13 @@ int mini_caps_detect_cached(struct mini_caps *c, const char *dir, bool *hit, str
     if (tlen >= 0 && mini_caps_children_all_ok(c))
         mini_write_file_atomic(path, key, (size_t)(len + tlen), 0600, &ignored);
     return 0;
+}
+
+void mini_caps_cache_forget(const char *dir)
+{
+    char path[MINI_CAPS_PATH_MAX];
+    if (dir && (size_t)snprintf(path, sizeof path, "%s/" MINI_CAPS_CACHE_FILE, dir) < sizeof path)
+        unlink(path);
 }
 
 int mini_caps_cache_text(const struct mini_caps *c, const char *exe, char *buf, size_t size)

@@ -577,7 +577,7 @@ int mini_caps_detect(struct mini_caps *c, struct mini_err *e)
 {
     if (mini_caps_detect_reads(c, e) < 0)
         return -1;
-    mini_cgroups_test(c);
+    mini_cgroups_test(c, false);
     mini_cgroups_conclude(c);
     mini_caps_detect_children(c);
     return 0;

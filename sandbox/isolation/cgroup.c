@@ -952,7 +952,7 @@ static unsigned v2_bits(const char *words)
 void mini_cgroups_probe(struct mini_caps *c)
 {
     mini_cgroups_find(c);
-    mini_cgroups_test(c);
+    mini_cgroups_test(c, false);
     mini_cgroups_conclude(c);
 }
 
@@ -1007,16 +1007,17 @@ void mini_cgroups_find(struct mini_caps *c)
     }
 }
 
-void mini_cgroups_test(struct mini_caps *c)
+void mini_cgroups_test(struct mini_caps *c, bool refused_only)
 {
-    c->v2_kill = c->v2_freeze = false;
     for (int i = 0; i < MINI_CGC_COUNT; i++) {
         struct mini_caps_cg1 *v = &c->v1[i];
-        if (v->mounted)
+        if (v->mounted && (!refused_only || v->err != 0))
             v->err = try_mkdir(v->dir, NULL, NULL);
     }
-    if (c->v2_mounted)
+    if (c->v2_mounted && (!refused_only || c->v2_err != 0)) {
+        c->v2_kill = c->v2_freeze = false;
         c->v2_err = try_mkdir(c->v2_dir, &c->v2_kill, &c->v2_freeze);
+    }
 }
 
 void mini_cgroups_conclude(struct mini_caps *c)

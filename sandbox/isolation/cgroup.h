@@ -104,10 +104,12 @@ struct mini_cgroup_result {
 void mini_cgroups_probe(struct mini_caps *c);
 /* Its three steps: find the hierarchies and read the v2 controllers (no
  * write); the test groups (v1[].err, v2_err, v2_kill, v2_freeze), which
- * the probe cache may stand in for (caps_cache.c); and what follows from
- * them (writable, v2_delegated, cg_mode, cg_why). */
+ * the probe cache may stand in for (caps_cache.c: refused_only, the
+ * hierarchies it says refused are tested again, so that a cache never
+ * takes a limit away); and what follows from them (writable,
+ * v2_delegated, cg_mode, cg_why). */
 void mini_cgroups_find(struct mini_caps *c);
-void mini_cgroups_test(struct mini_caps *c);
+void mini_cgroups_test(struct mini_caps *c, bool refused_only);
 void mini_cgroups_conclude(struct mini_caps *c);
 
 /* Pick the mode from the probe (caps->cg_mode: v2 delegated, v1 writable,

@@ -33,6 +33,26 @@ expect_eq "a command runs under strict with the cached result" "ok" \
     bounded "$MINI_BIN/mini-sandbox" run --socket "$SOCK" --workspace "$WS" --profile strict -- 'echo ok' </dev/null
 stop_daemon
 
+# ---- a cache that calls every cgroup hierarchy writable ----------------------
+# Where one is not (rootless on cgroup v1, say), the daemon's own groups
+# fail: it falls back to rlimits, as a probe would have made it, and
+# removes the cache so that the next start tests again.
+stop_daemon
+: >"$DAEMON_LOG"
+run "$MINI_BIN/test_caps_cache" forge-cgroups "$XDG_RUNTIME_DIR/mini" "$MINI_BIN/mini-sandboxd"
+check "forge a cache that calls every cgroup hierarchy writable" test "$RC" = 0
+MINI_TEST_LOG_LEVEL=info start_daemon
+expect_eq "a command runs with that cache" "ok" \
+    bounded "$MINI_BIN/mini-sandbox" run --socket "$SOCK" --workspace "$WS" --profile strict -- 'echo ok' </dev/null
+RC=0 OUT= ERR=
+if grep -q "limits fall back to rlimits" "$DAEMON_LOG"; then
+    if [[ ! -e $CACHE ]]; then pass "the cgroups it called writable were not: the cache is removed"
+    else fail "the cgroups it called writable were not: the cache is removed" "$CACHE is still there"; fi
+else
+    pass "the cgroups it called writable are (the claim was true here)"
+fi
+stop_daemon
+
 # ---- a forged cache where user namespaces are blocked ------------------------
 if ! "$NOUSERNS" true 2>/dev/null || "$NOUSERNS" unshare -U true 2>/dev/null; then
     skip "a forged cache fails closed" "cannot block user namespaces here (mini-test-nouserns)"

@@ -136,6 +136,24 @@ static void checks(const char *dir, void (*plant)(void))
     file_write(buf, strlen(buf), 0600);
     CHECK_MSG(!cached(dir, &c), "an answer given twice, or EAGAIN, hits");
     replaced_and_hits(dir, "forged answer");
+    /* Refusals it says are tested again: a forged one takes nothing away. */
+    memcpy(buf, key, (size_t)klen);
+    buf[klen] = '\0';
+    for (int i = 0; i <= MINI_CGC_COUNT; i++) {
+        size_t at = strlen(buf);
+        if (i < MINI_CGC_COUNT && live.v1[i].mounted)
+            snprintf(buf + at, sizeof buf - at, "test %d %d\n", i, EACCES);
+        else if (i == MINI_CGC_COUNT && live.v2_mounted)
+            snprintf(buf + at, sizeof buf - at, "test %d %d %d %d\n", i, EACCES, live.v2_kill, live.v2_freeze);
+    }
+    file_write(buf, strlen(buf), 0600);
+    CHECK_MSG(cached(dir, &c), "answers of refusals do not hit");
+    CHECK_MSG(c.cg_mode == live.cg_mode && c.v2_writable == live.v2_writable,
+              "a cache that says every cgroup refused changed what the daemon uses");
+    for (int i = 0; i < MINI_CGC_COUNT; i++)
+        CHECK_MSG(c.v1[i].writable == live.v1[i].writable, "v1 %s: a forged refusal was taken", mini_cg_ctrl_name(i));
+    unlink(path);
+    CHECK(!cached(dir, &c) && cached(dir, &c));
     file_write("", 0, 0600);
     CHECK_MSG(!cached(dir, &c), "an empty file hits");
     replaced_and_hits(dir, "empty");
@@ -198,7 +216,9 @@ static void plant_by_parent(void)
     CHECK(write(to_parent[1], &x, 1) == 1 && read(from_parent[0], &x, 1) == 1);
 }
 
-static int forge(const char *dir, const char *exe)
+/* writable: every cgroup hierarchy is said to be, whatever its test
+ * found (the daemon must then fall back and forget the cache). */
+static int forge(const char *dir, const char *exe, bool writable)
 {
     struct mini_caps c;
     struct mini_err e;
@@ -206,7 +226,11 @@ static int forge(const char *dir, const char *exe)
     snprintf(path, sizeof path, "%s/" MINI_CAPS_CACHE_FILE, dir);
     int n = -1;
     if (mini_caps_detect_reads(&c, &e) == 0) {
-        mini_cgroups_test(&c);
+        mini_cgroups_test(&c, false);
+        for (int i = 0; writable && i < MINI_CGC_COUNT; i++)
+            c.v1[i].err = 0;
+        if (writable)
+            c.v2_err = 0;
         n = mini_caps_cache_text(&c, exe, key, sizeof key);
     }
     if (n <= 0 || mini_write_file_replace(path, key, (size_t)n, 0600, false, &e) < 0) {
@@ -219,7 +243,9 @@ static int forge(const char *dir, const char *exe)
 int main(int argc, char **argv)
 {
     if (argc == 4 && strcmp(argv[1], "forge") == 0)
-        return forge(argv[2], argv[3]);
+        return forge(argv[2], argv[3], false);
+    if (argc == 4 && strcmp(argv[1], "forge-cgroups") == 0)
+        return forge(argv[2], argv[3], true);
     char dir[] = "/tmp/mini-caps-cache.XXXXXX";
     if (!mkdtemp(dir))
         return 1;
