@@ -1,6 +1,7 @@
 /* What this machine offers, found by trying it (see caps.h): namespaces,
  * seccomp, Landlock, overlayfs in a user namespace, signs of a container;
- * the cgroup hierarchies are found by cgroup.c (mini_cgroups_probe). */
+ * the cgroup hierarchies are found and tested by cgroup.c (mini_cgroups_find,
+ * _test, _conclude). */
 #include "caps.h"
 #include "caps_util.h"
 #include "cgroup.h"

@@ -949,13 +949,6 @@ static unsigned v2_bits(const char *words)
     return b;
 }
 
-void mini_cgroups_probe(struct mini_caps *c)
-{
-    mini_cgroups_find(c);
-    mini_cgroups_test(c, false);
-    mini_cgroups_conclude(c);
-}
-
 void mini_cgroups_find(struct mini_caps *c)
 {
     struct cg_mount m1[MINI_CGC_COUNT], m2;

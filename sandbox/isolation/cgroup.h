@@ -97,17 +97,16 @@ struct mini_cgroup_result {
     enum mini_limit limit;  /* MEMORY if oom_killed, else PIDS if pids_limited, else NONE */
 };
 
-/* Discovery, for mini_caps_detect(): find the v1 and v2 hierarchies from
- * /proc/self/mountinfo and /proc/self/cgroup, try to create and remove a
- * test group in each, read the v2 controllers, and fill c's cgroup fields
- * (v1[], v2_*, cg_mode and cg_why: the mode mini_cgroups_init() will pick). */
-void mini_cgroups_probe(struct mini_caps *c);
-/* Its three steps: find the hierarchies and read the v2 controllers (no
- * write); the test groups (v1[].err, v2_err, v2_kill, v2_freeze), which
- * the probe cache may stand in for (caps_cache.c: refused_only, the
- * hierarchies it says refused are tested again, so that a cache never
- * takes a limit away); and what follows from them (writable,
- * v2_delegated, cg_mode, cg_why). */
+/* Discovery, for mini_caps_detect(), in three steps that fill c's cgroup
+ * fields (v1[], v2_*, cg_mode and cg_why: the mode mini_cgroups_init()
+ * will pick):
+ *   _find: the v1 and v2 hierarchies from /proc/self/mountinfo and
+ *     /proc/self/cgroup, and the v2 controllers (reads only);
+ *   _test: create and remove a test group in each (v1[].err, v2_err,
+ *     v2_kill, v2_freeze), which the probe cache stands in for
+ *     (caps_cache.c); refused_only: only those it says refused are tested
+ *     again, so that a cache never takes a limit away;
+ *   _conclude: what follows (writable, v2_delegated, cg_mode, cg_why). */
 void mini_cgroups_find(struct mini_caps *c);
 void mini_cgroups_test(struct mini_caps *c, bool refused_only);
 void mini_cgroups_conclude(struct mini_caps *c);
