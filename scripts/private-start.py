@@ -9,46 +9,19 @@ another: its start to the `hello` reply, the `open`, one `exec` of
 `true` with `last` to its `exit`, and the daemon's exit after the
 connection closes (what `run` waits for, so that nothing is left).  It
 prints the p50 of each.  Python's own fork and exec are in the first
-figure.  docs/sandbox-lifecycle.md quotes it.  As root, WORKSPACE must
+figure, and the protocol client of tests/integration/pool_client.py in
+all.  docs/sandbox-lifecycle.md quotes it.  As root, WORKSPACE must
 belong to an unprivileged user (a root daemon refuses root's)."""
 import argparse
-import json
+import os
 import socket
 import statistics
-import struct
 import subprocess
+import sys
 import time
 
-
-def frame(obj):
-    body = json.dumps(obj).encode()
-    return struct.pack(">I", len(body)) + body
-
-
-def read_frame(sock):
-    head = b""
-    while len(head) < 4:
-        chunk = sock.recv(4 - len(head))
-        if not chunk:
-            raise EOFError("the daemon closed the connection")
-        head += chunk
-    n = struct.unpack(">I", head)[0]
-    body = b""
-    while len(body) < n:
-        chunk = sock.recv(n - len(body))
-        if not chunk:
-            raise EOFError("the daemon closed the connection mid-frame")
-        body += chunk
-    return json.loads(body)
-
-
-def reply(sock, rid):
-    while True:
-        msg = read_frame(sock)
-        if msg.get("op") == "error":
-            raise RuntimeError(f"daemon error: {msg}")
-        if msg.get("id") == rid and msg.get("op") != "output":
-            return msg
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
+from pool_client import Conn  # noqa: E402
 
 
 def one(bindir, workspace, profile):
@@ -57,19 +30,17 @@ def one(bindir, workspace, profile):
     daemon = subprocess.Popen([bindir + "/mini-sandboxd", "--inherit-fd", str(theirs.fileno()), "--foreground"],
                               pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
     theirs.close()
+    c = Conn(None, sock=ours)
     try:
-        ours.sendall(frame({"op": "hello", "id": 1, "version": 1, "client": "private-start.py"}))
-        reply(ours, 1)
+        c.hello(client="private-start.py")
         t1 = time.perf_counter()
-        ours.sendall(frame({"op": "open", "id": 2, "workspace": workspace, "profile": profile}))
-        session = reply(ours, 2)["session"]
+        session = c.open(workspace, profile=profile)
         t2 = time.perf_counter()
-        ours.sendall(frame({"op": "exec", "id": 3, "session": session, "argv": ["true"], "last": True}))
-        if reply(ours, 3)["returncode"] != 0:
+        if c.wait_exit(c.exec(session, argv=["true"], last=True))["returncode"] != 0:
             raise RuntimeError("true failed in the sandbox")
         t3 = time.perf_counter()
     finally:
-        ours.close()
+        c.close()
     daemon.wait()
     t4 = time.perf_counter()
     return [(b - a) * 1e3 for a, b in ((t0, t1), (t1, t2), (t2, t3), (t3, t4))]

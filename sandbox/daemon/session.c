@@ -850,13 +850,17 @@ static bool park_close(struct server *s, struct session *ss)
     return true;
 }
 
-static bool same_file(int a, int b)
+/* fd b is the directory a is, on the same mount; *owner: b's owner. */
+static bool same_dir_fd(int a, int b, uid_t *owner)
 {
     struct statx x, y;
-    unsigned want = STATX_INO | STATX_MNT_ID;
-    return statx(a, "", AT_EMPTY_PATH, want, &x) == 0 && statx(b, "", AT_EMPTY_PATH, want, &y) == 0 &&
-        (x.stx_mask & want) == want && (y.stx_mask & want) == want && x.stx_dev_major == y.stx_dev_major &&
-        x.stx_dev_minor == y.stx_dev_minor && x.stx_ino == y.stx_ino && x.stx_mnt_id == y.stx_mnt_id;
+    unsigned want = STATX_INO | STATX_UID | STATX_MNT_ID;
+    if (statx(a, "", AT_EMPTY_PATH, want, &x) < 0 || statx(b, "", AT_EMPTY_PATH, want, &y) < 0 ||
+        (x.stx_mask & want) != want || (y.stx_mask & want) != want)
+        return false;
+    *owner = y.stx_uid;
+    return x.stx_dev_major == y.stx_dev_major && x.stx_dev_minor == y.stx_dev_minor && x.stx_ino == y.stx_ino &&
+        x.stx_mnt_id == y.stx_mnt_id;
 }
 
 /* An open like the parked session takes it over: the same workspace
@@ -867,16 +871,15 @@ static bool same_file(int a, int b)
 static bool park_claim(struct server *s, struct session *ss, const struct mini_req_open *o)
 {
     struct session *pk = s->parked;
-    struct stat st;
+    uid_t owner;
     /* refs 1: its commands are reaped, so that nothing of the earlier
      * session runs as the uid the new one takes. */
     if (!pk || pk->refs != 1 || o->image || ss->profile->image || strcmp(pk->workspace, ss->workspace) != 0 ||
-        !same_file(pk->ws_fd, ss->ws_fd) || fstat(ss->ws_fd, &st) < 0)
+        !same_dir_fd(pk->ws_fd, ss->ws_fd, &owner))
         return false;
     /* The ids session_ids would give now: the directory may have changed
      * hands since. */
-    if (geteuid() == 0 &&
-        (st.st_uid == 0 || st.st_uid != pk->owner_uid || mini_ws_owner_group(st.st_uid) != pk->owner_gid))
+    if (geteuid() == 0 && (owner == 0 || owner != pk->owner_uid || mini_ws_owner_group(owner) != pk->owner_gid))
         return false;
     _cleanup_free_ char *key = park_key(ss);
     if (!key || strcmp(key, s->parked_key) != 0)

@@ -220,8 +220,11 @@ int mini_caps_cache_text(const struct mini_caps *c, const char *exe, char *buf, 
 /* Remove dir's cache: what it said did not hold (a cgroup it called
  * writable was not), so that the next start probes. */
 void mini_caps_cache_forget(const char *dir);
-/* The cache's file name in dir. */
+/* The cache's file name in dir, and the most it holds: the key (less
+ * than MINI_CAPS_KEY_MAX) and the cgroup tests' answers. */
 #define MINI_CAPS_CACHE_FILE "caps.cache"
+#define MINI_CAPS_KEY_MAX 8192
+#define MINI_CAPS_CACHE_MAX (MINI_CAPS_KEY_MAX + 1024)
 
 /* MINI_FEAT_* bits this machine provides to a sandbox.  Namespace bits are
  * set only with user namespaces (the sandbox always creates one);

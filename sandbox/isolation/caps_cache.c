@@ -162,7 +162,7 @@ static bool cache_matches(const char *path, const char *key, size_t len, struct 
 {
     _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     struct stat st;
-    char buf[8192 + 1024];
+    char buf[MINI_CAPS_CACHE_MAX];
     if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022) ||
         st.st_size < (off_t)len || st.st_size >= (off_t)sizeof buf)
         return false;
@@ -178,8 +178,8 @@ int mini_caps_detect_cached(struct mini_caps *c, const char *dir, bool *hit, str
     *hit = false;
     if (mini_caps_detect_reads(c, e) < 0)
         return -1;
-    char key[8192 + 1024], path[MINI_CAPS_PATH_MAX];
-    int len = dir && dir_ok(dir) ? mini_caps_cache_key(c, "/proc/self/exe", key, 8192) : -1;
+    char key[MINI_CAPS_CACHE_MAX], path[MINI_CAPS_PATH_MAX];
+    int len = dir && dir_ok(dir) ? mini_caps_cache_key(c, "/proc/self/exe", key, MINI_CAPS_KEY_MAX) : -1;
     if (len > 0 && (size_t)snprintf(path, sizeof path, "%s/" MINI_CAPS_CACHE_FILE, dir) >= sizeof path)
         len = -1;
     if (len > 0 && cache_matches(path, key, (size_t)len, c)) {

@@ -210,12 +210,15 @@ def encode(msg):
 class Conn:
     """One connection to the daemon.  Every read has a deadline."""
 
-    def __init__(self, path, timeout=DEFAULT_TIMEOUT):
+    def __init__(self, path, timeout=DEFAULT_TIMEOUT, sock=None):
+        """path: the daemon's socket; or sock, a connected one (a private
+        daemon's end of a socketpair, say), with path None."""
         self.path = path
         self.timeout = timeout
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock = sock or socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(timeout)
-        self.sock.connect(path)
+        if sock is None:
+            self.sock.connect(path)
         self._buf = b""
         self._next_id = 1
         self._pending = {}      # id -> [messages not yet handed out]

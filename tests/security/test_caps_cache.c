@@ -92,7 +92,7 @@ static void checks(const char *dir, void (*plant)(void))
     replaced_and_hits(dir, "first probe");
     CHECK(mini_caps_features(&c) == mini_caps_features(&live));
     CHECK(mini_caps_children_all_ok(&c) && c.userns_why[0] == '\0');
-    char key[8192], buf[9216], good[9216];
+    char key[MINI_CAPS_KEY_MAX], buf[MINI_CAPS_CACHE_MAX], good[MINI_CAPS_CACHE_MAX];
     int klen = mini_caps_cache_key(&live, "/proc/self/exe", key, sizeof key);
     int glen = mini_caps_cache_text(&live, "/proc/self/exe", good, sizeof good);
     size_t n = file_read(buf, sizeof buf);
@@ -107,7 +107,7 @@ static void checks(const char *dir, void (*plant)(void))
     /* Each input is in the key. */
     struct mini_caps other = live;
     other.in_container = !other.in_container;
-    char okey[8192];
+    char okey[MINI_CAPS_KEY_MAX];
     CHECK(mini_caps_cache_key(&other, "/proc/self/exe", okey, sizeof okey) > 0 && strcmp(okey, key) != 0);
     CHECK(mini_caps_cache_key(&live, "/bin/sh", okey, sizeof okey) > 0 && strcmp(okey, key) != 0);
     CHECK(mini_caps_cache_key(&live, "/proc/self/exe", okey, 64) == -1);
@@ -222,7 +222,7 @@ static int forge(const char *dir, const char *exe, bool writable)
 {
     struct mini_caps c;
     struct mini_err e;
-    char key[9216];
+    char key[MINI_CAPS_CACHE_MAX];
     snprintf(path, sizeof path, "%s/" MINI_CAPS_CACHE_FILE, dir);
     int n = -1;
     if (mini_caps_detect_reads(&c, &e) == 0) {
