@@ -61,9 +61,9 @@ struct mini_spawn_cfg {
     bool cgroup_pids;     /* pids are limited by a cgroup: no RLIMIT_NPROC */
     /* The command's cgroup, joined by the sandbox from its first step:
      * v2 through clone3's CLONE_INTO_CGROUP (the group's directory fd),
-     * v1 by the child writing itself into each hierarchy's cgroup.procs. */
+     * v1 by the child writing itself into each hierarchy's `tasks`. */
     int cgroup_fd;           /* v2 group directory, else -1 */
-    const int *cgroup_procs; /* v1 cgroup.procs fds, opened for writing */
+    const int *cgroup_procs; /* v1 `tasks` fds, opened for writing */
     size_t n_cgroup_procs;
     /* The degraded path (no user namespaces): no namespaces at all; the
      * sandbox is confined by this Landlock plan, its seccomp supplement,

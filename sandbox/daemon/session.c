@@ -477,7 +477,7 @@ static int landlock_allow_init(const struct server *s, struct mini_landlock_plan
     return mini_landlock_plan_add(plan, path, MINI_LL_FS_EXECUTE | MINI_LL_FS_READ_FILE, e);
 }
 
-/* The v1 cgroup.procs fds a child writes itself into, open only while it
+/* The v1 `tasks` fds a child writes itself into, open only while it
  * is being cloned. */
 struct cgroup_procs {
     int fds[MINI_CG_HIER_MAX];
@@ -493,7 +493,7 @@ static void cgroup_procs_close(struct cgroup_procs *p)
 
 /* The command's cgroup, which the sandbox joins from its first step (see
  * mini_spawn_cfg): created with the profile's limits, and its v1
- * cgroup.procs opened for the child. */
+ * `tasks` opened for the child. */
 static int slot_cgroup(struct server *s, struct session *ss, struct sandbox_slot *slot, struct cgroup_procs *procs,
                        struct mini_spawn_cfg *cfg, struct mini_err *e)
 {

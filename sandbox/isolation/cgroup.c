@@ -661,8 +661,8 @@ int mini_cgroup_open_procs(const struct mini_cgroup *c, int fds[MINI_CG_HIER_MAX
         return 0;
     for (size_t k = 0; k < c->n_dirs; k++) {
         char p[MINI_CG_PATH_MAX + 16];
-        if (path_join(p, sizeof p, c->dirs[k], "cgroup.procs") < 0 || (fds[k] = open(p, O_WRONLY | O_CLOEXEC)) < 0) {
-            mini_err_sys(e, MINI_E_IO, errno, "opening %s/cgroup.procs", c->dirs[k]);
+        if (path_join(p, sizeof p, c->dirs[k], "tasks") < 0 || (fds[k] = open(p, O_WRONLY | O_CLOEXEC)) < 0) {
+            mini_err_sys(e, MINI_E_IO, errno, "opening %s/tasks", c->dirs[k]);
             for (size_t j = 0; j < k; j++)
                 close(fds[j]);
             return -1;

@@ -153,11 +153,16 @@ int mini_cgroup_create(struct mini_cgroups *cg, const char *name, const struct m
  * clone3 and the "go" message).  v2 alternative: clone3 with
  * CLONE_INTO_CGROUP and c->fd. */
 int mini_cgroup_attach(struct mini_cgroup *c, pid_t pid, struct mini_err *e);
-/* Open cgroup.procs of every v1 hierarchy of the group for writing, so
- * that a child can move itself in by writing "0" (the permission check
- * uses the opener's credentials, so a child whose ids have changed may
- * still do it).  Returns how many fds were stored (0 on v2, which uses
- * CLONE_INTO_CGROUP and c->fd instead), or -1 with e filled. */
+/* Open `tasks` of every v1 hierarchy of the group for writing, so that a
+ * single-threaded child can move itself in by writing "0" (the permission
+ * check uses the opener's credentials, so a child whose ids have changed
+ * may still do it).  `tasks`, not `cgroup.procs`: the kernel moves the
+ * writer's own thread without taking the global threadgroup lock for
+ * writing, which waits for an RCU grace period (milliseconds on an idle
+ * machine) while holding cgroup_mutex, and so stalls every other mkdir
+ * and rmdir of a cgroup on the host.  For a process with one thread the
+ * result is the same.  Returns how many fds were stored (0 on v2, which
+ * uses CLONE_INTO_CGROUP and c->fd instead), or -1 with e filled. */
 int mini_cgroup_open_procs(const struct mini_cgroup *c, int fds[MINI_CG_HIER_MAX], struct mini_err *e);
 /* Read the counters.  Call after the command ended and before destroy;
  * may also be polled while it runs (cpu_ms for a CPU-time limit on the

@@ -98,6 +98,41 @@ fi
 check "the daemon's peak memory grew by less than 64 MiB for 1 GiB of output ($((after - before)) KiB)" \
     test $((after - before)) -lt 65536
 
+# ---- every process of a command is in the command's own cgroups (host side) -------
+# The sandbox joins its v1 groups by writing "0" to `tasks`, which moves
+# only the writing thread: check on the host that the whole tree, init
+# and the command's children and threads, landed in them, in every
+# hierarchy that limits it.
+if is_root; then
+    small --timeout 15 -- "sleep 47.$TAG & python3 -c 'import threading, time; t = threading.Thread(target=time.sleep, args=(47,)); t.start(); t.join()' & wait" \
+        >/dev/null 2>&1 &
+    BG_PIDS+=($!)
+    tree_in_groups() {
+        local sl sh init p tid line bad=0 n=0
+        sl=$(pids_by_cmdline "sleep 47.$TAG")
+        [[ -n $sl ]] || return 1
+        sh=$(ps -o ppid= -p "$sl" | tr -d ' ')
+        init=$(ps -o ppid= -p "$sh" | tr -d ' ')
+        # sh's children: the sleep and the python with its second thread
+        for p in $init $sh $(pgrep -P "$sh"); do
+            for tid in /proc/"$p"/task/*; do
+                [[ -r $tid/cgroup ]] || continue
+                for h in memory pids; do
+                    line=$(grep -E "^[0-9]+:([^:]*,)?$h(,[^:]*)?:" "$tid/cgroup")
+                    n=$((n + 1))
+                    [[ $line == *"/mini-sandboxd-$DAEMON_PID/c-"* ]] || bad=$((bad + 1))
+                done
+            done
+        done
+        # init, sh, sleep and python's two threads, in two hierarchies
+        [[ $n -ge 10 && $bad == 0 ]]
+    }
+    check "the command, its children, their threads and init are all in the command's memory and pids cgroups" \
+        wait_until 10 tree_in_groups
+    pkill -f "^sleep 47.$TAG\$" || true
+    pkill -f "^python3 -c import threading, time" || true
+fi
+
 # ---- 200 commands leave nothing behind ------------------------------------------------
 count_cgroups() {
     local n=0 d
