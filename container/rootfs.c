@@ -63,13 +63,9 @@ static int mkdirs_in_root(struct build *b, const char *path)
             *slash = '\0';
             _cleanup_close_ int parent = open_in_root(b, *buf ? buf : "/", O_DIRECTORY);
             *slash = '/';
-            if (parent < 0)
-                return -1;
-            /* O_PATH fds cannot be used with mkdirat: reopen. */
-            char proc[64];
-            snprintf(proc, sizeof proc, "/proc/self/fd/%d", parent);
-            _cleanup_close_ int pdir = open(proc, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-            if (pdir < 0 || (mkdirat(pdir, slash + 1, 0755) < 0 && errno != EEXIST))
+            /* An O_PATH directory fd serves as the dirfd of the *at calls
+             * (the permission check is on the directory itself). */
+            if (parent < 0 || (mkdirat(parent, slash + 1, 0755) < 0 && errno != EEXIST))
                 return -1;
             fd = open_in_root(b, buf, O_DIRECTORY);
         }
@@ -100,12 +96,7 @@ static int mkfile_in_root(struct build *b, const char *path)
     _cleanup_close_ int parent = mkdirs_in_root(b, *dir ? dir : "/");
     if (parent < 0)
         return -1;
-    char proc[64];
-    snprintf(proc, sizeof proc, "/proc/self/fd/%d", parent);
-    _cleanup_close_ int pdir = open(proc, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (pdir < 0)
-        return -1;
-    int f = openat(pdir, slash + 1, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    int f = openat(parent, slash + 1, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (f < 0 && errno != EEXIST)
         return -1;
     mini_close(f);
@@ -166,11 +157,9 @@ static int copy_symlink(struct build *b, const char *path)
     char *slash = strrchr(dir, '/');
     *slash = '\0';
     _cleanup_close_ int parent = mkdirs_in_root(b, *dir ? dir : "/");
-    char p[32];
     if (parent < 0)
         return fail(b, errno, "creating", dir);
-    _cleanup_close_ int pdir = open(fdpath(p, parent), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (pdir < 0 || (symlinkat(target, pdir, slash + 1) < 0 && errno != EEXIST))
+    if (symlinkat(target, parent, slash + 1) < 0 && errno != EEXIST)
         return fail(b, errno, "creating link", path);
     return 0;
 }
@@ -303,8 +292,7 @@ static int add_dev(struct build *b)
         { "ptmx", "pts/ptmx" },          { "fd", "/proc/self/fd" },       { "stdin", "/proc/self/fd/0" },
         { "stdout", "/proc/self/fd/1" }, { "stderr", "/proc/self/fd/2" },
     };
-    _cleanup_close_ int dev = open_in_root(b, "/dev", O_DIRECTORY);
-    _cleanup_close_ int devdir = dev < 0 ? -1 : open(fdpath(p, dev), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    _cleanup_close_ int devdir = open_in_root(b, "/dev", O_DIRECTORY);
     if (devdir < 0)
         return fail(b, errno, "opening", "/dev");
     for (size_t i = 0; i < MINI_ARRAY_SIZE(links); i++)
