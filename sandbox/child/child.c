@@ -91,11 +91,9 @@ static __attribute__((noreturn, format(printf, 3, 4))) void fail_sys(struct chil
 /* Move this process into its command's cgroup (v1: one `tasks` file per
  * hierarchy, opened by the daemon; "0" is the calling thread, and this
  * process has no other: see mini_cgroup_open_procs), first thing after
- * the clone, so that
- * everything it does from here on is limited and accounted.  Done here
- * rather than by the daemon: a migration may wait for an RCU grace period,
- * which would stall the daemon's loop for every client.  A failure is
- * reported by take_fds, once there is a channel to report it on. */
+ * the clone, so that everything it does from here on is limited and
+ * accounted, and off the daemon's loop.  A failure is reported by
+ * take_fds, once there is a channel to report it on. */
 static void join_cgroup(struct child *c)
 {
     for (size_t i = 0; i < c->cfg->n_cgroup_procs && !c->cgroup_err; i++)
