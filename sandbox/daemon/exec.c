@@ -762,7 +762,8 @@ void do_exec(struct server *s, struct client *c, const struct mini_req *req)
      * own, after a pause (an agent's), leaves that to its exit (after the
      * reply): a replacement prepared meanwhile competes with it for the
      * CPU and for the kernel's locks (mount and cgroup creation), and
-     * would only have been ready sooner than needed.  docs/sandbox-lifecycle.md has the figures. */
+     * would only have been ready sooner than needed.
+     * docs/sandbox-lifecycle.md has the figures. */
     if (!x->last && (ss->running > 1 || back_to_back(ss, x->start_ns)))
         pool_fill(s, ss);
     return;
