@@ -560,8 +560,8 @@ int mini_mkdir_p(const char *path, int mode, struct mini_err *e)
 
 int mini_send_fds(int sock, const void *p, size_t n, const int *fds, size_t n_fds)
 {
-    char cbuf[CMSG_SPACE(4 * sizeof(int))];
-    if (n_fds > 4) {
+    char cbuf[CMSG_SPACE(MINI_SEND_FDS_MAX * sizeof(int))];
+    if (n_fds > MINI_SEND_FDS_MAX) {
         errno = EINVAL;
         return -1;
     }

@@ -62,9 +62,11 @@ int mini_disk_usage(int dirfd, const char *what, uint64_t max_entries, uint64_t 
 int mini_mkdir_p(const char *path, int mode, struct mini_err *e);
 int mini_set_nonblock(int fd, int on);
 int mini_set_cloexec(int fd, int on);
-/* Send one message of n bytes on a Unix socket with up to 4 fds riding
- * along (SCM_RIGHTS; none when n_fds is 0), retrying on EINTR, no SIGPIPE.
- * 0 when all of it went, or -1 with errno set. */
+/* Send one message of n bytes on a Unix socket with up to
+ * MINI_SEND_FDS_MAX fds riding along (SCM_RIGHTS; none when n_fds is 0),
+ * retrying on EINTR, no SIGPIPE.  0 when all of it went, or -1 with errno
+ * set. */
+#define MINI_SEND_FDS_MAX 10
 int mini_send_fds(int sock, const void *p, size_t n, const int *fds, size_t n_fds);
 
 /* Whether pid is a process that runs here: not gone, and not a zombie (a

@@ -41,7 +41,8 @@ struct child {
     const struct mini_spawn_cfg *cfg;
     const char *overlay_work; /* this sandbox's overlayfs work dir, relative to cfg->overlay_dir */
     int ctl, out, in;         /* the daemon's channels, as cloned (moved to MINI_FD_* by take_fds) */
-    int cgroup_err;           /* join_cgroup's errno, reported once ctl is in place */
+    int cg_fds[MINI_GO_FDS_MAX]; /* the command's v1 `tasks` files, from "go" */
+    size_t n_cg;
     int ws_mount;             /* the idmapped workspace that came with "go" */
     int ws_fd;                /* the workspace looked up again in this mount namespace */
     int overlay_fd;           /* cfg->overlay_dir */
@@ -88,17 +89,20 @@ static __attribute__((noreturn, format(printf, 3, 4))) void fail_sys(struct chil
 
 /* ----------------------------------------------------------- the steps */
 
-/* Move this process into its command's cgroup (v1: one `tasks` file per
- * hierarchy, opened by the daemon; "0" is the calling thread, and this
- * process has no other: see mini_cgroup_open_procs), first thing after
- * the clone, so that everything it does from here on is limited and
- * accounted, and off the daemon's loop.  A failure is reported by
- * take_fds, once there is a channel to report it on. */
+/* Move this process into its command's v1 cgroup: one `tasks` file per
+ * hierarchy, opened by the daemon and sent with "go"; "0" is the calling
+ * thread, and this process has no other (see mini_cgroup_open_procs).
+ * Done before the root is built, so that everything the sandbox does from
+ * then on is limited and accounted; the namespaces made before it are
+ * charged to the daemon's group.  (On v2 the clone was born in it.) */
 static void join_cgroup(struct child *c)
 {
-    for (size_t i = 0; i < c->cfg->n_cgroup_procs && !c->cgroup_err; i++)
-        if (write(c->cfg->cgroup_procs[i], "0\n", 2) != 2)
-            c->cgroup_err = errno ? errno : EIO;
+    for (size_t i = 0; i < c->n_cg; i++) {
+        if (write(c->cg_fds[i], "0\n", 2) != 2)
+            fail_sys(c, errno ? errno : EIO, "joining the command's cgroup");
+        close(c->cg_fds[i]);
+    }
+    c->n_cg = 0;
 }
 
 /* Put the fds the child needs at 3..7 and close every other one: the
@@ -131,8 +135,6 @@ static void take_fds(struct child *c)
          * exit status of 125 without a message. */
         _exit(125);
     }
-    if (c->cgroup_err)
-        fail_sys(c, c->cgroup_err, "joining the command's cgroup");
 }
 
 static unsigned long unshare_flags(unsigned namespaces)
@@ -144,7 +146,6 @@ static unsigned long unshare_flags(unsigned namespaces)
         { MINI_FEAT_NET_NS, CLONE_NEWNET },
         { MINI_FEAT_IPC_NS, CLONE_NEWIPC },
         { MINI_FEAT_UTS_NS, CLONE_NEWUTS },
-        { MINI_FEAT_CGROUP_NS, CLONE_NEWCGROUP },
     };
     unsigned long f = 0;
     for (size_t i = 0; i < MINI_ARRAY_SIZE(map); i++)
@@ -155,41 +156,56 @@ static unsigned long unshare_flags(unsigned namespaces)
 }
 
 /* The namespaces beyond user and pid are created here, in the sandbox's
- * own process and while the daemon writes the id maps, not inside the
- * daemon's clone, where they would hold up every other client (the network
- * namespace alone costs most of a millisecond of CPU on a small machine).
- * They are owned by the sandbox's user namespace either way, and the
- * cgroup namespace is now rooted at the command's own cgroup. */
+ * own process and while the daemon writes the id maps and makes the
+ * command's cgroup, not inside the daemon's clone, where they would hold
+ * up every other client (the network namespace alone costs most of a
+ * millisecond of CPU on a small machine).  They are owned by the
+ * sandbox's user namespace either way. */
 static void unshare_namespaces(struct child *c)
 {
     if (unshare((int)unshare_flags(c->cfg->namespaces)) < 0)
         fail_sys(c, errno, "creating the namespaces");
 }
 
-static int recv_go(int *fd_out, int *image_out)
+/* The cgroup namespace, once the command's cgroup is joined, so that it is
+ * rooted there: the sandbox sees its own group as "/". */
+static void unshare_cgroup_namespace(struct child *c)
+{
+    if ((c->cfg->namespaces & MINI_FEAT_CGROUP_NS) && unshare(CLONE_NEWCGROUP) < 0)
+        fail_sys(c, errno, "creating the cgroup namespace");
+}
+
+static int recv_go(struct child *ch)
 {
     struct mini_go_msg go;
-    char cbuf[CMSG_SPACE(2 * sizeof(int))];
+    char cbuf[CMSG_SPACE(MINI_GO_FDS_MAX * sizeof(int))];
     struct iovec iov = { &go, sizeof go };
     struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf };
     ssize_t n;
     do
         n = recvmsg(MINI_FD_CTL, &mh, MSG_CMSG_CLOEXEC);
     while (n < 0 && errno == EINTR);
-    if (n != sizeof go || go.type != MINI_MSG_GO)
+    if (n != sizeof go || go.type != MINI_MSG_GO || go.n_cgroup > MINI_GO_FDS_MAX - 2 || (mh.msg_flags & MSG_CTRUNC))
         return -1;
-    *fd_out = *image_out = -1;
+    int fds[MINI_GO_FDS_MAX];
+    size_t nfd = 0;
     struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-    if (!c || c->cmsg_type != SCM_RIGHTS)
-        return go.has_fd || go.has_image ? -1 : 0;
-    int fds[2] = { -1, -1 };
-    size_t nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    memcpy(fds, CMSG_DATA(c), (nfd > 2 ? 2 : nfd) * sizeof(int));
+    if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+        nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        if (nfd > MINI_GO_FDS_MAX)
+            return -1;
+        memcpy(fds, CMSG_DATA(c), nfd * sizeof(int));
+    }
+    /* Exactly what the message announces: a cgroup left out would be a
+     * hierarchy the command is not limited by. */
+    if (nfd != (go.has_fd ? 1u : 0u) + (go.has_image ? 1u : 0u) + go.n_cgroup)
+        return -1;
     size_t k = 0;
-    if (go.has_fd && k < nfd)
-        *fd_out = fds[k++];
-    if (go.has_image && k < nfd)
-        *image_out = fds[k++];
+    ch->ws_mount = go.has_fd ? fds[k++] : -1;
+    ch->image_fd = go.has_image ? fds[k++] : -1;
+    for (size_t i = 0; i < go.n_cgroup; i++)
+        ch->cg_fds[i] = fds[k++];
+    ch->n_cg = go.n_cgroup;
     return 0;
 }
 
@@ -197,7 +213,7 @@ static int recv_go(int *fd_out, int *image_out)
  * may come with it).  No go means the daemon went away. */
 static void wait_for_go(struct child *c)
 {
-    if (recv_go(&c->ws_mount, &c->image_fd) < 0)
+    if (recv_go(c) < 0)
         _exit(125);
 }
 
@@ -463,11 +479,12 @@ static __attribute__((noreturn)) void exec_init(struct child *c)
  * child makes the rest and its root. */
 static __attribute__((noreturn)) void namespace_child(struct child *c)
 {
-    join_cgroup(c);
     take_fds(c);
     unshare_namespaces(c);
     MINI_SB_MARK(&c->t, unshared);
     wait_for_go(c);
+    join_cgroup(c);
+    unshare_cgroup_namespace(c);
     MINI_SB_MARK(&c->t, go);
     build_root(c);
     become_namespace_root(c);
@@ -490,9 +507,9 @@ static __attribute__((noreturn)) void namespace_child(struct child *c)
  * program, and killed as a process group. */
 static __attribute__((noreturn)) void landlock_child(struct child *c)
 {
-    join_cgroup(c);
     take_fds(c);
     wait_for_go(c);
+    join_cgroup(c);
     close_setup_fds(c);
     lead_session(c);
     become_session_ids(c);

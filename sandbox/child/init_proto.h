@@ -54,12 +54,16 @@ _Static_assert(sizeof(struct mini_child_times) < sizeof(((struct mini_ctl_msg *)
 /* daemon -> sandbox */
 enum { MINI_MSG_GO = 1, MINI_MSG_LAUNCH = 2 };
 
-/* GO: the id maps are written; an fd (idmapped workspace) may ride along. */
+/* GO: the id maps are written; fds may ride along, in this order. */
 struct mini_go_msg {
     uint32_t type;
-    uint32_t has_fd;    /* an idmapped workspace rides along (first fd) */
-    uint32_t has_image; /* an idmapped image root rides along (next fd) */
+    uint32_t has_fd;    /* an idmapped workspace (first fd) */
+    uint32_t has_image; /* an idmapped image root (next fd) */
+    uint32_t n_cgroup;  /* the command's v1 `tasks` files to join (the rest) */
 };
+/* The most fds a GO carries: the two above and a tasks file per v1
+ * hierarchy (MINI_CG_HIER_MAX, which is smaller). */
+#define MINI_GO_FDS_MAX 10
 
 /* LAUNCH: header, then `len` bytes: cwd NUL, argc NUL, argv strings NUL
  * each, envc NUL, env strings NUL each (counts in decimal). */

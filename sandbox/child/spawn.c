@@ -86,15 +86,26 @@ static int idmapped_image(const struct mini_spawn_cfg *cfg, struct mini_err *e)
     return fd;
 }
 
-static int send_go(int ctl, int fd, int image)
+_Static_assert(MINI_GO_FDS_MAX <= MINI_SEND_FDS_MAX, "a GO's fds fit one message");
+
+static int send_go(int ctl, int fd, int image, const int *cgroup_fds, size_t n_cgroup)
 {
-    struct mini_go_msg go = { .type = MINI_MSG_GO, .has_fd = fd >= 0, .has_image = image >= 0 };
-    int fds[2], n_fds = 0;
+    struct mini_go_msg go = {
+        .type = MINI_MSG_GO, .has_fd = fd >= 0, .has_image = image >= 0, .n_cgroup = (uint32_t)n_cgroup
+    };
+    int fds[MINI_GO_FDS_MAX];
+    size_t n_fds = 0;
+    if (n_cgroup > MINI_GO_FDS_MAX - 2) {
+        errno = E2BIG;
+        return -1;
+    }
     if (fd >= 0)
         fds[n_fds++] = fd;
     if (image >= 0)
         fds[n_fds++] = image;
-    return mini_send_fds(ctl, &go, sizeof go, fds, (size_t)n_fds);
+    for (size_t i = 0; i < n_cgroup; i++)
+        fds[n_fds++] = cgroup_fds[i];
+    return mini_send_fds(ctl, &go, sizeof go, fds, n_fds);
 }
 
 /* The daemon's ends and the child's ends of the three channels. */
@@ -169,14 +180,14 @@ static int clone_child(const struct mini_spawn_cfg *cfg, struct mini_sandbox *sb
         ca.cgroup = (uint64_t)cfg->cgroup_fd;
     }
     long pid = syscall(SYS_clone3, &ca, sizeof ca);
-    sb->in_cgroup = cfg->cgroup_fd >= 0 || cfg->n_cgroup_procs > 0;
+    sb->in_cgroup = cfg->cgroup_fd >= 0 || cfg->cgroup_v1;
     if (pid < 0 && errno == ENOSYS) {
         /* Where clone3 is filtered (Docker's profile makes it ENOSYS so
          * that the flags stay visible to seccomp): clone, which stores the
          * pidfd at its parent_tid argument.  A v2 cgroup is then joined
          * by the daemon (sb->in_cgroup). */
         pid = syscall(SYS_clone, flags | SIGCHLD, NULL, &pidfd, NULL, NULL);
-        sb->in_cgroup = cfg->n_cgroup_procs > 0;
+        sb->in_cgroup = cfg->cgroup_v1;
     }
     if (pid < 0) {
         int err = errno;
@@ -218,8 +229,10 @@ static int write_id_maps(const struct mini_spawn_cfg *cfg, pid_t pid, struct min
     return write_file(pid, "gid_map", map, e);
 }
 
-/* Let the child go on, with the idmapped workspace when it gets one. */
-static int start_child(const struct mini_spawn_cfg *cfg, struct mini_sandbox *sb, struct mini_err *e)
+/* Let the child go on, with the idmapped workspace when it gets one and
+ * the cgroup to join. */
+static int start_child(const struct mini_spawn_cfg *cfg, struct mini_sandbox *sb, const int *cgroup_fds,
+                       size_t n_cgroup, struct mini_err *e)
 {
     _cleanup_close_ int wsfd = -1;
     _cleanup_close_ int imgfd = -1;
@@ -232,26 +245,36 @@ static int start_child(const struct mini_spawn_cfg *cfg, struct mini_sandbox *sb
             return -1;
         mini_err_clear(e);
     }
-    if (send_go(sb->ctl, wsfd, imgfd) < 0)
+    if (send_go(sb->ctl, wsfd, imgfd, cgroup_fds, n_cgroup) < 0)
         return mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "starting the sandbox");
     return 0;
 }
 
 bool mini_sb_timing;
 
-int mini_sandbox_prepare(const struct mini_spawn_cfg *cfg, struct mini_sandbox *sb, struct mini_err *e)
+int mini_sandbox_clone(const struct mini_spawn_cfg *cfg, struct mini_sandbox *sb, struct mini_err *e)
 {
     _cleanup_(channels_close) struct channels ch = CHANNELS_INIT;
     char overlay_rel[48];
     *sb = (struct mini_sandbox)MINI_SANDBOX_INIT;
     if (open_channels(&ch, e) < 0 || make_overlay_work(cfg, sb, overlay_rel, sizeof overlay_rel, e) < 0 ||
         clone_child(cfg, sb, &ch, overlay_rel, e) < 0 || (MINI_SB_MARK(&sb->t, clone), false) ||
-        (!cfg->landlock && write_id_maps(cfg, sb->pid, e) < 0) || (MINI_SB_MARK(&sb->t, idmap), false) ||
-        start_child(cfg, sb, e) < 0 || (MINI_SB_MARK(&sb->t, go), false)) {
+        (!cfg->landlock && write_id_maps(cfg, sb->pid, e) < 0) || (MINI_SB_MARK(&sb->t, idmap), false)) {
         mini_sandbox_destroy(sb);
         return -1;
     }
     sb->state = MINI_SB_PREPARING;
+    return 0;
+}
+
+int mini_sandbox_go(const struct mini_spawn_cfg *cfg, struct mini_sandbox *sb, const int *cgroup_fds, size_t n,
+                    struct mini_err *e)
+{
+    if (start_child(cfg, sb, cgroup_fds, n, e) < 0) {
+        mini_sandbox_destroy(sb);
+        return -1;
+    }
+    MINI_SB_MARK(&sb->t, go);
     return 0;
 }
 

@@ -59,12 +59,12 @@ struct mini_spawn_cfg {
     unsigned namespaces;  /* MINI_FEAT_*_NS to create (from the assessment) */
     bool cgroup_memory;   /* memory is limited by a cgroup: no RLIMIT_AS */
     bool cgroup_pids;     /* pids are limited by a cgroup: no RLIMIT_NPROC */
-    /* The command's cgroup, joined by the sandbox from its first step:
-     * v2 through clone3's CLONE_INTO_CGROUP (the group's directory fd),
-     * v1 by the child writing itself into each hierarchy's `tasks`. */
-    int cgroup_fd;           /* v2 group directory, else -1 */
-    const int *cgroup_procs; /* v1 `tasks` fds, opened for writing */
-    size_t n_cgroup_procs;
+    /* The command's cgroup: v2 joined at birth through clone3's
+     * CLONE_INTO_CGROUP (the group's directory fd); v1 joined by the child
+     * writing itself into each hierarchy's `tasks`, which come with GO
+     * (mini_sandbox_go), before it builds its root. */
+    int cgroup_fd;   /* v2 group directory, else -1 */
+    bool cgroup_v1;  /* v1 `tasks` fds will come with GO */
     /* The degraded path (no user namespaces): no namespaces at all; the
      * sandbox is confined by this Landlock plan, its seccomp supplement,
      * the profile's filter, no_new_privs and rlimits, and killed as a
@@ -130,11 +130,18 @@ struct mini_launch {
     bool has_stdin; /* else the command's stdin is /dev/null */
 };
 
-/* Start a sandbox.  On success sb is filled and in state PREPARING; the
- * caller waits for ctl to become readable and calls mini_sandbox_read_ctl.
- * Fails with MINI_E_ISOLATION_UNAVAILABLE when the kernel refuses the
- * namespaces, MINI_E_SPAWN_FAILED otherwise. */
-int mini_sandbox_prepare(const struct mini_spawn_cfg *cfg, struct mini_sandbox *sb, struct mini_err *e);
+/* Start a sandbox, in two calls: mini_sandbox_clone makes the process
+ * (clone3, its id maps), which goes on making its namespaces meanwhile;
+ * mini_sandbox_go lets it build the rest, handing it the command's v1
+ * cgroup `tasks` fds to join first (cfg->cgroup_v1; none otherwise).
+ * Between the two the caller may make that cgroup, off the child's path.
+ * On success sb is in state PREPARING; the caller waits for ctl to become
+ * readable and calls mini_sandbox_read_ctl.  Either fails with
+ * MINI_E_ISOLATION_UNAVAILABLE when the kernel refuses the namespaces,
+ * MINI_E_SPAWN_FAILED otherwise, and sb destroyed. */
+int mini_sandbox_clone(const struct mini_spawn_cfg *cfg, struct mini_sandbox *sb, struct mini_err *e);
+int mini_sandbox_go(const struct mini_spawn_cfg *cfg, struct mini_sandbox *sb, const int *cgroup_fds, size_t n,
+                    struct mini_err *e);
 /* Hand a command to a READY sandbox. */
 int mini_sandbox_launch(struct mini_sandbox *sb, const struct mini_launch *l, struct mini_err *e);
 /* Read one control message, without blocking.  MINI_CTL_LISTENER is

@@ -125,11 +125,16 @@ static void exec_log_timing(const struct exec *x)
     const struct mini_sb_times *t = &x->slot.sb.t;
     int64_t sent = mini_mono_ns();
     const struct mini_child_times *c = &t->child;
+    /* v2 makes the cgroup before the clone, v1 after the id maps. */
+    bool late = t->cgroup > t->idmap;
+    double cg = late ? span_ms(t->idmap, t->cgroup) : span_ms(t->start, t->cgroup);
+    double clone = late ? span_ms(t->start, t->clone) : span_ms(t->cgroup, t->clone);
+    double go = late ? span_ms(t->cgroup, t->go) : span_ms(t->idmap, t->go);
     log_info("timing: exec %lld: prepare %.3f ms [cgroup %.3f, clone %.3f, id maps %.3f, go %.3f, attach %.3f; "
              "child to ready %.3f (unshare %.3f, wait for go %.3f, root %.3f, confine %.3f, init exec %.3f)], %s; "
              "request to launch %.3f, to accepted %.3f, to status %.3f, to exit sent %.3f ms",
-             (long long)x->id, span_ms(t->start, t->ready), span_ms(t->start, t->cgroup), span_ms(t->cgroup, t->clone),
-             span_ms(t->clone, t->idmap), span_ms(t->idmap, t->go), span_ms(t->go, t->attach),
+             (long long)x->id, span_ms(t->start, t->ready), cg, clone, span_ms(t->clone, t->idmap), go,
+             span_ms(t->go, t->attach),
              span_ms(t->attach, t->ready), span_ms(t->clone, c->unshared), span_ms(c->unshared, c->go),
              span_ms(c->go, c->rooted), span_ms(c->rooted, c->confined), span_ms(c->confined, t->ready),
              t->ready && t->ready < x->start_ns ? "ready before the request" : "ready after it",

@@ -477,8 +477,8 @@ static int landlock_allow_init(const struct server *s, struct mini_landlock_plan
     return mini_landlock_plan_add(plan, path, MINI_LL_FS_EXECUTE | MINI_LL_FS_READ_FILE, e);
 }
 
-/* The v1 `tasks` fds a child writes itself into, open only while it
- * is being cloned. */
+/* The v1 `tasks` fds a child writes itself into, open only until they
+ * are sent with its GO. */
 struct cgroup_procs {
     int fds[MINI_CG_HIER_MAX];
     size_t n;
@@ -491,14 +491,20 @@ static void cgroup_procs_close(struct cgroup_procs *p)
     p->n = 0;
 }
 
-/* The command's cgroup, which the sandbox joins from its first step (see
- * mini_spawn_cfg): created with the profile's limits, and its v1
- * `tasks` opened for the child. */
+_Static_assert(MINI_CG_HIER_MAX + 2 <= MINI_GO_FDS_MAX, "a GO carries a tasks fd per v1 hierarchy");
+
+static bool slot_uses_cgroup(const struct server *s, const struct session *ss)
+{
+    return ss->assess.cgroups && s->cgroups.mode != MINI_CG_NONE;
+}
+
+/* The command's cgroup (see mini_spawn_cfg), created with the profile's
+ * limits: on v2 before the clone, which puts the sandbox in it; on v1
+ * after it, while the child makes its namespaces, with `tasks` opened for
+ * the child to join from its GO. */
 static int slot_cgroup(struct server *s, struct session *ss, struct sandbox_slot *slot, struct cgroup_procs *procs,
                        struct mini_spawn_cfg *cfg, struct mini_err *e)
 {
-    if (!ss->assess.cgroups || s->cgroups.mode == MINI_CG_NONE)
-        return 0;
     char name[32];
     snprintf(name, sizeof name, "x%llu", (unsigned long long)++s->next_cgroup);
     int n = -1;
@@ -507,8 +513,6 @@ static int slot_cgroup(struct server *s, struct session *ss, struct sandbox_slot
         return mini_err_prefix(e, "the command's cgroup");
     procs->n = (size_t)n;
     cfg->cgroup_fd = slot->cg.fd;
-    cfg->cgroup_procs = procs->fds;
-    cfg->n_cgroup_procs = procs->n;
     return 0;
 }
 
@@ -566,9 +570,9 @@ static uint64_t hidden_sig(const struct session *ss)
     return h;
 }
 
-/* Prepare one sandbox for the session: its cgroup first, then the clone,
- * on the namespace path or on the degraded path with its Landlock plan and
- * TMPDIR. */
+/* Prepare one sandbox for the session: the clone, on the namespace path or
+ * on the degraded path with its Landlock plan and TMPDIR, and its cgroup
+ * (before the clone on v2, after it on v1: slot_cgroup), then GO. */
 int slot_prepare(struct server *s, struct session *ss, struct sandbox_slot *slot, struct mini_err *e)
 {
     _cleanup_(cgroup_procs_close) struct cgroup_procs procs = { .n = 0 };
@@ -581,9 +585,12 @@ int slot_prepare(struct server *s, struct session *ss, struct sandbox_slot *slot
     if (state_dir_ensure(s, e) < 0)
         return -1;
     session_spawn_cfg(s, ss, &cfg);
-    if (slot_cgroup(s, ss, slot, &procs, &cfg, e) < 0 || (MINI_SB_MARK(&t, cgroup), false) ||
-        slot_landlock(s, ss, slot, &plan, &cfg, e) < 0 || mini_sandbox_prepare(&cfg, &slot->sb, e) < 0 ||
-        slot_attach(slot, e) < 0) {
+    bool cg = slot_uses_cgroup(s, ss), v1 = cg && s->cgroups.mode == MINI_CG_V1;
+    cfg.cgroup_v1 = v1;
+    if ((cg && !v1 && slot_cgroup(s, ss, slot, &procs, &cfg, e) < 0) ||
+        slot_landlock(s, ss, slot, &plan, &cfg, e) < 0 || mini_sandbox_clone(&cfg, &slot->sb, e) < 0 ||
+        (v1 && slot_cgroup(s, ss, slot, &procs, &cfg, e) < 0) || (MINI_SB_MARK(&t, cgroup), false) ||
+        mini_sandbox_go(&cfg, &slot->sb, procs.fds, procs.n, e) < 0 || slot_attach(slot, e) < 0) {
         slot_release(slot);
         return -1;
     }
