@@ -1,5 +1,5 @@
 /* The sandbox's first process (child.c): what the clone made by
- * mini_sandbox_prepare() runs until it becomes mini-sandbox-init. */
+ * mini_sandbox_clone() runs until it becomes mini-sandbox-init. */
 #ifndef MINI_SANDBOX_CHILD_H
 #define MINI_SANDBOX_CHILD_H
 
