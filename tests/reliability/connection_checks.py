@@ -70,6 +70,17 @@ def fd_warnings():
         return sum("Too many open files" in line for line in f)
 
 
+def take_free_fds(held):
+    """Open connections until one is refused: whatever fds the daemon got
+    back meanwhile (a reaped helper's pidfd, a sandbox's) are taken."""
+    for _ in range(20):
+        s = conn(timeout=10)
+        if kind(greet(s)) != "hello":
+            s.close()
+            return
+        held.append(s)
+
+
 def fdlimit():
     c0 = conn()
     call(c0, {"op": "hello", "id": 1, "version": 1})
@@ -110,19 +121,17 @@ def fdlimit():
     report("connections past the fd limit get busy, none is left hanging",
            counts.get("busy", 0) > 0 and counts.get("hello", 0) + counts.get("busy", 0) == 100, repr(counts))
 
-    # The fds are all taken: what needs one gets busy, saying why.
+    # The fds are all taken: what needs one gets busy, saying why.  The
+    # id-map holder made ahead after the open exits on its own and is reaped
+    # when it does, which frees its pidfd: take that too.
+    take_free_fds(held)
     r = call(c0, {"op": "exec", "id": 3, "session": sess, "command": "true", "cwd": WS})
     report("an exec at the fd limit gets busy (too many open files), not cwd_invalid",
            kind(r) == "busy" and "too many open files" in r.get("message", "").lower(), repr(r))
     # The failed exec may have given fds back (its prepared sandbox's), and
     # an open may need fewer than they add up to (a root daemon's id map is
     # made ahead): take whatever is free again first.
-    for _ in range(20):
-        s = conn(timeout=10)
-        if kind(greet(s)) != "hello":
-            s.close()
-            break
-        held.append(s)
+    take_free_fds(held)
     r = call(c0, {"op": "open", "id": 4, "profile": "strict", "workspace": WS})
     report("a session opened at the fd limit gets busy (too many open files), not io_error",
            kind(r) == "busy" and "too many open files" in r.get("message", "").lower(), repr(r))
