@@ -493,18 +493,18 @@ static void cgroup_procs_close(struct cgroup_procs *p)
 
 _Static_assert(MINI_CG_HIER_MAX + 2 <= MINI_GO_FDS_MAX, "a GO carries a tasks fd per v1 hierarchy");
 
-static bool slot_uses_cgroup(const struct server *s, const struct session *ss)
-{
-    return ss->assess.cgroups && s->cgroups.mode != MINI_CG_NONE;
-}
-
 /* The command's cgroup (see mini_spawn_cfg), created with the profile's
  * limits: on v2 before the clone, which puts the sandbox in it; on v1
  * after it, while the child makes its namespaces, with `tasks` opened for
- * the child to join from its GO. */
+ * the child to join from its GO.  t->cgroup marks when it is done (or
+ * found not needed). */
 static int slot_cgroup(struct server *s, struct session *ss, struct sandbox_slot *slot, struct cgroup_procs *procs,
-                       struct mini_spawn_cfg *cfg, struct mini_err *e)
+                       struct mini_spawn_cfg *cfg, struct mini_sb_times *t, struct mini_err *e)
 {
+    if (!ss->assess.cgroups || s->cgroups.mode == MINI_CG_NONE) {
+        MINI_SB_MARK(t, cgroup);
+        return 0;
+    }
     char name[32];
     snprintf(name, sizeof name, "x%llu", (unsigned long long)++s->next_cgroup);
     int n = -1;
@@ -513,6 +513,7 @@ static int slot_cgroup(struct server *s, struct session *ss, struct sandbox_slot
         return mini_err_prefix(e, "the command's cgroup");
     procs->n = (size_t)n;
     cfg->cgroup_fd = slot->cg.fd;
+    MINI_SB_MARK(t, cgroup);
     return 0;
 }
 
@@ -585,11 +586,11 @@ int slot_prepare(struct server *s, struct session *ss, struct sandbox_slot *slot
     if (state_dir_ensure(s, e) < 0)
         return -1;
     session_spawn_cfg(s, ss, &cfg);
-    bool cg = slot_uses_cgroup(s, ss), v1 = cg && s->cgroups.mode == MINI_CG_V1;
+    bool v1 = ss->assess.cgroups && s->cgroups.mode == MINI_CG_V1;
     cfg.cgroup_v1 = v1;
-    if ((cg && !v1 && slot_cgroup(s, ss, slot, &procs, &cfg, e) < 0) ||
+    if ((!v1 && slot_cgroup(s, ss, slot, &procs, &cfg, &t, e) < 0) ||
         slot_landlock(s, ss, slot, &plan, &cfg, e) < 0 || mini_sandbox_clone(&cfg, &slot->sb, e) < 0 ||
-        (v1 && slot_cgroup(s, ss, slot, &procs, &cfg, e) < 0) || (MINI_SB_MARK(&t, cgroup), false) ||
+        (v1 && slot_cgroup(s, ss, slot, &procs, &cfg, &t, e) < 0) ||
         mini_sandbox_go(&cfg, &slot->sb, procs.fds, procs.n, e) < 0 || slot_attach(slot, e) < 0) {
         slot_release(slot);
         return -1;

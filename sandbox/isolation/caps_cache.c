@@ -173,6 +173,12 @@ static bool cache_matches(const char *path, const char *key, size_t len, struct 
     return strlen(buf) == (size_t)n && tests_parse(c, buf + len);
 }
 
+/* dir's cache file; false when the path does not fit. */
+static bool cache_path(const char *dir, char path[static MINI_CAPS_PATH_MAX])
+{
+    return (size_t)snprintf(path, MINI_CAPS_PATH_MAX, "%s/" MINI_CAPS_CACHE_FILE, dir) < MINI_CAPS_PATH_MAX;
+}
+
 int mini_caps_detect_cached(struct mini_caps *c, const char *dir, bool *hit, struct mini_err *e)
 {
     *hit = false;
@@ -180,7 +186,7 @@ int mini_caps_detect_cached(struct mini_caps *c, const char *dir, bool *hit, str
         return -1;
     char key[MINI_CAPS_CACHE_MAX], path[MINI_CAPS_PATH_MAX];
     int len = dir && dir_ok(dir) ? mini_caps_cache_key(c, "/proc/self/exe", key, MINI_CAPS_KEY_MAX) : -1;
-    if (len > 0 && (size_t)snprintf(path, sizeof path, "%s/" MINI_CAPS_CACHE_FILE, dir) >= sizeof path)
+    if (len > 0 && !cache_path(dir, path))
         len = -1;
     if (len > 0 && cache_matches(path, key, (size_t)len, c)) {
         /* Only its "done" answers stand in for a test: a refusal costs a
@@ -206,7 +212,7 @@ int mini_caps_detect_cached(struct mini_caps *c, const char *dir, bool *hit, str
 void mini_caps_cache_forget(const char *dir)
 {
     char path[MINI_CAPS_PATH_MAX];
-    if (dir && (size_t)snprintf(path, sizeof path, "%s/" MINI_CAPS_CACHE_FILE, dir) < sizeof path)
+    if (dir && cache_path(dir, path))
         unlink(path);
 }
 
