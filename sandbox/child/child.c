@@ -418,6 +418,22 @@ static int drop_caps(void)
     return r;
 }
 
+/* The profile's seccomp program, which the daemon sends after GO (see
+ * struct mini_seccomp_hdr), into this process's own buffer.  Anything else
+ * there means a daemon that is gone or broken: no command may run without
+ * its filter, so the child ends without one. */
+static void recv_seccomp(struct mini_bpf *prog)
+{
+    static struct sock_filter insns[BPF_MAXINSNS];
+    struct mini_seccomp_hdr h;
+    if (mini_read_full(MINI_FD_CTL, &h, sizeof h) != (ssize_t)sizeof h || h.type != MINI_MSG_SECCOMP ||
+        h.n_insns < 1 || h.n_insns > BPF_MAXINSNS ||
+        mini_read_full(MINI_FD_CTL, insns, h.n_insns * sizeof insns[0]) != (ssize_t)(h.n_insns * sizeof insns[0]))
+        _exit(125);
+    prog->insns = insns;
+    prog->len = (unsigned short)h.n_insns;
+}
+
 /* Everything the command inherits, applied to init itself once its root
  * is built: the command's process then only needs its session, fds and
  * working directory.  Seccomp comes last; init's remaining system calls
@@ -427,6 +443,8 @@ static int drop_caps(void)
 static void confine(struct child *c)
 {
     const struct mini_spawn_cfg *cfg = c->cfg;
+    struct mini_bpf prog;
+    recv_seccomp(&prog);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
@@ -440,7 +458,7 @@ static void confine(struct child *c)
     /* The host's network namespace: its abstract sockets too, unless scoped. */
     if (!cfg->landlock && !(cfg->namespaces & MINI_FEAT_NET_NS) && mini_landlock_scope_abstract(&c->e) < 0)
         fail(c);
-    int r = mini_seccomp_load(cfg->seccomp);
+    int r = mini_seccomp_load(&prog);
     if (r < 0)
         fail_sys(c, -r, "loading the seccomp filter");
 }

@@ -52,7 +52,7 @@ _Static_assert(sizeof(struct mini_child_times) < sizeof(((struct mini_ctl_msg *)
                "MINI_CTL_TIMES carries the stamps in the message's text");
 
 /* daemon -> sandbox */
-enum { MINI_MSG_GO = 1, MINI_MSG_LAUNCH = 2 };
+enum { MINI_MSG_GO = 1, MINI_MSG_LAUNCH = 2, MINI_MSG_SECCOMP = 3 };
 
 /* GO: the id maps are written; fds may ride along, in this order. */
 struct mini_go_msg {
@@ -64,6 +64,16 @@ struct mini_go_msg {
 /* The most fds a GO carries: the two above and a tasks file per v1
  * hierarchy (MINI_CG_HIER_MAX, which is smaller). */
 #define MINI_GO_FDS_MAX 10
+
+/* SECCOMP: after GO, the profile's program, `n_insns` struct sock_filter
+ * (1 to BPF_MAXINSNS), which the child loads as its last step.  It comes
+ * over the socket rather than in the child's copy of the daemon's memory so
+ * that a session's first program can be compiled while its first sandbox
+ * is already being prepared (docs/sandbox-lifecycle.md). */
+struct mini_seccomp_hdr {
+    uint32_t type;
+    uint32_t n_insns;
+};
 
 /* LAUNCH: header, then `len` bytes: cwd NUL, argc NUL, argv strings NUL
  * each, envc NUL, env strings NUL each (counts in decimal). */

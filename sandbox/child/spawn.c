@@ -270,11 +270,25 @@ int mini_sandbox_clone(const struct mini_spawn_cfg *cfg, struct mini_sandbox *sb
 int mini_sandbox_go(const struct mini_spawn_cfg *cfg, struct mini_sandbox *sb, const int *cgroup_fds, size_t n,
                     struct mini_err *e)
 {
-    if (start_child(cfg, sb, cgroup_fds, n, e) < 0) {
+    if (start_child(cfg, sb, cgroup_fds, n, e) < 0 ||
+        (cfg->seccomp && mini_sandbox_send_seccomp(sb, cfg->seccomp, e) < 0)) {
         mini_sandbox_destroy(sb);
         return -1;
     }
     MINI_SB_MARK(&sb->t, go);
+    return 0;
+}
+
+int mini_sandbox_send_seccomp(struct mini_sandbox *sb, const struct mini_bpf *prog, struct mini_err *e)
+{
+    struct mini_seccomp_hdr h = { .type = MINI_MSG_SECCOMP, .n_insns = prog->len };
+    if (prog->len < 1 || prog->len > BPF_MAXINSNS)
+        return mini_err_set(e, MINI_E_SPAWN_FAILED, "a seccomp program of %u instructions", (unsigned)prog->len);
+    /* ctl is blocking, and the program (at most 32 KiB) fits in a fresh
+     * socket's buffer: the child reads it only once its root is built. */
+    if (mini_write_all(sb->ctl, &h, sizeof h) < 0 ||
+        mini_write_all(sb->ctl, prog->insns, prog->len * sizeof prog->insns[0]) < 0)
+        return mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "sending the seccomp program to the sandbox");
     return 0;
 }
 

@@ -39,7 +39,10 @@
 /* Everything prepare needs; owned by the caller (a session), read only. */
 struct mini_spawn_cfg {
     const struct mini_profile *profile;
-    const struct mini_bpf *seccomp; /* compiled from profile->seccomp */
+    /* Compiled from profile->seccomp, sent after GO; NULL: not compiled
+     * yet, sent later with mini_sandbox_send_seccomp (the child waits for
+     * it before it confines itself). */
+    const struct mini_bpf *seccomp;
     const char *workspace;          /* canonical host path, mounted at the same path */
     int workspace_fd;               /* O_PATH fd of the workspace, opened at session open */
     const char *root_dir;           /* an empty directory (daemon state) used as mount point */
@@ -142,6 +145,9 @@ struct mini_launch {
 int mini_sandbox_clone(const struct mini_spawn_cfg *cfg, struct mini_sandbox *sb, struct mini_err *e);
 int mini_sandbox_go(const struct mini_spawn_cfg *cfg, struct mini_sandbox *sb, const int *cgroup_fds, size_t n,
                     struct mini_err *e);
+/* The seccomp program of a sandbox whose GO went without one (its cfg's
+ * was NULL).  MINI_E_SPAWN_FAILED when the sandbox is gone. */
+int mini_sandbox_send_seccomp(struct mini_sandbox *sb, const struct mini_bpf *prog, struct mini_err *e);
 /* Hand a command to a READY sandbox. */
 int mini_sandbox_launch(struct mini_sandbox *sb, const struct mini_launch *l, struct mini_err *e);
 /* Read one control message, without blocking.  MINI_CTL_LISTENER is

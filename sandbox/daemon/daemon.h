@@ -161,6 +161,7 @@ struct sandbox_slot {
     struct mini_cgroup cg; /* the command's cgroup, when cgroups are used */
     char *tmpdir;          /* degraded path: the command's private TMPDIR */
     uint64_t hidden;       /* hidden_sig() before it was prepared */
+    bool seccomp_pending;  /* GO went without the seccomp program (open_finish sends it) */
 };
 #define SANDBOX_SLOT_INIT                                                            \
     {                                                                                \

@@ -147,7 +147,10 @@ struct bpf_cache {
     struct mini_bpf bpf;
 };
 
-static const struct mini_bpf *seccomp_for(struct server *s, const struct mini_profile *p, struct mini_err *e)
+/* The program for the profile's policy; compiled when not cached and
+ * `compile`, else NULL (and e untouched) when not cached. */
+static const struct mini_bpf *seccomp_for(struct server *s, const struct mini_profile *p, bool compile,
+                                          struct mini_err *e)
 {
     cJSON *pj = mini_profile_to_json(p);
     char *key = pj ? cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(pj, "seccomp")) : NULL;
@@ -161,6 +164,10 @@ static const struct mini_bpf *seccomp_for(struct server *s, const struct mini_pr
             free(key);
             return &c->bpf;
         }
+    if (!compile) {
+        free(key);
+        return NULL;
+    }
     struct bpf_cache *c = calloc(1, sizeof *c);
     if (!c || mini_seccomp_compile(&p->seccomp, &c->bpf, e) < 0) {
         if (!c)
@@ -595,6 +602,7 @@ int slot_prepare(struct server *s, struct session *ss, struct sandbox_slot *slot
         slot_release(slot);
         return -1;
     }
+    slot->seccomp_pending = cfg.seccomp == NULL;
     slot->sb.t.start = t.start;
     slot->sb.t.cgroup = t.cgroup;
     MINI_SB_MARK(&slot->sb.t, attach);
@@ -668,6 +676,24 @@ void pool_fill(struct server *s, struct session *ss)
         ss->pool = p;
         ss->pool_n++;
         s->pooled_total++;
+    }
+}
+
+/* The session's program to the sandboxes that were prepared before it was
+ * compiled (see open_finish); one that cannot take it is discarded. */
+static void pool_send_seccomp(struct server *s, struct session *ss)
+{
+    for (struct pooled *p = ss->pool, *next; p; p = next) {
+        next = p->next;
+        struct mini_err e;
+        if (!p->slot.seccomp_pending)
+            continue;
+        if (mini_sandbox_send_seccomp(&p->slot.sb, ss->bpf, &e) < 0) {
+            log_warn("session %s: %s", ss->id, e.msg);
+            pool_discard(s, p);
+            continue;
+        }
+        p->slot.seccomp_pending = false;
     }
 }
 
@@ -1148,8 +1174,9 @@ void do_open(struct server *s, struct client *c, const struct mini_req *req)
     if (mini_assessment_check(&ss->assess, ss->profile->name, &e) < 0)
         goto fail;
 
-    if (!(ss->bpf = seccomp_for(s, ss->profile, &e)))
-        goto fail;
+    /* Not compiled yet: open_finish compiles it while the session's first
+     * sandbox is being prepared. */
+    ss->bpf = seccomp_for(s, ss->profile, false, &e);
     if (mini_ws_open(o->workspace, &ss->workspace, &ss->ws_fd, &e) < 0 || session_hide_secrets(s, ss, &e) < 0 ||
         mini_ws_check(&s->guard, ss->profile, ss->workspace, ss->ws_fd, &e) < 0 ||
         (!park_claim(s, ss, o) && session_ids(s, ss, &e) < 0) ||
@@ -1184,6 +1211,24 @@ void open_finish(struct server *s, struct client *c, struct session *ss, int64_t
 {
     ss->next = c->sessions;
     c->sessions = ss;
+    /* The first session of a seccomp policy: its first sandbox is cloned
+     * before the program is compiled, which the daemon does while the
+     * sandbox makes its namespaces and root (the child takes the program
+     * last), so that the compile is off the first command's path.  The
+     * reply still waits for it: a policy that does not compile fails the
+     * open, as before. */
+    if (!ss->bpf) {
+        struct mini_err e;
+        pool_fill(s, ss);
+        if (!(ss->bpf = seccomp_for(s, ss->profile, true, &e))) {
+            if (e.code == MINI_E_PROFILE_INVALID)
+                mini_err_prefix(&e, "profile %s", ss->profile->name);
+            send_error(s, c, req_id, &e);
+            session_close(s, c, ss, MINI_LIMIT_CANCELLED);
+            return;
+        }
+        pool_send_seccomp(s, ss);
+    }
 
     struct mini_rep rep = { .op = MINI_OP_OPENED, .id = req_id };
     /* The summary, then what is missing and what stands in for it. */
