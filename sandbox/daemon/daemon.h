@@ -302,6 +302,7 @@ struct server {
     bool accept_paused; /* out of fds: the listener waits for a client to go */
     struct ev ev_listen;
     bool stopping;
+    bool sweep_pending; /* sweep_sessions has not run yet */
     char *root_dir;
     int sessions_lock;     /* owner lock <state>/sessions/<pid>.lock, or -1 */
     char *tmp_parent;      /* /tmp/mini-sandboxd.XXXXXX: the Landlock path's TMPDIRs, or NULL */
@@ -395,10 +396,15 @@ void pool_retire_all(struct server *s, struct session *ss);
 void pool_reap_closing(struct server *s);
 /* A prepared sandbox's control socket or pidfd is readable. */
 void pool_event(struct server *s, struct pooled *p, bool exited);
-/* Reclaim what daemons that are gone left (at start): their session
- * overlays in the state directory and their Landlock-path TMPDIRs.  A
- * live daemon's, known by its owner lock, are never touched. */
-void sweep_sessions(const struct server *s);
+/* Reclaim what daemons that are gone left: their session overlays in the
+ * state directory and their Landlock-path TMPDIRs.  A live daemon's, known
+ * by its owner lock, are never touched.  Once, while s->sweep_pending: at
+ * start before listening; in a private daemon after the requests its
+ * client queued before it started (hello and open, whose first sandbox is
+ * then already being prepared); and in any case before this daemon's first
+ * overlay, whose name (its own pid) the sweep would take for a dead
+ * daemon's (session_overlay). */
+void sweep_sessions(struct server *s);
 /* Release this daemon's owner locks and its TMPDIR parent (at stop). */
 void sessions_fini(struct server *s);
 /* The state directory and its root mount point, made again (0700, the

@@ -769,7 +769,12 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
     free(sockdir);
     if (gr < 0 || (geteuid() == 0 && mini_uid_range_init(&s.uids, e) < 0))
         goto out;
-    sweep_sessions(&s);
+    /* A private daemon sweeps once it has handled what its client queued
+     * before it started (hello and open: the open's sandbox is then being
+     * prepared meanwhile); a listening one before it listens. */
+    s.sweep_pending = true;
+    if (cfg->inherit_fd < 0)
+        sweep_sessions(&s);
     if (cfg->audit_log && !(s.audit = fopen(cfg->audit_log, "ae"))) {
         mini_err_sys(e, MINI_E_IO, errno, "opening the audit log %s", cfg->audit_log);
         goto out;
@@ -815,7 +820,8 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
     while (!s.stopping) {
         struct epoll_event evs[64];
         int t_frame = expire_partial_frames(&s), t_park = park_timeout(&s);
-        int n = epoll_wait(s.ep, evs, 64, t_frame < 0 || (t_park >= 0 && t_park < t_frame) ? t_park : t_frame);
+        int t = t_frame < 0 || (t_park >= 0 && t_park < t_frame) ? t_park : t_frame;
+        int n = epoll_wait(s.ep, evs, 64, s.sweep_pending ? 0 : t);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -826,6 +832,7 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
             handle(&s, evs[i].data.ptr, evs[i].events);
         /* Objects finished in this batch may still have had events in it. */
         bury(&s);
+        sweep_sessions(&s);
     }
     rc = 0;
 out:

@@ -225,6 +225,7 @@ static cJSON *isolation_json(const struct server *s, const struct session *ss)
 static int session_overlay(struct server *s, struct session *ss, struct mini_err *e)
 {
     char *dir = NULL, path[4096];
+    sweep_sessions(s);
     if (state_dir_ensure(s, e) < 0)
         return -1;
     snprintf(path, sizeof path, "%s/sessions", s->cfg->state_dir);
@@ -296,12 +297,11 @@ static void sweep_tmp(void)
     closedir(d);
 }
 
-/* What daemons that are gone (killed, crashed) left: their overlays in
- * <state>/sessions, their owner locks, and their TMPDIRs.  Removed at
- * start, so that a later daemon with the same pid cannot trip over them
- * and they do not stay on the disk. */
-void sweep_sessions(const struct server *s)
+void sweep_sessions(struct server *s)
 {
+    if (!s->sweep_pending)
+        return;
+    s->sweep_pending = false;
     sweep_tmp();
     const char *state = s->cfg->state_dir;
     char path[4096];
