@@ -14,6 +14,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -104,11 +105,56 @@ static const char *const daemon_env[] = {
     "PATH", "HOME", "LANG", "XDG_RUNTIME_DIR", "MINI_PROFILE_DIR", "XDG_DATA_HOME", "MINI_IMAGE_STORE", NULL
 };
 
+/* The child's side of spawn_daemon, under vfork: it shares the client's
+ * memory until it executes, so it only makes system calls (no allocation,
+ * no stdio) and never returns. */
+static __attribute__((noreturn, noinline)) void exec_daemon(const char *prog, char **argv, char **envp,
+                                                             int keep_fd, pid_t parent)
+{
+    setsid();
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent)
+        _exit(1);
+    if (keep_fd >= 0)
+        mini_set_cloexec(keep_fd, 0);
+    /* Nothing to read, nothing to print but its errors (stderr). */
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null >= 0) {
+        dup2(null, 0);
+        dup2(null, 1);
+    }
+    execve(prog, argv, envp);
+    if (!strchr(prog, '/'))
+        execvpe(prog, argv, envp);
+    const char *why = strerror(errno);
+    struct iovec v[5] = { { "mini-sandbox: starting ", 23 },
+                          { (void *)prog, strlen(prog) },
+                          { ": ", 2 },
+                          { (void *)why, strlen(why) },
+                          { "\n", 1 } };
+    (void)!writev(2, v, 5);
+    _exit(127);
+}
+
+/* vfork in a frame of its own, which holds nothing the child could
+ * clobber.  The child's pid, or -1 with errno. */
+static __attribute__((noinline)) pid_t vfork_daemon(const char *prog, char **argv, char **envp, int keep_fd)
+{
+    pid_t parent = getpid();
+    pid_t pid = vfork();
+    if (pid == 0)
+        exec_daemon(prog, argv, envp, keep_fd, parent);
+    return pid;
+}
+
 /* Start mini-sandboxd with argv[1..] (argv[0] is filled in here), in a
  * session of its own (a Ctrl-C typed at the client's terminal goes to the
  * terminal's foreground process group, which is the client's to handle),
  * dying with this process, with stdin and stdout on /dev/null and only
- * daemon_env.  keep_fd stays open in it (-1: none).  Its pid, or -1. */
+ * daemon_env.  keep_fd stays open in it (-1: none).  Its pid, or -1.
+ * vfork, not fork: the client waits for this daemon anyway, and a fork
+ * would copy its page tables (and then fault on every page it writes) for
+ * a child that only executes. */
 static pid_t spawn_daemon(char **argv, int keep_fd, struct mini_err *e)
 {
     _cleanup_free_ char *prog = mini_sandboxd_path();
@@ -122,32 +168,12 @@ static pid_t spawn_daemon(char **argv, int keep_fd, struct mini_err *e)
     }
     envp[k] = NULL;
     argv[0] = prog;
-    pid_t parent = getpid();
-    pid_t pid = prog ? fork() : -1;
-    int err = errno;
-    if (pid == 0) {
-        setsid();
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        if (getppid() != parent)
-            _exit(1);
-        if (keep_fd >= 0)
-            mini_set_cloexec(keep_fd, 0);
-        /* Nothing to read, nothing to print but its errors (stderr). */
-        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-        if (null >= 0) {
-            dup2(null, 0);
-            dup2(null, 1);
-        }
-        execve(prog, argv, envp);
-        if (!strchr(prog, '/'))
-            execvpe(prog, argv, envp);
-        dprintf(2, "mini-sandbox: starting %s: %s\n", prog, strerror(errno));
-        _exit(127);
-    }
+    pid_t pid = prog ? vfork_daemon(prog, argv, envp, keep_fd) : -1;
+    int err = prog ? errno : ENOMEM;
     for (size_t i = 0; i < k; i++)
         free(envbuf[i]);
     if (pid < 0)
-        mini_err_sys(e, MINI_E_IO, prog ? err : ENOMEM, "starting mini-sandboxd");
+        mini_err_sys(e, MINI_E_IO, err, "starting mini-sandboxd");
     return pid;
 }
 
