@@ -29,9 +29,11 @@ static const unsigned long SANDBOX_CLONE_FLAGS = CLONE_NEWUSER | CLONE_NEWPID;
 
 int mini_sandbox_open_init(struct mini_err *e)
 {
+    /* Opened, not shown: the sibling path as it is (open resolves it), with
+     * no realpath, which would read every component's link on each start. */
     const char *env = getenv("MINI_SANDBOX_INIT");
     _cleanup_free_ char *path =
-        env && *env ? strdup(env) : mini_exe_relative(MINI_BIN_TO_LIBEXEC "/mini-sandbox-init");
+        env && *env ? strdup(env) : mini_exe_sibling(MINI_BIN_TO_LIBEXEC "/mini-sandbox-init");
     if (!path)
         return mini_err_sys(e, MINI_E_IO, errno, "finding mini-sandbox-init relative to /proc/self/exe");
     int fd = open(path, O_PATH | O_CLOEXEC);
