@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -107,10 +108,19 @@ static const char *const daemon_env[] = {
 
 /* The child's side of spawn_daemon, under vfork: it shares the client's
  * memory until it executes, so it only makes system calls (no allocation,
- * no stdio) and never returns. */
+ * no stdio) and never returns.  Every signal is blocked since before the
+ * vfork, so that none of the client's handlers runs here, in its memory;
+ * those it catches go back to their defaults before the client's mask
+ * (`mask`) does. */
 static __attribute__((noreturn, noinline)) void exec_daemon(const char *prog, char **argv, char **envp,
-                                                             int keep_fd, pid_t parent)
+                                                             int keep_fd, pid_t parent, const sigset_t *mask)
 {
+    for (int sig = 1; sig < NSIG; sig++) {
+        struct sigaction sa;
+        if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN)
+            signal(sig, SIG_DFL);
+    }
+    sigprocmask(SIG_SETMASK, mask, NULL);
     setsid();
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent)
@@ -140,10 +150,16 @@ static __attribute__((noreturn, noinline)) void exec_daemon(const char *prog, ch
  * clobber.  The child's pid, or -1 with errno. */
 static __attribute__((noinline)) pid_t vfork_daemon(const char *prog, char **argv, char **envp, int keep_fd)
 {
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     pid_t parent = getpid();
     pid_t pid = vfork();
     if (pid == 0)
-        exec_daemon(prog, argv, envp, keep_fd, parent);
+        exec_daemon(prog, argv, envp, keep_fd, parent, &old);
+    int err = errno;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = err;
     return pid;
 }
 
