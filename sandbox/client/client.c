@@ -101,10 +101,17 @@ static int connect_path(const char *path)
 /* The variables a private daemon keeps; everything else (API keys above
  * all) stays with the client.  The image store's (XDG_DATA_HOME,
  * MINI_IMAGE_STORE) so that it finds the images the client's user
- * imported (docs/images.md). */
-static const char *const daemon_env[] = {
-    "PATH", "HOME", "LANG", "XDG_RUNTIME_DIR", "MINI_PROFILE_DIR", "XDG_DATA_HOME", "MINI_IMAGE_STORE", NULL
-};
+ * imported (docs/images.md); MINI_SANDBOX_TIMING so that its per-step
+ * timers print on the client's stderr (docs/sandbox-lifecycle.md). */
+static const char *const daemon_env[] = { "PATH",
+                                          "HOME",
+                                          "LANG",
+                                          "XDG_RUNTIME_DIR",
+                                          "MINI_PROFILE_DIR",
+                                          "XDG_DATA_HOME",
+                                          "MINI_IMAGE_STORE",
+                                          "MINI_SANDBOX_TIMING",
+                                          NULL };
 
 /* The child's side of spawn_daemon, under vfork: it shares the client's
  * memory until it executes, so it only makes system calls (no allocation,

@@ -23,6 +23,16 @@
 #include "mini/profile.h"
 #include "mini/proto.h"
 
+/* Milliseconds from stamp a to stamp b (mini_mono_ns); -1 when either was
+ * not taken (the per-step timers, MINI_SANDBOX_TIMING). */
+static inline double span_ms(int64_t a, int64_t b) { return a && b ? (double)(b - a) / 1e6 : -1; }
+
+/* MINI_SANDBOX_TIMING: an open's steps (do_open, open_finish), 0 where not
+ * taken. */
+struct open_times {
+    int64_t start, profile, ids, cloned, compiled;
+};
+
 /* A client whose unsent replies pass this is too slow: its streamed
  * commands stop being read (they block on their pipe) until it catches up. */
 #define WQ_PAUSE (4u << 20)
@@ -183,6 +193,7 @@ struct session {
     int64_t last_exit_ns, prepare_ns;
     struct mini_profile *profile;
     const struct mini_bpf *bpf; /* from the server's cache */
+    struct open_times t_open;
     char *workspace;
     int ws_fd;
     uid_t host_uid; /* the host ids the sandbox's processes run as */

@@ -113,7 +113,6 @@ static void emit_output(struct server *s, struct exec *x, const char *p, size_t 
 }
 
 /* ms from a to b, or -1 where a stamp was not taken. */
-static double span_ms(int64_t a, int64_t b) { return a && b ? (double)(b - a) / 1e6 : -1; }
 
 /* One line per command under MINI_SANDBOX_TIMING=1: its sandbox's
  * preparation step by step (in the daemon: cgroup, clone, id maps, GO,

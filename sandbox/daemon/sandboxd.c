@@ -221,13 +221,14 @@ int main(int argc, char **argv)
         { "frame-timeout", required_argument, NULL, 't' },
         { 0 },
     };
+    int64_t main_ns = mini_mono_ns();
     /* Per-step timers (docs/sandbox-lifecycle.md): MINI_SANDBOX_TIMING=1,
      * whose info-level lines it lets through unless --log-level says
      * otherwise, or --log-level debug. */
     const char *timing = getenv("MINI_SANDBOX_TIMING");
     mini_sb_timing = timing && strcmp(timing, "1") == 0;
     mini_log_init("mini-sandboxd", mini_sb_timing ? MINI_LOG_INFO : MINI_LOG_WARN);
-    struct mini_server_cfg cfg = { .inherit_fd = -1, .listen_fd = -1 };
+    struct mini_server_cfg cfg = { .inherit_fd = -1, .listen_fd = -1, .main_ns = main_ns };
     _cleanup_free_ char **resolve = NULL;
     _cleanup_free_ char *socket_path = NULL, *state_dir = NULL, *sockdir = NULL, *cache_dir = NULL;
     bool foreground = false;

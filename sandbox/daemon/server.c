@@ -733,14 +733,20 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
         goto out;
     }
     s.userns = st.st_ino;
+    /* MINI_SANDBOX_TIMING: the start-up's steps, logged once the loop runs. */
+    struct {
+        int64_t init, caps, cgroups, ids, loop;
+    } ts = { 0 };
     if ((s.init_fd = mini_sandbox_open_init(e)) < 0)
         goto out;
+    MINI_SB_MARK(&ts, init);
     /* What this machine can isolate, and per-command cgroups where the
      * daemon may create them; the probe is corrected to what was set up so
      * that no reply promises more than the commands get. */
     bool cached;
     if (mini_caps_detect_cached(&s.caps, cfg->caps_cache_dir, &cached, e) < 0)
         goto out;
+    MINI_SB_MARK(&ts, caps);
     log_info("capabilities: %s%s", cached ? "the probes' results cached in " : "probed",
              cached ? cfg->caps_cache_dir : "");
     struct mini_err cge;
@@ -751,6 +757,7 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
             mini_caps_cache_forget(cfg->caps_cache_dir);
     }
     mini_cgroups_update_caps(&s.cgroups, &s.caps);
+    MINI_SB_MARK(&ts, cgroups);
     log_info("cgroups: %s", s.cgroups.note);
     if (asprintf(&s.root_dir, "%s/root", cfg->state_dir) < 0) {
         s.root_dir = NULL;
@@ -769,6 +776,7 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
     free(sockdir);
     if (gr < 0 || (geteuid() == 0 && mini_uid_range_init(&s.uids, e) < 0))
         goto out;
+    MINI_SB_MARK(&ts, ids);
     /* A private daemon sweeps once it has handled what its client queued
      * before it started (hello and open: the open's sandbox is then being
      * prepared meanwhile); a listening one before it listens. */
@@ -817,6 +825,13 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
             close(cfg->ready_fd);
         }
     }
+    MINI_SB_MARK(&ts, loop);
+    if (mini_sb_timing)
+        log_info("timing: start %.3f ms [main to the server %.3f, init's fd %.3f, capabilities (%s) %.3f, "
+                 "cgroups %.3f, workspace guard and uids %.3f, the rest to the event loop %.3f]",
+                 span_ms(cfg->main_ns, ts.loop), span_ms(cfg->main_ns, s.start_ns), span_ms(s.start_ns, ts.init),
+                 cached ? "cached" : "probed", span_ms(ts.init, ts.caps), span_ms(ts.caps, ts.cgroups),
+                 span_ms(ts.cgroups, ts.ids), span_ms(ts.ids, ts.loop));
     while (!s.stopping) {
         struct epoll_event evs[64];
         int t_frame = expire_partial_frames(&s), t_park = park_timeout(&s);

@@ -6,6 +6,7 @@
 #define MINI_SANDBOX_SERVER_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "mini/err.h"
 
 struct mini_server_cfg {
@@ -22,6 +23,7 @@ struct mini_server_cfg {
     double frame_timeout_s;  /* > 0: a partial frame's time limit; 0: FRAME_TIMEOUT_S */
     char **resolve;          /* --resolve NAME:ADDR pins for the network proxy */
     size_t n_resolve;
+    int64_t main_ns;         /* when main began (MINI_SANDBOX_TIMING's start-up line) */
 };
 
 /* Serve until SIGTERM/SIGINT (or, with inherit_fd, until the client

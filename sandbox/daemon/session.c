@@ -1157,6 +1157,7 @@ void do_open(struct server *s, struct client *c, const struct mini_req *req)
     ss->root_slot = -1;
     ss->root_host_uid = ss->root_host_gid = -1;
     ss->refs = 1;
+    MINI_SB_MARK(&ss->t_open, start);
     if (o->profile_data)
         ss->profile = mini_profile_from_json(o->profile_data, "profile_data", &e);
     else
@@ -1165,6 +1166,7 @@ void do_open(struct server *s, struct client *c, const struct mini_req *req)
         goto fail;
     if (o->overrides && mini_profile_apply_overrides(ss->profile, o->overrides, &e) < 0)
         goto fail;
+    MINI_SB_MARK(&ss->t_open, profile);
     if (mini_profile_allow_hosts(ss->profile, o->allow_hosts, o->n_allow_hosts, &e) < 0 ||
         session_net_open(ss, &e) < 0)
         goto fail;
@@ -1185,6 +1187,7 @@ void do_open(struct server *s, struct client *c, const struct mini_req *req)
         ((o->image || ss->profile->image) &&
          session_image(s, ss, o->image ? o->image : ss->profile->image, o->user, &e) < 0))
         goto fail;
+    MINI_SB_MARK(&ss->t_open, ids);
     snprintf(ss->id, sizeof ss->id, "s%llu", (unsigned long long)++s->next_session);
     if (ss->profile->overlay_root && (ss->assess.features & MINI_FEAT_OVERLAY) && session_overlay(s, ss, &e) < 0)
         goto fail;
@@ -1220,6 +1223,7 @@ void open_finish(struct server *s, struct client *c, struct session *ss, int64_t
     if (!ss->bpf) {
         struct mini_err e;
         pool_fill(s, ss);
+        MINI_SB_MARK(&ss->t_open, cloned);
         if (!(ss->bpf = seccomp_for(s, ss->profile, true, &e))) {
             if (e.code == MINI_E_PROFILE_INVALID)
                 mini_err_prefix(&e, "profile %s", ss->profile->name);
@@ -1228,6 +1232,7 @@ void open_finish(struct server *s, struct client *c, struct session *ss, int64_t
             return;
         }
         pool_send_seccomp(s, ss);
+        MINI_SB_MARK(&ss->t_open, compiled);
     }
 
     struct mini_rep rep = { .op = MINI_OP_OPENED, .id = req_id };
@@ -1248,6 +1253,18 @@ void open_finish(struct server *s, struct client *c, struct session *ss, int64_t
     send_rep(s, c, &rep);
     cJSON_Delete(rep.u.opened.isolation);
     log_info("session %s: profile %s, workspace %s", ss->id, ss->profile->name, ss->workspace);
+    if (mini_sb_timing) {
+        /* With the program cached, the first sandbox is cloned after the reply. */
+        const struct open_times *t = &ss->t_open;
+        int64_t sent = mini_mono_ns();
+        char first[96] = "the seccomp program cached";
+        if (t->compiled)
+            snprintf(first, sizeof first, "the first sandbox cloned %.3f, the seccomp program compiled %.3f",
+                     span_ms(t->ids, t->cloned), span_ms(t->cloned, t->compiled));
+        log_info("timing: open %s: %.3f ms to the reply [profile %.3f, workspace and ids %.3f, %s, the rest %.3f]",
+                 ss->id, span_ms(t->start, sent), span_ms(t->start, t->profile), span_ms(t->profile, t->ids), first,
+                 span_ms(t->compiled ? t->compiled : t->ids, sent));
+    }
     pool_fill(s, ss);
     idmap_ahead(s, ss);
 }

@@ -86,6 +86,23 @@ if [[ ${BENCH_SMOKE:-} == 1 ]]; then
     else
         fail "MINI_SANDBOX_TIMING=1: timing lines, summarised" "$lines lines; status $RC: $OUT $ERR"
     fi
+    # The start-up and each open have theirs too, and a private daemon
+    # keeps the variable from its client's environment (its lines come on
+    # the client's stderr).
+    if grep -q "timing: start .*capabilities .*to the event loop" "$DAEMON_LOG" &&
+        grep -q "timing: open s[0-9]*: .* ms to the reply" "$DAEMON_LOG"; then
+        pass "MINI_SANDBOX_TIMING=1: the start-up and open lines"
+    else
+        fail "MINI_SANDBOX_TIMING=1: the start-up and open lines" "$(grep 'timing: \(start\|open\)' "$DAEMON_LOG")"
+    fi
+    rt=$(mktemp -d "$T/rt.XXXXXX")
+    XDG_RUNTIME_DIR="$rt" MINI_SANDBOX_TIMING=1 run bounded "$MINI_BIN/mini-sandbox" run --profile strict \
+        --workspace "$WS" -- true
+    if [[ $RC == 0 && $ERR == *"timing: start "* && $ERR == *"timing: open s1: "* && $ERR == *"timing: exec "* ]]; then
+        pass "a private daemon's timers print on the client's stderr"
+    else
+        fail "a private daemon's timers print on the client's stderr" "status $RC: $ERR"
+    fi
 fi
 
 # Bad arguments are refused with a usage error, not run.
