@@ -426,8 +426,8 @@ static void recv_seccomp(struct mini_bpf *prog)
 {
     static struct sock_filter insns[BPF_MAXINSNS];
     struct mini_seccomp_hdr h;
-    if (mini_read_full(MINI_FD_CTL, &h, sizeof h) != (ssize_t)sizeof h || h.type != MINI_MSG_SECCOMP ||
-        h.n_insns < 1 || h.n_insns > BPF_MAXINSNS ||
+    if (mini_read_full(MINI_FD_CTL, &h, sizeof h) != (ssize_t)sizeof h || h.type != MINI_MSG_SECCOMP || h.n_insns < 1 ||
+        h.n_insns > BPF_MAXINSNS ||
         mini_read_full(MINI_FD_CTL, insns, h.n_insns * sizeof insns[0]) != (ssize_t)(h.n_insns * sizeof insns[0]))
         _exit(125);
     prog->insns = insns;

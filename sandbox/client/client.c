@@ -119,8 +119,8 @@ static const char *const daemon_env[] = { "PATH",
  * vfork, so that none of the client's handlers runs here, in its memory;
  * those it catches go back to their defaults before the client's mask
  * (`mask`) does. */
-static __attribute__((noreturn, noinline)) void exec_daemon(const char *prog, char **argv, char **envp,
-                                                             int keep_fd, pid_t parent, const sigset_t *mask)
+static __attribute__((noreturn, noinline)) void exec_daemon(const char *prog, char **argv, char **envp, int keep_fd,
+                                                            pid_t parent, const sigset_t *mask)
 {
     for (int sig = 1; sig < NSIG; sig++) {
         struct sigaction sa;

@@ -34,8 +34,9 @@
 #include <unistd.h>
 
 static const char *const binds[] = { "/usr", "/etc", "/opt" };
-static const char *const links[][2] = { { "bin", "usr/bin" }, { "sbin", "usr/sbin" }, { "lib", "usr/lib" },
-                                        { "lib64", "usr/lib64" } };
+static const char *const links[][2] = {
+    { "bin", "usr/bin" }, { "sbin", "usr/sbin" }, { "lib", "usr/lib" }, { "lib64", "usr/lib64" }
+};
 static const char *const devs[] = { "null", "zero", "full", "random", "urandom", "tty" };
 static const char *const hide_files[] = { "etc/shadow", "etc/gshadow", "etc/sudoers" };
 static const char *const hide_dirs[] = { "etc/ssh", "etc/sudoers.d", "etc/ssl/private" };
@@ -160,7 +161,8 @@ static int build_template(void)
     int t = fs_tmpfs("0755", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV), rc = t < 0 ? -1 : 0;
     for (size_t i = 0; rc == 0 && i < 3; i++)
         rc = mkdirat(t, binds[i] + 1, 0755) |
-            bind_into(t, binds[i] + 1, binds[i], MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, AT_RECURSIVE);
+            bind_into(t, binds[i] + 1, binds[i], MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                      AT_RECURSIVE);
     for (size_t i = 0; rc == 0 && i < 4; i++)
         rc = symlinkat(links[i][1], t, links[i][0]);
     int dev = rc == 0 ? fs_tmpfs("0755", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC) : -1;

@@ -58,8 +58,8 @@ static void cfg_for(struct mini_spawn_cfg *cfg, const struct mini_bpf *prog)
         .root_host_gid = -1,
         .idmap_userns = -1,
         .init_fd = init_fd,
-        .namespaces = MINI_FEAT_USER_NS | MINI_FEAT_PID_NS | MINI_FEAT_NET_NS | MINI_FEAT_MOUNT_NS |
-                      MINI_FEAT_IPC_NS | MINI_FEAT_UTS_NS | MINI_FEAT_CGROUP_NS,
+        .namespaces = MINI_FEAT_USER_NS | MINI_FEAT_PID_NS | MINI_FEAT_NET_NS | MINI_FEAT_MOUNT_NS | MINI_FEAT_IPC_NS |
+            MINI_FEAT_UTS_NS | MINI_FEAT_CGROUP_NS,
         .cgroup_fd = -1,
     };
 }
