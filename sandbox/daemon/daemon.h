@@ -206,6 +206,10 @@ struct session {
     gid_t owner_gid;
     int uid_slot;     /* root daemon: its slot in the server's uid range, else -1 */
     int idmap_userns; /* a user namespace mapping owner -> host ids, or -1 */
+    /* The idmap probe's detached mount (session_ids), or -1: closed after
+     * the open's reply, since closing a detached mount waits for an RCU
+     * grace period (0.16 ms here). */
+    int probe_mount;
     bool idmap;
     struct mini_uid_range *uids; /* where uid_slot goes back to */
     struct mini_env env;

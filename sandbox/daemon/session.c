@@ -41,6 +41,7 @@ void session_unref(struct session *ss)
     free(ss->workspace);
     mini_close(ss->ws_fd);
     mini_close(ss->idmap_userns);
+    mini_close(ss->probe_mount);
     if (ss->uids)
         mini_uid_range_put(ss->uids, ss->uid_slot);
     if (ss->uids && ss->root_slot >= 0)
@@ -1108,7 +1109,7 @@ static int session_ids(struct server *s, struct session *ss, struct mini_err *e)
         struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)ss->idmap_userns };
         int r = probe < 0 ? -1 : mount_setattr(probe, "", AT_EMPTY_PATH, &attr, sizeof attr);
         int err = errno;
-        mini_close(probe);
+        ss->probe_mount = probe;
         if (r < 0 && (err == EINVAL || err == EOPNOTSUPP || err == ENOSYS)) {
             log_warn("workspace %s: its filesystem cannot be idmapped (%s): the sandbox runs as its owner, uid %u",
                      ss->workspace, strerror(err), (unsigned)ss->owner_uid);
@@ -1151,6 +1152,7 @@ void do_open(struct server *s, struct client *c, const struct mini_req *req)
     }
     ss->ws_fd = -1;
     ss->idmap_userns = -1;
+    ss->probe_mount = -1;
     ss->image_userns = -1;
     ss->image_hold = -1;
     ss->uid_slot = -1;
@@ -1267,6 +1269,8 @@ void open_finish(struct server *s, struct client *c, struct session *ss, int64_t
     }
     pool_fill(s, ss);
     idmap_ahead(s, ss);
+    mini_close(ss->probe_mount);
+    ss->probe_mount = -1;
 }
 
 void session_close(struct server *s, struct client *c, struct session *ss, enum mini_limit why)
