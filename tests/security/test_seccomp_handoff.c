@@ -104,13 +104,13 @@ static void refused(const char *what, const void *bytes, size_t len)
         return;
     }
     struct mini_ctl_msg m;
-    /* Long enough for a root to be built and init executed. */
-    int r = next_msg(&sb, &m, 1500);
+    /* Long enough for a root to be built and init executed (a few ms). */
+    int r = next_msg(&sb, &m, 500);
     CHECK_MSG(r == -2 || (r == 1 && m.type != MINI_CTL_READY), "%s: before the hand-off: %d (type %u)", what, r,
               r == 1 ? m.type : 0);
     if (bytes)
         CHECK_MSG(mini_write_all(sb.ctl, bytes, len) == 0, "%s: writing the hand-off", what);
-    r = next_msg(&sb, &m, 1500);
+    r = next_msg(&sb, &m, 500);
     CHECK_MSG(r != 1 || m.type != MINI_CTL_READY, "%s: READY after a bad hand-off", what);
     close(sb.ctl);
     sb.ctl = -1;
