@@ -283,13 +283,18 @@ int mini_sandbox_go(const struct mini_spawn_cfg *cfg, struct mini_sandbox *sb, c
 
 int mini_sandbox_send_seccomp(struct mini_sandbox *sb, const struct mini_bpf *prog, struct mini_err *e)
 {
-    struct mini_seccomp_hdr h = { .type = MINI_MSG_SECCOMP, .n_insns = prog->len };
+    /* One write, the header and the program, on every sandbox's spawn. */
+    struct {
+        struct mini_seccomp_hdr h;
+        struct sock_filter insns[BPF_MAXINSNS];
+    } m;
     if (prog->len < 1 || prog->len > BPF_MAXINSNS)
         return mini_err_set(e, MINI_E_SPAWN_FAILED, "a seccomp program of %u instructions", (unsigned)prog->len);
+    m.h = (struct mini_seccomp_hdr){ .type = MINI_MSG_SECCOMP, .n_insns = prog->len };
+    memcpy(m.insns, prog->insns, prog->len * sizeof m.insns[0]);
     /* ctl is blocking, and the program (at most 32 KiB) fits in a fresh
      * socket's buffer: the child reads it only once its root is built. */
-    if (mini_write_all(sb->ctl, &h, sizeof h) < 0 ||
-        mini_write_all(sb->ctl, prog->insns, prog->len * sizeof prog->insns[0]) < 0)
+    if (mini_write_all(sb->ctl, &m, sizeof m.h + prog->len * sizeof m.insns[0]) < 0)
         return mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "sending the seccomp program to the sandbox");
     return 0;
 }

@@ -192,7 +192,8 @@ struct session {
      * sent, and how long its last prepared sandbox took to be ready. */
     int64_t last_exit_ns, prepare_ns;
     struct mini_profile *profile;
-    const struct mini_bpf *bpf; /* from the server's cache */
+    struct bpf_cache *bpf_entry; /* its policy's entry in the server's cache */
+    const struct mini_bpf *bpf;  /* that entry's program; NULL until compiled (open_finish) */
     struct open_times t_open;
     char *workspace;
     int ws_fd;

@@ -148,38 +148,38 @@ struct bpf_cache {
     struct mini_bpf bpf;
 };
 
-/* The program for the profile's policy; compiled when not cached and
- * `compile`, else NULL (and e untouched) when not cached. */
-static const struct mini_bpf *seccomp_for(struct server *s, const struct mini_profile *p, bool compile,
-                                          struct mini_err *e)
+/* The cache entry of the profile's policy, made when there is none (its
+ * program not compiled yet: bpf.len 0); NULL when out of memory.  The key
+ * is computed once per open. */
+static struct bpf_cache *bpf_entry(struct server *s, const struct mini_profile *p)
 {
     cJSON *pj = mini_profile_to_json(p);
     char *key = pj ? cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(pj, "seccomp")) : NULL;
     cJSON_Delete(pj);
-    if (!key) {
-        mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    if (!key)
         return NULL;
-    }
     for (struct bpf_cache *c = s->bpf_cache; c; c = c->next)
         if (strcmp(c->key, key) == 0) {
             free(key);
-            return &c->bpf;
+            return c;
         }
-    if (!compile) {
-        free(key);
-        return NULL;
-    }
     struct bpf_cache *c = calloc(1, sizeof *c);
-    if (!c || mini_seccomp_compile(&p->seccomp, &c->bpf, e) < 0) {
-        if (!c)
-            mini_err_set(e, MINI_E_NOMEM, "out of memory");
-        free(c);
+    if (!c) {
         free(key);
         return NULL;
     }
     c->key = key;
     c->next = s->bpf_cache;
     s->bpf_cache = c;
+    return c;
+}
+
+/* The entry's program, compiled on first use; NULL with e filled when it
+ * does not compile (the entry stays, uncompiled). */
+static const struct mini_bpf *bpf_compiled(struct bpf_cache *c, const struct mini_profile *p, struct mini_err *e)
+{
+    if (!c->bpf.len && mini_seccomp_compile(&p->seccomp, &c->bpf, e) < 0)
+        return NULL;
     return &c->bpf;
 }
 
@@ -1180,7 +1180,11 @@ void do_open(struct server *s, struct client *c, const struct mini_req *req)
 
     /* Not compiled yet: open_finish compiles it while the session's first
      * sandbox is being prepared. */
-    ss->bpf = seccomp_for(s, ss->profile, false, &e);
+    if (!(ss->bpf_entry = bpf_entry(s, ss->profile))) {
+        mini_err_set(&e, MINI_E_NOMEM, "out of memory");
+        goto fail;
+    }
+    ss->bpf = ss->bpf_entry->bpf.len ? &ss->bpf_entry->bpf : NULL;
     if (mini_ws_open(o->workspace, &ss->workspace, &ss->ws_fd, &e) < 0 || session_hide_secrets(s, ss, &e) < 0 ||
         mini_ws_check(&s->guard, ss->profile, ss->workspace, ss->ws_fd, &e) < 0 ||
         (!park_claim(s, ss, o) && session_ids(s, ss, &e) < 0) ||
@@ -1226,7 +1230,7 @@ void open_finish(struct server *s, struct client *c, struct session *ss, int64_t
         struct mini_err e;
         pool_fill(s, ss);
         MINI_SB_MARK(&ss->t_open, cloned);
-        if (!(ss->bpf = seccomp_for(s, ss->profile, true, &e))) {
+        if (!(ss->bpf = bpf_compiled(ss->bpf_entry, ss->profile, &e))) {
             if (e.code == MINI_E_PROFILE_INVALID)
                 mini_err_prefix(&e, "profile %s", ss->profile->name);
             send_error(s, c, req_id, &e);
