@@ -28,6 +28,20 @@ else
     pass "a dead daemon's overlay is removed at start"
 fi
 
+# A private daemon (no daemon listening) sweeps after its client's hello
+# and open: by the time `run` has returned, the overlay is gone too.
+prt=$(mktemp -d "$T/private-rt.XXXXXX")
+mkdir -m 0700 "$prt/mini" "$prt/mini/state"
+pstale=$prt/mini/state/sessions/$dead-s1
+mkdir -p "$pstale/upper/usr/local/lib" "$pstale/work/1"
+echo leftover >"$pstale/upper/usr/local/lib/file"
+XDG_RUNTIME_DIR=$prt run bounded "$MINI_BIN/mini-sandbox" run --profile strict --workspace "$WS" -- true
+if [[ $RC == 0 && ! -e $pstale ]]; then
+    pass "a private daemon removes a dead daemon's overlay"
+else
+    fail "a private daemon removes a dead daemon's overlay" "status $RC, $(ls -d "$pstale" 2>&1): $ERR"
+fi
+
 # ---- abstract sockets under permissive ----------------------------------
 have python3 || skip_all "python3 is needed for the socket checks"
 python3 - "$TAG" >"$T/abs.ready" 2>"$T/abs.err" <<'PY' &
