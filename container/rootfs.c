@@ -3,8 +3,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -15,7 +17,12 @@
 
 struct build {
     const struct mini_rootfs_spec *s;
+    const struct mini_profile *profile;
     int rootfd;                 /* the new root's tmpfs */
+    /* Building a template (mini_rootfs_template): a detached tree, in
+     * which mount(2) on a path is refused; every mount is made detached
+     * and moved onto its mount point. */
+    bool detached;
     int ro_later[MAX_RO_LATER]; /* mounts to make read-only once populated */
     size_t n_ro_later;
     struct mini_err *e;
@@ -128,14 +135,75 @@ static int ro_later(struct build *b, int fd)
     return 0;
 }
 
-static int mount_tmpfs(struct build *b, const char *path, const char *opts, unsigned long flags, bool ro)
+/* A fresh tmpfs, detached: its fd (an O_PATH fd of its root), or -1.  A
+ * read-only superblock (ro_sb) can never be written through any mount of
+ * it, whatever that mount's flags become. */
+static int detached_tmpfs(unsigned mode, unsigned long long size, uint64_t attrs, bool ro_sb)
+{
+    char m[16], sz[24];
+    snprintf(m, sizeof m, "%o", mode);
+    snprintf(sz, sizeof sz, "%llu", size);
+    _cleanup_close_ int fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
+    if (fs < 0 || fsconfig(fs, FSCONFIG_SET_STRING, "source", "tmpfs", 0) < 0 ||
+        fsconfig(fs, FSCONFIG_SET_STRING, "mode", m, 0) < 0 ||
+        fsconfig(fs, FSCONFIG_SET_STRING, "size", sz, 0) < 0 ||
+        (ro_sb && fsconfig(fs, FSCONFIG_SET_FLAG, "ro", NULL, 0) < 0) ||
+        fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+        return -1;
+    return fsmount(fs, FSMOUNT_CLOEXEC, (unsigned)attrs);
+}
+
+/* Move the detached mount `m` onto the O_PATH fd `target` (closes m). */
+static int move_onto(int m, int target)
+{
+    int r = move_mount(m, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+    int err = errno;
+    close(m);
+    errno = err;
+    return r;
+}
+
+/* A clone of the host's `src` (with its submounts when rec), restricted by
+ * `attrs` before anything can see it, moved onto the O_PATH fd `target`. */
+static int bind_onto(const char *src, int target, uint64_t attrs, bool rec)
+{
+    unsigned r = rec ? AT_RECURSIVE : 0;
+    int m = open_tree(AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | r);
+    if (m < 0)
+        return -1;
+    if (setattr(m, attrs, r) < 0) {
+        int err = errno;
+        close(m);
+        errno = err;
+        return -1;
+    }
+    return move_onto(m, target);
+}
+
+/* A tmpfs on `path`: mode, size in bytes, MOUNT_ATTR_* flags.  `ro`: made
+ * read-only once populated (in a template: at once, superblock too). */
+static int mount_tmpfs(struct build *b, const char *path, unsigned mode, unsigned long long size, uint64_t attrs,
+                       bool ro)
 {
     _cleanup_close_ int fd = mkdirs_in_root(b, path);
     char p[32];
     if (fd < 0)
         return fail(b, errno, "creating mount point", path);
-    if (mount("tmpfs", fdpath(p, fd), "tmpfs", flags, opts) < 0)
-        return fail(b, errno, "mounting tmpfs on", path);
+    if (b->detached) {
+        /* ro: read-only from the start, superblock too (a template's
+         * hidden directory, which nothing populates). */
+        int m = detached_tmpfs(mode, size, attrs | (ro ? MOUNT_ATTR_RDONLY : 0), ro);
+        if (m < 0 || move_onto(m, fd) < 0)
+            return fail(b, errno, "mounting tmpfs on", path);
+        return 0;
+    } else {
+        char opts[64];
+        unsigned long flags = ((attrs & MOUNT_ATTR_NOSUID) ? MS_NOSUID : 0) |
+            ((attrs & MOUNT_ATTR_NODEV) ? MS_NODEV : 0) | ((attrs & MOUNT_ATTR_NOEXEC) ? MS_NOEXEC : 0);
+        snprintf(opts, sizeof opts, "mode=%o,size=%llu", mode, size);
+        if (mount("tmpfs", fdpath(p, fd), "tmpfs", flags, opts) < 0)
+            return fail(b, errno, "mounting tmpfs on", path);
+    }
     if (!ro)
         return 0;
     int top = open_in_root(b, path, O_DIRECTORY);
@@ -202,45 +270,32 @@ static int add_bind(struct build *b, const struct mini_bind *m)
         return copy_symlink(b, m->path);
     bool dir = S_ISDIR(st.st_mode);
     _cleanup_close_ int target = dir ? mkdirs_in_root(b, m->path) : mkfile_in_root(b, m->path);
-    char p[32];
     if (target < 0)
         return fail(b, errno, "creating mount point", m->path);
-    if (dir && !m->writable && b->s->overlay_fd >= 0 && b->s->profile->overlay_root)
+    if (dir && !m->writable && !b->detached && b->s->overlay_fd >= 0 && b->s->profile->overlay_root)
         return overlay_bind(b, m, target);
-    if (mount(m->path, fdpath(p, target), NULL, MS_BIND | MS_REC, NULL) < 0)
-        return fail(b, errno, "binding", m->path);
-    _cleanup_close_ int top = open_in_root(b, m->path, 0);
-    if (top < 0)
-        return fail(b, errno, "opening", m->path);
     uint64_t attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (m->writable ? 0 : MOUNT_ATTR_RDONLY);
-    if (setattr(top, attrs, AT_RECURSIVE) < 0)
-        return fail(b, errno, "restricting", m->path);
+    if (bind_onto(m->path, target, attrs, true) < 0)
+        return fail(b, errno, "binding", m->path);
     return 0;
 }
 
 /* Cover one file with /dev/null.  The host may replace the file by
- * rename while we do (passwd rewrites /etc/shadow so): the bind then
+ * rename while we do (passwd rewrites /etc/shadow so): the cover then
  * lands on the unlinked file (ENOENT), or the path afterwards names the
- * new, uncovered file.  Either way, try again on what the path names now. */
+ * new, uncovered file.  Either way, try again on what the path names now.
+ * The cover is nosuid, nodev (so the device node cannot even be opened:
+ * reads and writes fail), noexec and read-only before it is moved there. */
 static int cover_file(struct build *b, int fd, const char *path)
 {
-    char p[32];
-    if (mount("/dev/null", fdpath(p, fd), NULL, MS_BIND, NULL) < 0)
+    if (bind_onto("/dev/null", fd, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC | MOUNT_ATTR_RDONLY,
+                  false) < 0)
         return errno == ENOENT ? 1 : fail(b, errno, "hiding", path);
-    /* A bind ignores flags: the cover gets nosuid, nodev (so the device
-     * node cannot even be opened: reads and writes fail), noexec and ro
-     * through mount_setattr, on the cover itself (a character device). */
     _cleanup_close_ int top = open_in_root(b, path, 0);
     struct stat st;
     if (top < 0 || fstat(top, &st) < 0)
-        return errno == ENOENT ? 1 : fail(b, errno, "restricting the cover of", path);
-    if (!S_ISCHR(st.st_mode))
-        return 1;
-    /* EINVAL: the host replaced the file after the bind, which detached
-     * the cover from the tree; what the path names now gets a new one. */
-    if (setattr(top, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC | MOUNT_ATTR_RDONLY, 0) < 0)
-        return errno == EINVAL ? 1 : fail(b, errno, "restricting the cover of", path);
-    return 0;
+        return errno == ENOENT ? 1 : fail(b, errno, "checking the cover of", path);
+    return S_ISCHR(st.st_mode) ? 0 : 1;
 }
 
 static int add_hide(struct build *b, const char *path)
@@ -255,7 +310,8 @@ static int add_hide(struct build *b, const char *path)
         if (fstat(fd, &st) < 0)
             return fail(b, errno, "stat", path);
         if (S_ISDIR(st.st_mode))
-            return mount_tmpfs(b, path, "mode=0755,size=16k", MS_NOSUID | MS_NODEV | MS_NOEXEC, true);
+            return mount_tmpfs(b, path, 0755, 16 << 10, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+                               true);
         int r = cover_file(b, fd, path);
         if (r <= 0)
             return r;
@@ -263,42 +319,79 @@ static int add_hide(struct build *b, const char *path)
     return fail(b, EAGAIN, "hiding (the host keeps replacing it)", path);
 }
 
-static int add_dev(struct build *b)
+/* /dev's nodes and links in the tmpfs b->rootfd + `at` ("/dev" in the
+ * new root, "" in a detached /dev of its own). */
+static int dev_populate(struct build *b, const char *at)
 {
     static const char *const nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
-    char p[32], src[64], dst[64];
-    if (mount_tmpfs(b, "/dev", "mode=0755,size=64k", MS_NOSUID | MS_NOEXEC, true) < 0)
-        return -1;
-    for (size_t i = 0; i < MINI_ARRAY_SIZE(nodes); i++) {
-        snprintf(src, sizeof src, "/dev/%s", nodes[i]);
-        snprintf(dst, sizeof dst, "/dev/%s", nodes[i]);
-        _cleanup_close_ int fd = mkfile_in_root(b, dst);
-        if (fd < 0)
-            return fail(b, errno, "creating", dst);
-        if (mount(src, fdpath(p, fd), NULL, MS_BIND, NULL) < 0)
-            return fail(b, errno, "binding", src);
-        _cleanup_close_ int top = open_in_root(b, dst, 0);
-        if (top < 0 || setattr(top, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, 0) < 0)
-            return fail(b, errno, "restricting", dst);
-    }
-    _cleanup_close_ int pts = mkdirs_in_root(b, "/dev/pts");
-    if (pts < 0)
-        return fail(b, errno, "creating", "/dev/pts");
-    if (mount("devpts", fdpath(p, pts), "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620") < 0)
-        return fail(b, errno, "mounting devpts on", "/dev/pts");
-    if (mount_tmpfs(b, "/dev/shm", "mode=1777,size=64m", MS_NOSUID | MS_NODEV, false) < 0)
-        return -1;
     static const char *const links[][2] = {
         { "ptmx", "pts/ptmx" },          { "fd", "/proc/self/fd" },       { "stdin", "/proc/self/fd/0" },
         { "stdout", "/proc/self/fd/1" }, { "stderr", "/proc/self/fd/2" },
     };
-    _cleanup_close_ int devdir = open_in_root(b, "/dev", O_DIRECTORY);
+    char src[64], dst[80];
+    for (size_t i = 0; i < MINI_ARRAY_SIZE(nodes); i++) {
+        snprintf(src, sizeof src, "/dev/%s", nodes[i]);
+        snprintf(dst, sizeof dst, "%s/%s", at, nodes[i]);
+        _cleanup_close_ int fd = mkfile_in_root(b, dst);
+        if (fd < 0)
+            return fail(b, errno, "creating", src);
+        if (bind_onto(src, fd, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, false) < 0)
+            return fail(b, errno, "binding", src);
+    }
+    _cleanup_close_ int devdir = open_in_root(b, *at ? at : "/", O_DIRECTORY);
     if (devdir < 0)
         return fail(b, errno, "opening", "/dev");
+    if (mkdirat(devdir, "pts", 0755) < 0 || mkdirat(devdir, "shm", 0755) < 0)
+        return fail(b, errno, "creating", "/dev/pts and /dev/shm");
     for (size_t i = 0; i < MINI_ARRAY_SIZE(links); i++)
         if (symlinkat(links[i][1], devdir, links[i][0]) < 0)
             return fail(b, errno, "creating link /dev/", links[i][0]);
     return 0;
+}
+
+static int seal(int mnt);
+
+/* /dev, the part every sandbox of a profile shares (a template holds
+ * it): a tmpfs, read-only once populated, with six device binds and the
+ * usual links, and the mount points of /dev/pts and /dev/shm.  A
+ * template's is populated and sealed before it is moved into the tree
+ * (the kernel changes no flags of a mount inside a detached tree). */
+static int add_dev_nodes(struct build *b)
+{
+    if (!b->detached)
+        return mount_tmpfs(b, "/dev", 0755, 64 << 10, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, true) < 0
+            ? -1
+            : dev_populate(b, "/dev");
+    struct build d = { .profile = b->profile, .detached = true, .e = b->e };
+    _cleanup_close_ int target = mkdirs_in_root(b, "/dev");
+    if (target < 0)
+        return fail(b, errno, "creating mount point", "/dev");
+    if ((d.rootfd = detached_tmpfs(0755, 64 << 10, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, false)) < 0)
+        return fail(b, errno, "mounting tmpfs on", "/dev");
+    if (dev_populate(&d, "") < 0) {
+        close(d.rootfd);
+        return -1;
+    }
+    if (seal(d.rootfd) < 0) {
+        int err = errno;
+        close(d.rootfd);
+        return fail(b, err, "making read-only", "/dev");
+    }
+    if (move_onto(d.rootfd, target) < 0)
+        return fail(b, errno, "mounting tmpfs on", "/dev");
+    return 0;
+}
+
+/* /dev, each sandbox's own part: its devpts instance and /dev/shm. */
+static int add_dev_own(struct build *b)
+{
+    char p[32];
+    _cleanup_close_ int pts = open_in_root(b, "/dev/pts", O_DIRECTORY);
+    if (pts < 0)
+        return fail(b, errno, "opening", "/dev/pts");
+    if (mount("devpts", fdpath(p, pts), "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620") < 0)
+        return fail(b, errno, "mounting devpts on", "/dev/pts");
+    return mount_tmpfs(b, "/dev/shm", 01777, 64ULL << 20, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false);
 }
 
 static int add_proc(struct build *b)
@@ -343,13 +436,23 @@ static const struct mini_bind *host_root_bind(const struct mini_profile *p)
 }
 
 int mini_rootfs_base(const char *root, const struct mini_profile *p, bool image, unsigned uid, unsigned gid,
-                     struct mini_err *e)
+                     int template_fd, struct mini_err *e)
 {
     /* Nothing we mount may propagate back to the host. */
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
         return mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "making mounts private");
     const struct mini_bind *hr = image ? NULL : host_root_bind(p);
-    if (hr) {
+    if (template_fd >= 0) {
+        /* This sandbox's own copy of the template's mounts (their
+         * superblocks stay the template's, read-only). */
+        int t = open_tree(template_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
+        if (t < 0 || move_mount(t, "", AT_FDCWD, root, MOVE_MOUNT_F_EMPTY_PATH) < 0) {
+            int err = errno;
+            mini_close(t);
+            return mini_err_sys(e, MINI_E_SPAWN_FAILED, err, "cloning the root's template onto %s", root);
+        }
+        close(t);
+    } else if (hr) {
         if (mount("/", root, NULL, MS_BIND | MS_REC, NULL) < 0)
             return mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "binding / on %s", root);
     } else {
@@ -416,26 +519,26 @@ static int image_root(struct build *b, bool *writable)
 
 int mini_rootfs_enter(const struct mini_rootfs_spec *s, struct mini_err *e)
 {
-    struct build b = { .s = s, .rootfd = s->root_fd, .e = e };
+    struct build b = { .s = s, .profile = s->profile, .rootfd = s->root_fd, .e = e };
     const struct mini_profile *pr = s->profile;
     int rc = -1, newroot = -1;
     bool image = s->image_fd >= 0, writable_root = false;
+    /* From a template, the binds, /dev's nodes and the hidden paths are
+     * there already (mini_rootfs_template); the rest is this sandbox's. */
+    bool shared = !s->templated;
 
     if (image && image_root(&b, &writable_root) < 0)
         goto out;
-    for (size_t i = 0; !image && i < pr->n_binds; i++)
+    for (size_t i = 0; shared && !image && i < pr->n_binds; i++)
         if (add_bind(&b, &pr->binds[i]) < 0)
             goto out;
-    for (size_t i = 0; i < pr->n_tmpfs; i++) {
-        char opts[64];
-        snprintf(opts, sizeof opts, "mode=%o,size=%llu", pr->tmpfs[i].mode,
-                 (unsigned long long)pr->tmpfs[i].size_bytes);
-        if (mount_tmpfs(&b, pr->tmpfs[i].path, opts, MS_NOSUID | MS_NODEV, false) < 0)
+    for (size_t i = 0; i < pr->n_tmpfs; i++)
+        if (mount_tmpfs(&b, pr->tmpfs[i].path, pr->tmpfs[i].mode, (unsigned long long)pr->tmpfs[i].size_bytes,
+                        MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false) < 0)
             goto out;
-    }
-    if (add_proc(&b) < 0 || add_dev(&b) < 0)
+    if (add_proc(&b) < 0 || (shared && add_dev_nodes(&b) < 0) || add_dev_own(&b) < 0)
         goto out;
-    for (size_t i = 0; !image && i < pr->n_hide; i++)
+    for (size_t i = 0; shared && !image && i < pr->n_hide; i++)
         if (add_hide(&b, pr->hide[i]) < 0)
             goto out;
     if (add_workspace(&b) < 0)
@@ -469,4 +572,116 @@ out:
     if (b.rootfd != s->root_fd)
         mini_close(b.rootfd);
     return rc;
+}
+
+/* ------------------------------------------------------------ template */
+
+/* Whether `path` is `top` or beneath it. */
+static bool beneath(const char *path, const char *top)
+{
+    size_t n = strlen(top);
+    while (n > 1 && top[n - 1] == '/')
+        n--;
+    if (n == 1 && top[0] == '/')
+        return true;
+    return strncmp(path, top, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* Whether a hidden path would be covered differently from a template: a
+ * sandbox building its own root covers hidden paths after its tmpfs,
+ * /proc and /dev are mounted, a template before.  So a hidden path in
+ * /proc, /dev/pts or /dev/shm, or one that is (or holds) a tmpfs, /proc,
+ * /dev/pts or /dev/shm, is refused.  One in a tmpfs is not: both find
+ * nothing there (a fresh tmpfs, or its empty mount point); nor one in or
+ * above the workspace, which both mount after the hidden paths.  Checked
+ * as written and as the host resolves it. */
+static bool hide_differs(const struct mini_profile *p, const char *path)
+{
+    static const char *const own[] = { "/proc", "/dev/pts", "/dev/shm" };
+    char real[PATH_MAX];
+    const char *as[2] = { path, realpath(path, real) ? real : NULL };
+    for (size_t k = 0; k < 2; k++) {
+        if (!as[k])
+            continue;
+        for (size_t i = 0; i < MINI_ARRAY_SIZE(own); i++)
+            if (beneath(as[k], own[i]) || beneath(own[i], as[k]))
+                return true;
+        for (size_t i = 0; i < p->n_tmpfs; i++)
+            if (beneath(p->tmpfs[i].path, as[k]))
+                return true;
+    }
+    return false;
+}
+
+bool mini_rootfs_template_fits(const struct mini_profile *p)
+{
+    if (p->overlay_root || host_root_bind(p))
+        return false;
+    for (size_t i = 0; i < p->n_hide; i++)
+        if (hide_differs(p, p->hide[i]))
+            return false;
+    return true;
+}
+
+/* Make a template's mount read-only, and its superblock with it: a
+ * sandbox that could clear the flag on its clone (it never holds the
+ * capability, but if it did) still could not write into what every other
+ * sandbox of the session shares.  Changing a superblock back takes
+ * CAP_SYS_ADMIN in the user namespace that made it, the builder's, in
+ * which no command ever runs. */
+static int seal(int mnt)
+{
+    _cleanup_close_ int fs = fspick(mnt, "", FSPICK_EMPTY_PATH | FSPICK_CLOEXEC);
+    if (fs < 0 || fsconfig(fs, FSCONFIG_SET_FLAG, "ro", NULL, 0) < 0 ||
+        fsconfig(fs, FSCONFIG_CMD_RECONFIGURE, NULL, NULL, 0) < 0)
+        return -1;
+    return setattr(mnt, MOUNT_ATTR_RDONLY, 0);
+}
+
+/* Everything in the template but its base, which b->rootfd is. */
+static int template_tree(struct build *b, const struct mini_profile *p, const char *workspace)
+{
+    for (size_t i = 0; i < p->n_binds; i++)
+        if (add_bind(b, &p->binds[i]) < 0)
+            return -1;
+    /* The mount points of what each sandbox mounts for itself. */
+    bool ws_in_tmpfs = false;
+    for (size_t i = 0; i < p->n_tmpfs; i++) {
+        _cleanup_close_ int fd = mkdirs_in_root(b, p->tmpfs[i].path);
+        if (fd < 0)
+            return fail(b, errno, "creating mount point", p->tmpfs[i].path);
+        ws_in_tmpfs |= beneath(workspace, p->tmpfs[i].path);
+    }
+    _cleanup_close_ int proc = mkdirs_in_root(b, "/proc");
+    if (proc < 0)
+        return fail(b, errno, "creating", "/proc");
+    if (add_dev_nodes(b) < 0)
+        return -1;
+    for (size_t i = 0; i < p->n_hide; i++)
+        if (add_hide(b, p->hide[i]) < 0)
+            return -1;
+    /* The workspace's, unless it is in a tmpfs of the sandbox's own (made
+     * there per sandbox); through a bind, the path is there already. */
+    if (!ws_in_tmpfs) {
+        _cleanup_close_ int ws = mkdirs_in_root(b, workspace);
+        if (ws < 0)
+            return fail(b, errno, "creating workspace mount point", workspace);
+    }
+    /* The base last, once every mount point in it is made. */
+    if (seal(b->rootfd) < 0)
+        return fail(b, errno, "making the template read-only", NULL);
+    return 0;
+}
+
+int mini_rootfs_template(const struct mini_profile *p, const char *workspace, struct mini_err *e)
+{
+    struct build b = { .profile = p, .detached = true, .e = e };
+    if ((b.rootfd = detached_tmpfs(0755, 1 << 20, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false)) < 0)
+        return fail(&b, errno, "making the template's base", NULL);
+    int rc = template_tree(&b, p, workspace);
+    if (rc < 0) {
+        close(b.rootfd);
+        return -1;
+    }
+    return b.rootfd;
 }

@@ -32,17 +32,38 @@ struct mini_rootfs_spec {
                                * one on the base tmpfs, read-only in the end), the profile's binds and
                                * hidden paths are not used (no host path is in it) */
     bool image_detached;      /* image_fd is a detached (idmapped) mount: attached first */
+    bool templated;           /* root_fd is a clone of a template (mini_rootfs_template): only this
+                               * sandbox's own mounts are left to make */
 };
 
 /* First step, still with the credentials the daemon cloned us with (a
  * root daemon's are not mapped in the new namespace yet, but can reach
  * its private state directory): make every mount private and put the base
- * of the new root on `root`: an empty tmpfs (owned by uid:gid, the
- * sandbox's ids), or, when the profile binds
- * "/" itself, the host's root (read-only unless that bind is writable).
- * Returns an O_PATH fd of it, or -1 with e filled. */
+ * of the new root on `root`: a clone of template_fd when it is not -1, an
+ * empty tmpfs (owned by uid:gid, the sandbox's ids), or, when the profile
+ * binds "/" itself, the host's root (read-only unless that bind is
+ * writable).  Returns an O_PATH fd of it, or -1 with e filled. */
 int mini_rootfs_base(const char *root, const struct mini_profile *p, bool image, unsigned uid, unsigned gid,
-                     struct mini_err *e);
+                     int template_fd, struct mini_err *e);
+
+/* A template of the part of a root that every sandbox of a session shares
+ * (docs/sandbox-lifecycle.md, "The template mount tree"): the base tmpfs
+ * with the mount points of the sandbox's own mounts (its tmpfs, /proc,
+ * /dev/pts, /dev/shm, the workspace), the profile's binds, /dev with its
+ * nodes and links, and the hidden paths covered, as they are now.  Built
+ * detached (fsmount, open_tree, move_mount), so that a sandbox's mount
+ * namespace may clone it; every tmpfs in it has a read-only superblock.
+ * Run by a builder in a user and mount namespace of its own, as the ids
+ * the sandboxes run as (their root).  Returns the tree's fd, or -1 with e
+ * filled. */
+int mini_rootfs_template(const struct mini_profile *p, const char *workspace, struct mini_err *e);
+
+/* Whether sandboxes of this profile may be built from a
+ * template: not with a writable overlay root or a bind of "/", nor when a
+ * hidden path is where a sandbox mounts something of its own, or holds
+ * such a mount (a template covers it before those mounts, a sandbox
+ * after them). */
+bool mini_rootfs_template_fits(const struct mini_profile *p);
 
 /* Build and enter the root.  On return the process's root and cwd are the
  * sandbox's.  -1 with e filled (stage and errno) on failure. */

@@ -48,6 +48,7 @@ struct child {
     int overlay_fd;           /* cfg->overlay_dir */
     int root_fd;              /* the new root, from mini_rootfs_base() */
     int image_fd;             /* cfg->image_root, or its idmapped clone that came with "go" */
+    int template_fd;          /* the session's template of the root, from "go", or -1 */
     bool image_detached;      /* image_fd is that clone (a detached mount) */
     /* MINI_SANDBOX_TIMING: the steps' times, sent before exec_init */
     struct mini_child_times t;
@@ -185,7 +186,8 @@ static int recv_go(struct child *ch)
     do
         n = recvmsg(MINI_FD_CTL, &mh, MSG_CMSG_CLOEXEC);
     while (n < 0 && errno == EINTR);
-    if (n != sizeof go || go.type != MINI_MSG_GO || go.n_cgroup > MINI_GO_FDS_MAX - 2 || (mh.msg_flags & MSG_CTRUNC))
+    if (n != sizeof go || go.type != MINI_MSG_GO || go.n_cgroup > MINI_GO_FDS_MAX - MINI_GO_FDS_OPTIONAL ||
+        (mh.msg_flags & MSG_CTRUNC))
         return -1;
     int fds[MINI_GO_FDS_MAX];
     size_t nfd = 0;
@@ -198,11 +200,12 @@ static int recv_go(struct child *ch)
     }
     /* Exactly what the message announces: a cgroup left out would be a
      * hierarchy the command is not limited by. */
-    if (nfd != (go.has_fd ? 1u : 0u) + (go.has_image ? 1u : 0u) + go.n_cgroup)
+    if (nfd != (go.has_fd ? 1u : 0u) + (go.has_image ? 1u : 0u) + (go.has_template ? 1u : 0u) + go.n_cgroup)
         return -1;
     size_t k = 0;
     ch->ws_mount = go.has_fd ? fds[k++] : -1;
     ch->image_fd = go.has_image ? fds[k++] : -1;
+    ch->template_fd = go.has_template ? fds[k++] : -1;
     for (size_t i = 0; i < go.n_cgroup; i++)
         ch->cg_fds[i] = fds[k++];
     ch->n_cg = go.n_cgroup;
@@ -226,7 +229,7 @@ static void build_root(struct child *c)
 {
     const struct mini_spawn_cfg *cfg = c->cfg;
     if ((c->root_fd = mini_rootfs_base(cfg->root_dir, cfg->profile, cfg->image_root != NULL, cfg->inner_uid,
-                                       cfg->inner_gid, &c->e)) < 0)
+                                       cfg->inner_gid, c->template_fd, &c->e)) < 0)
         fail(c);
     if (c->ws_mount < 0) {
         struct stat a, b;
@@ -346,6 +349,7 @@ static void enter_root(struct child *c)
         .workspace_detached = c->ws_mount >= 0,
         .image_fd = c->image_fd,
         .image_detached = c->image_detached,
+        .templated = c->template_fd >= 0,
     };
     if (mini_rootfs_enter(&rs, &c->e) < 0)
         fail(c);
@@ -359,8 +363,9 @@ static void close_setup_fds(struct child *c)
     mini_close(c->overlay_fd);
     mini_close(c->root_fd);
     mini_close(c->image_fd);
+    mini_close(c->template_fd);
     close(MINI_FD_WS);
-    c->ws_mount = c->ws_fd = c->overlay_fd = c->root_fd = c->image_fd = -1;
+    c->ws_mount = c->ws_fd = c->overlay_fd = c->root_fd = c->image_fd = c->template_fd = -1;
 }
 
 /* The degraded path: lead a new session (the command cannot leave its
@@ -536,6 +541,40 @@ static __attribute__((noreturn)) void landlock_child(struct child *c)
     exec_init(c);
 }
 
+/* ---------------------------------------------------------- the template */
+
+void mini_template_child_main(const struct mini_spawn_cfg *cfg, int sock)
+{
+    struct mini_ctl_msg m = { .type = MINI_CTL_ERROR };
+    struct mini_err e;
+    mini_err_clear(&e);
+    char go;
+    ssize_t n;
+    do
+        n = read(sock, &go, 1);
+    while (n < 0 && errno == EINTR);
+    if (n != 1)
+        _exit(125); /* no id maps: the daemon gave up on it */
+    int fd = -1;
+    uid_t u = cfg->inner_uid;
+    gid_t g = cfg->inner_gid;
+    /* The sandboxes' ids, as their setup child has them when it builds
+     * its root: what it may look up on the host, and what owns the tmpfs. */
+    if ((setgroups(0, NULL) < 0 && errno != EPERM) || setresgid(g, g, g) < 0 || setresuid(u, u, u) < 0)
+        mini_err_sys(&e, MINI_E_SPAWN_FAILED, errno, "switching to the sandbox's ids");
+    else if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) /* set after the ids: a change clears it */
+        mini_err_sys(&e, MINI_E_SPAWN_FAILED, errno, "PR_SET_PDEATHSIG");
+    else
+        fd = mini_rootfs_template(cfg->profile, cfg->workspace, &e);
+    if (fd >= 0) {
+        m.type = MINI_CTL_READY;
+    } else {
+        m.err = e.sys_errno;
+        memcpy(m.text, e.msg, strnlen(e.msg, sizeof m.text - 1));
+    }
+    _exit(mini_send_fds(sock, &m, sizeof m, &fd, fd >= 0 ? 1 : 0) < 0 ? 125 : 0);
+}
+
 void mini_child_main(const struct mini_spawn_cfg *cfg, const char *overlay_work, int ctl, int out, int in)
 {
     struct child c = {
@@ -549,6 +588,7 @@ void mini_child_main(const struct mini_spawn_cfg *cfg, const char *overlay_work,
         .overlay_fd = -1,
         .root_fd = -1,
         .image_fd = -1,
+        .template_fd = -1,
     };
     mini_err_clear(&c.e);
     if (cfg->landlock)

@@ -13,4 +13,11 @@
 __attribute__((noreturn)) void mini_child_main(const struct mini_spawn_cfg *cfg, const char *overlay_work, int ctl,
                                                int out, int in);
 
+/* The builder of a session's template of the root (mini_sandbox_template),
+ * in a user and mount namespace of its own: waits for one byte on sock (its
+ * id maps are written), becomes cfg's inner ids, builds the template
+ * (mini_rootfs_template) and sends a struct mini_ctl_msg on sock, READY
+ * with the tree's fd or ERROR with the reason.  Never returns. */
+__attribute__((noreturn)) void mini_template_child_main(const struct mini_spawn_cfg *cfg, int sock);
+
 #endif

@@ -59,11 +59,13 @@ struct mini_go_msg {
     uint32_t type;
     uint32_t has_fd;    /* an idmapped workspace (first fd) */
     uint32_t has_image; /* an idmapped image root (next fd) */
+    uint32_t has_template; /* the session's template of the root (next fd) */
     uint32_t n_cgroup;  /* the command's v1 `tasks` files to join (the rest) */
 };
-/* The most fds a GO carries: the two above and a tasks file per v1
+/* The most fds a GO carries: the three above and a tasks file per v1
  * hierarchy (MINI_CG_HIER_MAX, which is smaller). */
 #define MINI_GO_FDS_MAX 10
+#define MINI_GO_FDS_OPTIONAL 3
 
 /* SECCOMP: after GO, the profile's program, `n_insns` struct sock_filter
  * (1 to BPF_MAXINSNS), which the child loads as its last step.  It comes

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <sched.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,14 +91,16 @@ static int idmapped_image(const struct mini_spawn_cfg *cfg, struct mini_err *e)
 
 _Static_assert(MINI_GO_FDS_MAX <= MINI_SEND_FDS_MAX, "a GO's fds fit one message");
 
-static int send_go(int ctl, int fd, int image, const int *cgroup_fds, size_t n_cgroup)
+static int send_go(int ctl, int fd, int image, int template, const int *cgroup_fds, size_t n_cgroup)
 {
-    struct mini_go_msg go = {
-        .type = MINI_MSG_GO, .has_fd = fd >= 0, .has_image = image >= 0, .n_cgroup = (uint32_t)n_cgroup
-    };
+    struct mini_go_msg go = { .type = MINI_MSG_GO,
+                              .has_fd = fd >= 0,
+                              .has_image = image >= 0,
+                              .has_template = template >= 0,
+                              .n_cgroup = (uint32_t)n_cgroup };
     int fds[MINI_GO_FDS_MAX];
     size_t n_fds = 0;
-    if (n_cgroup > MINI_GO_FDS_MAX - 2) {
+    if (n_cgroup > MINI_GO_FDS_MAX - MINI_GO_FDS_OPTIONAL) {
         errno = E2BIG;
         return -1;
     }
@@ -105,6 +108,8 @@ static int send_go(int ctl, int fd, int image, const int *cgroup_fds, size_t n_c
         fds[n_fds++] = fd;
     if (image >= 0)
         fds[n_fds++] = image;
+    if (template >= 0)
+        fds[n_fds++] = template;
     for (size_t i = 0; i < n_cgroup; i++)
         fds[n_fds++] = cgroup_fds[i];
     return mini_send_fds(ctl, &go, sizeof go, fds, n_fds);
@@ -247,7 +252,8 @@ static int start_child(const struct mini_spawn_cfg *cfg, struct mini_sandbox *sb
             return -1;
         mini_err_clear(e);
     }
-    if (send_go(sb->ctl, wsfd, imgfd, cgroup_fds, n_cgroup) < 0)
+    int template = cfg->landlock || cfg->image_root ? -1 : cfg->template_fd;
+    if (send_go(sb->ctl, wsfd, imgfd, template, cgroup_fds, n_cgroup) < 0)
         return mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "starting the sandbox");
     return 0;
 }
@@ -267,6 +273,76 @@ int mini_sandbox_clone(const struct mini_spawn_cfg *cfg, struct mini_sandbox *sb
     }
     sb->state = MINI_SB_PREPARING;
     return 0;
+}
+
+/* The builder's answer: READY with the template's fd, or ERROR. */
+static int recv_template(int sock, int *fd, struct mini_err *e)
+{
+    struct mini_ctl_msg m;
+    char cbuf[CMSG_SPACE(sizeof(int))];
+    struct iovec iov = { &m, sizeof m };
+    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf };
+    struct pollfd p = { .fd = sock, .events = POLLIN };
+    int r;
+    do
+        r = poll(&p, 1, MINI_TEMPLATE_TIMEOUT_MS);
+    while (r < 0 && errno == EINTR);
+    if (r == 0)
+        return mini_err_set(e, MINI_E_SPAWN_FAILED, "the root's template took over %d ms to build",
+                            MINI_TEMPLATE_TIMEOUT_MS);
+    ssize_t n = r < 0 ? -1 : recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (n < 0)
+        return mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "reading the template's builder");
+    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+    int got = c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+            c->cmsg_len == CMSG_LEN(sizeof(int))
+        ? *(int *)CMSG_DATA(c)
+        : -1;
+    if (n != sizeof m || (mh.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) || m.type != MINI_CTL_READY || got < 0) {
+        mini_close(got);
+        if (n == sizeof m && m.type == MINI_CTL_ERROR) {
+            m.text[sizeof m.text - 1] = '\0';
+            return mini_err_sys(e, MINI_E_SPAWN_FAILED, m.err, "building the root's template: %s", m.text);
+        }
+        return mini_err_set(e, MINI_E_SPAWN_FAILED, "the template's builder ended without a template");
+    }
+    *fd = got;
+    return 0;
+}
+
+int mini_sandbox_template(const struct mini_spawn_cfg *cfg, struct mini_err *e)
+{
+    int sv[2];
+    mini_err_clear(e);
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+        return mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "socketpair");
+    _cleanup_close_ int mine = sv[0];
+    int pidfd = -1;
+    struct clone_args ca = {
+        .flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_PIDFD,
+        .pidfd = (uint64_t)(uintptr_t)&pidfd,
+        .exit_signal = SIGCHLD,
+    };
+    long pid = syscall(SYS_clone3, &ca, sizeof ca);
+    if (pid < 0 && errno == ENOSYS)
+        pid = syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | CLONE_PIDFD | SIGCHLD, NULL, &pidfd, NULL, NULL);
+    if (pid == 0) {
+        close(sv[0]);
+        mini_template_child_main(cfg, sv[1]);
+    }
+    close(sv[1]);
+    if (pid < 0)
+        return mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "cloning the template's builder");
+    int fd = -1;
+    int r = write_id_maps(cfg, (pid_t)pid, e) < 0 || write(mine, "g", 1) != 1 ? -1 : recv_template(mine, &fd, e);
+    if (r < 0 && e->code == MINI_OK)
+        mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "starting the template's builder");
+    /* It has nothing left to do: gone now, and reaped. */
+    syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+    while (waitpid((pid_t)pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    mini_close(pidfd);
+    return r < 0 ? -1 : fd;
 }
 
 int mini_sandbox_go(const struct mini_spawn_cfg *cfg, struct mini_sandbox *sb, const int *cgroup_fds, size_t n,

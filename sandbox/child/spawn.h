@@ -59,6 +59,9 @@ struct mini_spawn_cfg {
     bool idmap_workspace; /* root daemon: the workspace through an idmapped mount */
     int idmap_userns;     /* its mapping: the owner's ids -> host_uid/host_gid */
     int init_fd;          /* mini-sandbox-init, from mini_sandbox_open_init() */
+    /* The session's template of the root (mini_sandbox_template), sent with
+     * GO for the child to clone, or -1: the child builds it all. */
+    int template_fd;
     unsigned namespaces;  /* MINI_FEAT_*_NS to create (from the assessment) */
     bool cgroup_memory;   /* memory is limited by a cgroup: no RLIMIT_AS */
     bool cgroup_pids;     /* pids are limited by a cgroup: no RLIMIT_NPROC */
@@ -132,6 +135,15 @@ struct mini_launch {
     const char *cwd;
     bool has_stdin; /* else the command's stdin is /dev/null */
 };
+
+/* Build a session's template of the root (mini_rootfs_template) in a
+ * builder of its own: clone3 into a user and mount namespace, the id maps
+ * cfg's sandboxes get (its 0 is their host ids), and the tree's fd back
+ * over a socket pair.  The builder is gone when this returns.  Blocks for
+ * as long as the build takes (about a millisecond; at most
+ * MINI_TEMPLATE_TIMEOUT_MS).  The fd, or -1 with e filled. */
+#define MINI_TEMPLATE_TIMEOUT_MS 2000
+int mini_sandbox_template(const struct mini_spawn_cfg *cfg, struct mini_err *e);
 
 /* Start a sandbox, in two calls: mini_sandbox_clone makes the process
  * (clone3, its id maps), which goes on making its namespaces meanwhile;

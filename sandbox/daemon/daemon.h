@@ -211,6 +211,12 @@ struct session {
      * the open's reply, since closing a detached mount waits for an RCU
      * grace period (0.16 ms here). */
     int probe_mount;
+    /* Its template of the root (session_template), -1 until made; the
+     * hidden_sig() it was made at; off: not for this session. */
+    int template_fd;
+    uint64_t template_sig;
+    bool template_off;
+    unsigned n_prepared; /* sandboxes prepared, counted up to TEMPLATE_AFTER */
     bool idmap;
     struct mini_uid_range *uids; /* where uid_slot goes back to */
     struct mini_env env;

@@ -2,6 +2,7 @@
  * opened by `open` and closed by `close` or the connection's end; and each
  * session's pool of prepared sandboxes (docs/sandbox-lifecycle.md). */
 #include "daemon.h"
+#include "rootfs.h"
 #include "landlock.h"
 #include "seccomp_prog.h"
 #include "image.h"
@@ -42,6 +43,7 @@ void session_unref(struct session *ss)
     mini_close(ss->ws_fd);
     mini_close(ss->idmap_userns);
     mini_close(ss->probe_mount);
+    mini_close(ss->template_fd);
     if (ss->uids)
         mini_uid_range_put(ss->uids, ss->uid_slot);
     if (ss->uids && ss->root_slot >= 0)
@@ -411,6 +413,7 @@ static void session_spawn_cfg(const struct server *s, const struct session *ss, 
         .cgroup_memory = ss->assess.cgroups && (s->cgroups.ctrls & (1u << MINI_CGC_MEMORY)),
         .cgroup_pids = ss->assess.cgroups && (s->cgroups.ctrls & (1u << MINI_CGC_PIDS)),
         .cgroup_fd = -1,
+        .template_fd = -1,
     };
 }
 
@@ -550,33 +553,82 @@ static int slot_attach(struct sandbox_slot *slot, struct mini_err *e)
     return 0;
 }
 
-/* What the profile's hidden paths are on the host now: for each, whether
- * it exists and which file it is (lstat's device and inode), hashed
- * (FNV-1a).  A sandbox covers what exists when it is prepared; one that
+static uint64_t sig_add(uint64_t h, const char *path)
+{
+    struct stat st;
+    uint64_t v[3] = { 0, 0, 0 };
+    if (lstat(path, &st) == 0) {
+        v[0] = 1;
+        v[1] = (uint64_t)st.st_dev;
+        v[2] = (uint64_t)st.st_ino;
+    } else if (errno != ENOENT && errno != ENOTDIR) {
+        v[0] = 2; /* cannot tell: what was prepared may not be trusted */
+        v[1] = (uint64_t)mini_mono_ns();
+    }
+    const unsigned char *b = (const unsigned char *)v;
+    for (size_t k = 0; k < sizeof v; k++)
+        h = (h ^ b[k]) * 1099511628211ULL;
+    return h;
+}
+
+/* What the profile's hidden paths and binds are on the host now: for
+ * each, whether it exists and which file it is (lstat's device and inode),
+ * hashed (FNV-1a).  A sandbox covers what exists when it is prepared, and
+ * a template (session_template) what existed when it was made; one that
  * waited in the pool (or parked) while a hidden path appeared or was
- * replaced would show it, so pool_take discards it then.  0 for an
- * image's root, whose paths are the image's. */
+ * replaced would show it, so pool_take discards it then, and the template
+ * is made again.  0 for an image's root, whose paths are the image's. */
 static uint64_t hidden_sig(const struct session *ss)
 {
     if (ss->image_root)
         return 0;
     uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < ss->profile->n_hide; i++) {
-        struct stat st;
-        uint64_t v[3] = { 0, 0, 0 };
-        if (lstat(ss->profile->hide[i], &st) == 0) {
-            v[0] = 1;
-            v[1] = (uint64_t)st.st_dev;
-            v[2] = (uint64_t)st.st_ino;
-        } else if (errno != ENOENT && errno != ENOTDIR) {
-            v[0] = 2; /* cannot tell: what was prepared may not be trusted */
-            v[1] = (uint64_t)mini_mono_ns();
-        }
-        const unsigned char *b = (const unsigned char *)v;
-        for (size_t k = 0; k < sizeof v; k++)
-            h = (h ^ b[k]) * 1099511628211ULL;
-    }
+    for (size_t i = 0; i < ss->profile->n_hide; i++)
+        h = sig_add(h, ss->profile->hide[i]);
+    for (size_t i = 0; i < ss->profile->n_binds; i++)
+        h = sig_add(h, ss->profile->binds[i].path);
     return h;
+}
+
+/* The session's template of the root for its next sandbox (spawn.h,
+ * mini_sandbox_template), or -1: the sandbox builds all of it.  Made when
+ * the session prepares its TEMPLATE_AFTER-th sandbox, so that a one-shot
+ * run (one or two) never pays for it, and made again when a hidden path or
+ * a bind has changed on the host since (`hidden`, taken before the build).
+ * Not for the degraded path, an image, an overlay root, or a profile
+ * mini_rootfs_template_fits refuses; a build that fails turns it off for
+ * the session (its sandboxes build their whole root, as before). */
+#define TEMPLATE_AFTER 3
+static int session_template(struct session *ss, uint64_t hidden, const struct mini_spawn_cfg *cfg)
+{
+    if (ss->template_off || ss->assess.path == MINI_PATH_LANDLOCK || ss->image_root || ss->overlay_dir ||
+        !(ss->assess.namespaces & MINI_FEAT_MOUNT_NS))
+        return -1;
+    if (ss->n_prepared < TEMPLATE_AFTER && ++ss->n_prepared < TEMPLATE_AFTER)
+        return -1;
+    if (ss->template_fd >= 0 && ss->template_sig == hidden)
+        return ss->template_fd;
+    mini_close(ss->template_fd);
+    ss->template_fd = -1;
+    if (!mini_rootfs_template_fits(ss->profile)) {
+        log_debug("session %s: no template of its root: a hidden path is or holds a mount of each "
+                  "sandbox's own, or the profile binds / or overlays it",
+                  ss->id);
+        ss->template_off = true;
+        return -1;
+    }
+    struct mini_err e;
+    int64_t t0 = mini_mono_ns();
+    int fd = mini_sandbox_template(cfg, &e);
+    if (fd < 0) {
+        log_warn("session %s: %s; its sandboxes build their whole root", ss->id, e.msg);
+        ss->template_off = true;
+        return -1;
+    }
+    log_debug("session %s: its root's template made in %.3f ms", ss->id, span_ms(t0, mini_mono_ns()));
+    ss->template_fd = fd;
+    ss->template_sig = hidden;
+    return fd;
 }
 
 /* Prepare one sandbox for the session: the clone, on the namespace path or
@@ -594,6 +646,7 @@ int slot_prepare(struct server *s, struct session *ss, struct sandbox_slot *slot
     if (state_dir_ensure(s, e) < 0)
         return -1;
     session_spawn_cfg(s, ss, &cfg);
+    cfg.template_fd = session_template(ss, slot->hidden, &cfg);
     bool v1 = ss->assess.cgroups && s->cgroups.mode == MINI_CG_V1;
     cfg.cgroup_v1 = v1;
     if ((!v1 && slot_cgroup(s, ss, slot, &procs, &cfg, &t, e) < 0) ||
@@ -937,6 +990,12 @@ static bool park_claim(struct server *s, struct session *ss, const struct mini_r
     ss->pool_n = pk->pool_n;
     pk->pool = NULL;
     pk->pool_n = 0;
+    /* Its template too: made for the same workspace, profile and ids. */
+    ss->template_fd = pk->template_fd;
+    ss->template_sig = pk->template_sig;
+    ss->template_off = pk->template_off;
+    ss->n_prepared = pk->n_prepared;
+    pk->template_fd = -1;
     log_debug("an open of %s takes session %s's prepared sandbox", ss->workspace, pk->id);
     session_unref(pk);
     return true;
@@ -1153,6 +1212,7 @@ void do_open(struct server *s, struct client *c, const struct mini_req *req)
     ss->ws_fd = -1;
     ss->idmap_userns = -1;
     ss->probe_mount = -1;
+    ss->template_fd = -1;
     ss->image_userns = -1;
     ss->image_hold = -1;
     ss->uid_slot = -1;

@@ -61,6 +61,7 @@ static void cfg_for(struct mini_spawn_cfg *cfg, const struct mini_bpf *prog)
         .namespaces = MINI_FEAT_USER_NS | MINI_FEAT_PID_NS | MINI_FEAT_NET_NS | MINI_FEAT_MOUNT_NS | MINI_FEAT_IPC_NS |
             MINI_FEAT_UTS_NS | MINI_FEAT_CGROUP_NS,
         .cgroup_fd = -1,
+        .template_fd = -1,
     };
 }
 

@@ -1,0 +1,221 @@
+#!/bin/bash
+# The template of the root (container/rootfs.c, mini_rootfs_template;
+# sandbox/daemon/session.c, session_template): from its third sandbox on, a
+# session's sandboxes clone a tree built once (binds, /dev, hidden paths)
+# instead of building it.  Every clone shares the template's superblocks,
+# so these checks attack that sharing, from inside and on the host:
+#
+#  1. the template is made (daemon log) and used: the root, /dev and a
+#     hidden directory are read-only superblocks in the sandbox
+#  2. nothing a command tries to write there lands: not in /, /dev, a
+#     hidden directory, a bound host directory; the next sandbox of the
+#     session sees none of it, and its /tmp, /dev/shm and processes are
+#     its own
+#  3. / and /dev belong to the sandbox's root, and so do what the
+#     command makes in the workspace (host side: the workspace's owner)
+#  4. a hidden file replaced on the host (rename, as passwd does) after the
+#     template was made stays hidden: the template is made again
+#  5. a hidden directory that appears on the host after the template was
+#     made is hidden in the next command
+#  6. an optional bind that appears later is there in the next command
+#  7. no fd of the template reaches the command
+#  8. closing the session leaves no builder, no sandbox, no new mount on
+#     the host, the daemon's fds as they were, and nothing written into
+#     the bound host directory
+#
+# Registered as root and rootless.  Prints "N passed, N failed".
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+MINI_TEST_LOG_LEVEL=debug
+mini_test_init "$@"
+
+TAG=$RUN_TAG
+start_daemon
+
+# A bound host directory with secrets in it, outside /tmp (which strict
+# covers with a tmpfs of its own).
+PUB=$(mktemp -d /var/tmp/mini-template.XXXXXX)
+cleanup_path "$PUB"
+chmod 755 "$PUB"
+echo "visible" >"$PUB/canary"
+echo "OLD-$TAG" >"$PUB/secret.txt"
+mkdir "$PUB/secretdir"
+echo "DIR-$TAG" >"$PUB/secretdir/key"
+chmod -R a+rX "$PUB"
+LATER=$PUB-later # an optional bind, absent at first
+cleanup_path "$LATER"
+PROF=$T/strict-template.json
+python3 - "$MINI_SOURCE_DIR/profiles/strict.json" "$PROF" "$PUB" "$LATER" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+fs = p["filesystem"]
+fs["binds"] += [sys.argv[3], {"path": sys.argv[4], "optional": True}]
+fs["hide"] += [sys.argv[3] + "/secret.txt", sys.argv[3] + "/secretdir", sys.argv[3] + "/later-secrets"]
+json.dump(p, open(sys.argv[2], "w"))
+PY
+
+listing() { (cd "$PUB" && find . -printf '%p %u %m\n' | sort); }
+mounts_before=$(wc -l </proc/self/mountinfo)
+pub_before=$(listing)
+
+OUT_FILE=$T/template.out
+RC=0
+timeout 120 python3 - "$MINI_SOURCE_DIR/tests/integration" "$SOCK" "$WS" "$PROF" "$PUB" "$LATER" "$TAG" \
+    "$DAEMON_LOG" "$DAEMON_PID" >"$OUT_FILE" 2>&1 <<'PY' || RC=$?
+import json, os, sys, time
+sys.path.insert(0, sys.argv[1])
+import pool_client
+sock, ws, prof, pub, later, tag, log, daemon = sys.argv[2:10]
+
+def check(name, ok, detail=""):
+    print(("ok " if ok else "not ok ") + name + ("" if ok else ": " + detail), flush=True)
+
+def made():
+    return open(log).read().count("root's template made")
+
+def nfds():
+    return len(os.listdir(f"/proc/{daemon}/fd"))
+
+c = pool_client.connect(sock)
+# A first session, opened and closed, so that the fds a daemon keeps once
+# it has served one (state directory, cgroups) are open before counting.
+s = c.reply(c.request("open", workspace=ws, profile_data=json.load(open(prof))))["session"]
+c.wait_exit(c.exec(s, "true"), timeout=30)
+c.reply(c.request("close", session=s))
+time.sleep(0.5)
+fds_before = nfds()
+s = c.reply(c.request("open", workspace=ws, profile_data=json.load(open(prof))))["session"]
+
+def run(cmd):
+    r = c.wait_exit(c.exec(s, cmd), timeout=30)
+    return r["output"]
+
+# Enough commands for the template to be made and used.
+for i in range(4):
+    run("true")
+check("[1] the daemon made the session's template", made() == 1, f"{made()} made")
+mi = run("cat /proc/self/mountinfo")
+def super_ro(mp):
+    for line in mi.splitlines():
+        f = line.split()
+        if f[4] == mp:
+            opts = line.split(" - ")[1].split()
+            return opts[2].split(",")[0] == "ro"
+    return None
+for mp in ("/", "/dev", pub + "/secretdir"):
+    check(f"[1] {mp} is a read-only superblock (a clone of the template)", super_ro(mp) is True,
+          f"mountinfo: {[l for l in mi.splitlines() if l.split()[4] == mp]}")
+
+# 2. writes into what the sandboxes share
+attempts = (f"touch /x-{tag}; mkdir /d-{tag}; touch /dev/x-{tag}; mknod /dev/n-{tag} c 1 3; "
+            f"touch {pub}/secretdir/x-{tag}; touch {pub}/w-{tag}; ln -s / /dev/l-{tag}; "
+            f"mount -o remount,rw / ; mount -t tmpfs none /mnt; "
+            f"echo {tag} > /tmp/t-{tag}; echo {tag} > /dev/shm/s-{tag}; (setsid sleep 60 >/dev/null 2>&1 &); "
+            f"echo done")
+out = run(attempts)
+check("[2] the attempts ran", out.rstrip().endswith("done"), out)
+after = run(f"ls -d /x-{tag} /d-{tag} /dev/x-{tag} /dev/n-{tag} {pub}/secretdir/x-{tag} {pub}/w-{tag} "
+            f"/dev/l-{tag} /tmp/t-{tag} /dev/shm/s-{tag} 2>/dev/null; ps -eo args | grep -c '^sleep 60'; echo end")
+check("[2] the next sandbox sees nothing of them, and not the sleep", after == "0\nend\n", after)
+host = [p for p in (f"{pub}/w-{tag}", f"{pub}/secretdir/x-{tag}") if os.path.lexists(p)]
+check("[2] nothing landed in the bound host directory", not host, str(host))
+
+# 3. ownership inside
+own = run("stat -c '%u %g' / /dev /proc/self/root/dev/null >/dev/null; stat -c '%u:%g' / /dev; id -u; "
+          f"touch ws-{tag}; stat -c '%u' ws-{tag}")
+check("[3] / and /dev are the sandbox root's, and so is its new file", own == "0:0\n0:0\n0\n0\n", own)
+st = os.stat(os.path.join(ws, f"ws-{tag}"))
+wst = os.stat(ws)
+check("[3] on the host the file is the workspace owner's", (st.st_uid, st.st_gid) == (wst.st_uid, wst.st_gid),
+      f"file {st.st_uid}:{st.st_gid}, workspace {wst.st_uid}:{wst.st_gid}")
+
+# 4. a hidden file replaced on the host by rename
+read_secret = f"cat {pub}/secret.txt 2>/dev/null; cat {pub}/secretdir/key 2>/dev/null; cat {pub}/canary"
+check("[4] before: the secrets are hidden, the canary is not", run(read_secret) == "visible\n", run(read_secret))
+n = made()
+with open(f"{pub}/secret.new", "w") as f:
+    f.write(f"NEW-{tag}\n")
+os.chmod(f"{pub}/secret.new", 0o644)
+os.rename(f"{pub}/secret.new", f"{pub}/secret.txt")
+out = run(read_secret)
+check("[4] the replaced hidden file stays hidden", out == "visible\n", out)
+out = run(read_secret)
+check("[4] ... in the command after it too", out == "visible\n", out)
+check("[4] the template was made again", made() > n, f"made {n} -> {made()}")
+
+# 5. a hidden directory that appears after the template was made
+os.mkdir(f"{pub}/later-secrets")
+with open(f"{pub}/later-secrets/.env", "w") as f:
+    f.write(f"LATER-{tag}\n")
+os.chmod(f"{pub}/later-secrets", 0o755)
+os.chmod(f"{pub}/later-secrets/.env", 0o644)
+for i in range(2):
+    out = run(f"cat {pub}/later-secrets/.env 2>/dev/null || echo hidden")
+    check(f"[5] a hidden directory made since is hidden (command {i + 1})", out == "hidden\n", out)
+
+# 6. an optional bind that appears later
+os.mkdir(later)
+with open(f"{later}/here", "w") as f:
+    f.write("here\n")
+os.chmod(later, 0o755)
+os.chmod(f"{later}/here", 0o644)
+for i in range(2):
+    out = run(f"cat {later}/here 2>&1")
+    check(f"[6] an optional bind made since is there (command {i + 1})", out == "here\n", out)
+
+# 7. no fd but stdio reaches the command
+out = run("ls /proc/self/fd | sort -n | tr '\\n' ' '")
+check("[7] the command has only its stdio (and ls's own directory fd)", out.split() == ["0", "1", "2", "3"], out)
+
+c.reply(c.request("close", session=s))
+deadline = time.time() + 10
+while nfds() > fds_before and time.time() < deadline:
+    time.sleep(0.1)
+check("[8] the daemon's fds are back to what they were (the template closed)", nfds() <= fds_before,
+      f"{fds_before} before, {nfds()} after: {sorted(os.readlink(f'/proc/{daemon}/fd/' + f) for f in os.listdir(f'/proc/{daemon}/fd'))}")
+PY
+while IFS= read -r line; do
+    case $line in
+    "ok "*) pass "${line#ok }" ;;
+    "not ok "*)
+        line=${line#not ok }
+        fail "${line%%: *}" "${line#*: }"
+        ;;
+    esac
+done <"$OUT_FILE"
+RC_PY=$RC
+RC=0 OUT=$(cat "$OUT_FILE") ERR=
+if [[ $RC_PY == 0 ]]; then
+    pass "the session's checks ran to the end"
+else
+    fail "the session's checks ran to the end" "python exit $RC_PY: $(tail -5 "$OUT_FILE")"
+fi
+
+# 8. what closing the session leaves
+builders() {
+    local p
+    for p in $(pgrep -P "$DAEMON_PID"); do
+        [[ $(readlink "/proc/$p/exe" 2>/dev/null) == *mini-sandboxd* ]] && echo "$p"
+    done
+    return 0
+}
+no_builder() { [[ -z $(builders) ]]; }
+check "[8] no builder or setup child of the daemon is left" wait_until 10 no_builder
+check "[8] no sandbox of ours is left" wait_until 10 no_sandbox_of_ours
+mounts_after=$(wc -l </proc/self/mountinfo)
+RC=0 OUT=$mounts_after ERR=
+if [[ $mounts_after == "$mounts_before" ]]; then
+    pass "[8] no new mount on the host"
+else
+    fail "[8] no new mount on the host" "$mounts_before lines before, $mounts_after after"
+fi
+rm -f "$PUB/secret.txt" "$PUB/later-secrets/.env" && rmdir "$PUB/later-secrets"
+echo "OLD-$TAG" >"$PUB/secret.txt" && chmod 644 "$PUB/secret.txt"
+pub_after=$(listing)
+RC=0 OUT=$pub_after ERR=
+if [[ $pub_after == "$pub_before" ]]; then
+    pass "[8] nothing was made in the bound host directory"
+else
+    fail "[8] nothing was made in the bound host directory" "before: $pub_before; after: $pub_after"
+fi
+
+finish
