@@ -3,6 +3,7 @@
  * what it says, kill and reap it. */
 #include "spawn.h"
 #include "child.h"
+#include "workspace.h"
 #include "mini/cleanup.h"
 #include "mini/path.h"
 #include "mini/io.h"
@@ -310,7 +311,7 @@ static int recv_template(int sock, int *fd, struct mini_err *e)
     return 0;
 }
 
-int mini_sandbox_template(const struct mini_spawn_cfg *cfg, struct mini_err *e)
+int mini_sandbox_template(const struct mini_spawn_cfg *cfg, struct mini_idmap_holder *later, struct mini_err *e)
 {
     int sv[2];
     mini_err_clear(e);
@@ -337,11 +338,14 @@ int mini_sandbox_template(const struct mini_spawn_cfg *cfg, struct mini_err *e)
     int r = write_id_maps(cfg, (pid_t)pid, e) < 0 || write(mine, "g", 1) != 1 ? -1 : recv_template(mine, &fd, e);
     if (r < 0 && e->code == MINI_OK)
         mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "starting the template's builder");
-    /* It has nothing left to do: gone now, and reaped. */
+    /* It has nothing left to do: killed now, and reaped here or by the
+     * caller once its pidfd is readable (it may be stuck in the kernel). */
     syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-    while (waitpid((pid_t)pid, NULL, 0) < 0 && errno == EINTR)
-        ;
-    mini_close(pidfd);
+    struct mini_idmap_holder h = { .pid = (pid_t)pid, .pidfd = pidfd, .stack = NULL };
+    if (later && pidfd >= 0)
+        *later = h;
+    else
+        mini_idmap_holder_reap(&h);
     return r < 0 ? -1 : fd;
 }
 

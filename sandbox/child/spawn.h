@@ -139,11 +139,15 @@ struct mini_launch {
 /* Build a session's template of the root (mini_rootfs_template) in a
  * builder of its own: clone3 into a user and mount namespace, the id maps
  * cfg's sandboxes get (its 0 is their host ids), and the tree's fd back
- * over a socket pair.  The builder is gone when this returns.  Blocks for
- * as long as the build takes (about a millisecond; at most
- * MINI_TEMPLATE_TIMEOUT_MS).  The fd, or -1 with e filled. */
+ * over a socket pair.  Blocks for as long as the build takes (about a
+ * millisecond; at most MINI_TEMPLATE_TIMEOUT_MS).  The builder is killed
+ * before this returns, and reaped too unless `later` is given: then *later
+ * is it, for the caller to reap once its pidfd is readable (a builder stuck
+ * in the kernel would hold up the caller's loop).  The fd, or -1 with e
+ * filled. */
 #define MINI_TEMPLATE_TIMEOUT_MS 2000
-int mini_sandbox_template(const struct mini_spawn_cfg *cfg, struct mini_err *e);
+struct mini_idmap_holder;
+int mini_sandbox_template(const struct mini_spawn_cfg *cfg, struct mini_idmap_holder *later, struct mini_err *e);
 
 /* Start a sandbox, in two calls: mini_sandbox_clone makes the process
  * (clone3, its id maps), which goes on making its namespaces meanwhile;

@@ -353,9 +353,10 @@ struct server {
         int fd;
     } idmap_next;
     /* The processes that held id-mapping namespaces while their maps were
-     * written (mini_idmap_holder), reaped when their pidfds say they have
+     * written (mini_idmap_holder), and the builders of templates of the
+     * root (mini_sandbox_template), reaped when their pidfds say they have
      * exited instead of waited for on the loop; pid 0: a free entry (when
-     * none is, the next holder is waited for). */
+     * none is, the next one is waited for). */
     struct idmap_holder {
         struct mini_idmap_holder h;
         struct ev ev;
@@ -433,7 +434,11 @@ void sessions_fini(struct server *s);
  * daemon's) when someone removed them under the running daemon; else an
  * error that names the state directory. */
 int state_dir_ensure(struct server *s, struct mini_err *e);
-/* An id-mapping namespace's holder has exited (EV_HOLDER): reap it. */
+/* A free entry of s->holders, or NULL; hand a helper to it (its pidfd in
+ * the loop's epoll). */
+struct idmap_holder *holder_slot(struct server *s);
+void holder_adopt(struct server *s, struct idmap_holder *x, const struct mini_idmap_holder *h);
+/* A holder or builder has exited (EV_HOLDER): reap it. */
 void idmap_holder_reaped(struct server *s, struct idmap_holder *x);
 /* Free the seccomp programs (at stop). */
 void bpf_cache_free(struct server *s);

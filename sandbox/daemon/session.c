@@ -599,7 +599,7 @@ static uint64_t hidden_sig(const struct session *ss)
  * mini_rootfs_template_fits refuses; a build that fails turns it off for
  * the session (its sandboxes build their whole root, as before). */
 #define TEMPLATE_AFTER 3
-static int session_template(struct session *ss, uint64_t hidden, const struct mini_spawn_cfg *cfg)
+static int session_template(struct server *s, struct session *ss, uint64_t hidden, const struct mini_spawn_cfg *cfg)
 {
     if (ss->template_off || ss->assess.path == MINI_PATH_LANDLOCK || ss->image_root || ss->overlay_dir ||
         !(ss->assess.namespaces & MINI_FEAT_MOUNT_NS))
@@ -619,7 +619,11 @@ static int session_template(struct session *ss, uint64_t hidden, const struct mi
     }
     struct mini_err e;
     int64_t t0 = mini_mono_ns();
-    int fd = mini_sandbox_template(cfg, &e);
+    struct idmap_holder *x = holder_slot(s);
+    struct mini_idmap_holder h = { .pid = 0, .pidfd = -1, .stack = NULL };
+    int fd = mini_sandbox_template(cfg, x ? &h : NULL, &e);
+    if (x)
+        holder_adopt(s, x, &h);
     if (fd < 0) {
         log_warn("session %s: %s; its sandboxes build their whole root", ss->id, e.msg);
         ss->template_off = true;
@@ -646,7 +650,7 @@ int slot_prepare(struct server *s, struct session *ss, struct sandbox_slot *slot
     if (state_dir_ensure(s, e) < 0)
         return -1;
     session_spawn_cfg(s, ss, &cfg);
-    cfg.template_fd = session_template(ss, slot->hidden, &cfg);
+    cfg.template_fd = session_template(s, ss, slot->hidden, &cfg);
     bool v1 = ss->assess.cgroups && s->cgroups.mode == MINI_CG_V1;
     cfg.cgroup_v1 = v1;
     if ((!v1 && slot_cgroup(s, ss, slot, &procs, &cfg, &t, e) < 0) ||
@@ -1043,22 +1047,36 @@ static int session_hide_secrets(struct server *s, struct session *ss, struct min
     return 0;
 }
 
-/* An id-mapping namespace whose holder the loop reaps (EV_HOLDER) rather
- * than the open waiting for it to be scheduled and exit. */
+/* A free slot for a short-lived helper (an id-mapping namespace's
+ * holder, a template's builder) that the loop reaps (EV_HOLDER) rather
+ * than the caller waiting for it to be scheduled and exit; NULL: none
+ * free, the caller waits. */
+struct idmap_holder *holder_slot(struct server *s)
+{
+    for (size_t i = 0; i < MINI_ARRAY_SIZE(s->holders); i++)
+        if (s->holders[i].h.pid == 0)
+            return &s->holders[i];
+    return NULL;
+}
+
+/* Hand the helper h to the loop, in slot x (from holder_slot). */
+void holder_adopt(struct server *s, struct idmap_holder *x, const struct mini_idmap_holder *h)
+{
+    if (h->pid <= 0)
+        return;
+    x->h = *h;
+    x->ev = (struct ev){ EV_HOLDER, x };
+    if (ep_add(s, h->pidfd, EPOLLIN, &x->ev) < 0)
+        mini_idmap_holder_reap(&x->h);
+}
+
 static int idmap_make(struct server *s, uid_t from, uid_t to, gid_t gfrom, gid_t gto, struct mini_err *e)
 {
-    struct idmap_holder *x = NULL;
-    for (size_t i = 0; i < MINI_ARRAY_SIZE(s->holders) && !x; i++)
-        if (s->holders[i].h.pid == 0)
-            x = &s->holders[i];
+    struct idmap_holder *x = holder_slot(s);
     struct mini_idmap_holder h = { .pid = 0, .pidfd = -1, .stack = NULL };
     int fd = mini_idmap_userns(from, to, gfrom, gto, x ? &h : NULL, e);
-    if (fd >= 0 && x) {
-        x->h = h;
-        x->ev = (struct ev){ EV_HOLDER, x };
-        if (ep_add(s, h.pidfd, EPOLLIN, &x->ev) < 0)
-            mini_idmap_holder_reap(&x->h);
-    }
+    if (fd >= 0 && x)
+        holder_adopt(s, x, &h);
     return fd;
 }
 
