@@ -22,6 +22,9 @@
 #  8. closing the session leaves no builder, no sandbox, no new mount on
 #     the host, the daemon's fds as they were, and nothing written into
 #     the bound host directory
+#  9. a template that cannot be made (the workspace lies in a hidden
+#     directory, whose cover is read-only in a template) is given up for
+#     the session, which goes on with sandboxes that build their root
 #
 # Registered as root and rootless.  Prints "N passed, N failed".
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
@@ -208,6 +211,41 @@ if [[ $mounts_after == "$mounts_before" ]]; then
 else
     fail "[8] no new mount on the host" "$mounts_before lines before, $mounts_after after"
 fi
+# 9. a template that cannot be made
+mkdir -m 755 "$PUB/wsparent"
+mkws "$PUB/wsparent/ws"
+PROF9=$T/strict-wsparent.json
+python3 - "$PROF" "$PROF9" "$PUB" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["filesystem"]["hide"].append(sys.argv[3] + "/wsparent")
+json.dump(p, open(sys.argv[2], "w"))
+PY
+RC=0
+OUT=$(timeout 60 python3 - "$MINI_SOURCE_DIR/tests/integration" "$SOCK" "$PUB/wsparent/ws" "$PROF9" "$TAG" 2>&1 <<'PY'
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import pool_client
+sock, ws, prof, tag = sys.argv[2:6]
+c = pool_client.connect(sock)
+s = c.reply(c.request("open", workspace=ws, profile_data=json.load(open(prof))))["session"]
+for i in range(5):
+    r = c.wait_exit(c.exec(s, f"echo {tag}-{i} > f{i} && cat f{i} && ls /tmp | wc -l"), timeout=30)
+    print(r["returncode"], r["output"].replace("\n", " ").strip())
+c.reply(c.request("close", session=s))
+PY
+) || RC=$?
+want=$(for i in 0 1 2 3 4; do echo "0 $TAG-$i 0"; done)
+if [[ $RC == 0 && $OUT == "$want" ]]; then
+    pass "[9] every command of that session ran, in its workspace"
+else
+    fail "[9] every command of that session ran, in its workspace" "want: $want"
+fi
+check "[9] the daemon gave the template up for that session (log)" \
+    grep -q "its sandboxes build their whole root" "$DAEMON_LOG"
+check "[9] the files are in the workspace on the host" test -s "$PUB/wsparent/ws/f4"
+rm -rf "$PUB/wsparent"
+
 rm -f "$PUB/secret.txt" "$PUB/later-secrets/.env" && rmdir "$PUB/later-secrets"
 echo "OLD-$TAG" >"$PUB/secret.txt" && chmod 644 "$PUB/secret.txt"
 pub_after=$(listing)
