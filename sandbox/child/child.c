@@ -276,13 +276,18 @@ static void become_namespace_root(struct child *c)
 static void lower_user_quotas(struct child *c)
 {
     static const char *const quota[][2] = {
-        { "/proc/sys/user/max_inotify_instances", MINI_QUOTA_INOTIFY_INSTANCES },
-        { "/proc/sys/user/max_inotify_watches", MINI_QUOTA_INOTIFY_WATCHES },
-        { "/proc/sys/user/max_fanotify_groups", "0" },
-        { "/proc/sys/user/max_fanotify_marks", "0" },
+        { "max_inotify_instances", MINI_QUOTA_INOTIFY_INSTANCES },
+        { "max_inotify_watches", MINI_QUOTA_INOTIFY_WATCHES },
+        { "max_fanotify_groups", "0" },
+        { "max_fanotify_marks", "0" },
     };
+    /* The directory once: each lookup in /proc/sys is a walk of its
+     * per-namespace tables. */
+    _cleanup_close_ int dir = open("/proc/sys/user", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0)
+        return;
     for (size_t i = 0; i < MINI_ARRAY_SIZE(quota); i++) {
-        int fd = open(quota[i][0], O_WRONLY | O_CLOEXEC);
+        int fd = openat(dir, quota[i][0], O_WRONLY | O_CLOEXEC);
         if (fd >= 0) {
             (void)!write(fd, quota[i][1], strlen(quota[i][1]));
             close(fd);
