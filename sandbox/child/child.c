@@ -555,6 +555,9 @@ void mini_template_child_main(const struct mini_spawn_cfg *cfg, int sock)
     mini_err_clear(&e);
     char go;
     ssize_t n;
+    /* A copy of the daemon's memory and fds: nothing of it for the
+     * sandboxes' uid to read through /proc or ptrace. */
+    prctl(PR_SET_DUMPABLE, 0);
     do
         n = read(sock, &go, 1);
     while (n < 0 && errno == EINTR);
