@@ -1,11 +1,18 @@
-/* Root filesystem assembly for one sandbox, run by the sandbox's init in
- * its fresh user and mount namespaces, before any command exists.
+/* Root filesystem assembly for one sandbox, run by the sandbox's setup
+ * child in its fresh user and mount namespaces, before any command exists.
  *
  * The new root is an empty tmpfs mounted on `root`; host paths are bound
  * into it read-only (or overlaid), tmpfs mounts and the workspace added, a
  * fresh /proc and a minimal /dev created, hidden paths covered, then
  * pivot_root and the old root detached.  Every mount gets nosuid and nodev
  * (but /dev, whose nodes must work); the root itself ends read-only.
+ * Binds and covers are made detached (open_tree), restricted, then moved
+ * into place.
+ *
+ * The part that is the same for every sandbox of a session (base, binds,
+ * /dev's nodes, covers) can instead come from a template built once
+ * (mini_rootfs_template) and cloned (mini_rootfs_base with template_fd);
+ * the sandbox then makes only its own mounts.
  *
  * Mount targets are resolved inside the new root (openat2 RESOLVE_IN_ROOT),
  * so a symlink in a bound tree can never point a mount at a host path, and
