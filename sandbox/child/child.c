@@ -555,14 +555,15 @@ void mini_template_child_main(const struct mini_spawn_cfg *cfg, int sock)
     mini_err_clear(&e);
     char go;
     ssize_t n;
-    /* A copy of the daemon's memory and fds: nothing of it for the
-     * sandboxes' uid to read through /proc or ptrace. */
-    prctl(PR_SET_DUMPABLE, 0);
     do
         n = read(sock, &go, 1);
     while (n < 0 && errno == EINTR);
     if (n != 1)
         _exit(125); /* no id maps: the daemon gave up on it */
+    /* A copy of the daemon's memory and fds: nothing of it for the
+     * sandboxes' uid to read through /proc or ptrace.  Only now: until its
+     * maps are written, a rootless daemon must open its /proc files. */
+    prctl(PR_SET_DUMPABLE, 0);
     int fd = -1;
     uid_t u = cfg->inner_uid;
     gid_t g = cfg->inner_gid;
