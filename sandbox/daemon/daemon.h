@@ -217,6 +217,10 @@ struct session {
     uint64_t template_sig;
     bool template_off;
     unsigned n_prepared; /* sandboxes prepared, counted up to TEMPLATE_AFTER */
+    /* hidden_sig() as pool_take found it, for what the same exec prepares
+     * next; set only within do_exec. */
+    uint64_t hidden_memo;
+    bool hidden_memo_set;
     bool idmap;
     struct mini_uid_range *uids; /* where uid_slot goes back to */
     struct mini_env env;

@@ -770,8 +770,10 @@ void do_exec(struct server *s, struct client *c, const struct mini_req *req)
      * docs/sandbox-lifecycle.md has the figures. */
     if (!x->last && (ss->running > 1 || back_to_back(ss, x->start_ns)))
         pool_fill(s, ss);
+    ss->hidden_memo_set = false;
     return;
 fail:
+    ss->hidden_memo_set = false;
     send_error(s, c, req->id, &e);
     exec_free(x);
 }

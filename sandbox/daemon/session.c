@@ -590,6 +590,14 @@ static uint64_t hidden_sig(const struct session *ss)
     return h;
 }
 
+/* hidden_sig(), or the one pool_take took a moment ago in the same exec
+ * (exec.c clears it before it returns): a sandbox prepared under an older
+ * note is only discarded sooner, never kept longer. */
+static uint64_t hidden_now(const struct session *ss)
+{
+    return ss->hidden_memo_set ? ss->hidden_memo : hidden_sig(ss);
+}
+
 /* The session's template of the root for its next sandbox (spawn.h,
  * mini_sandbox_template), or -1: the sandbox builds all of it.  Made when
  * the session prepares its TEMPLATE_AFTER-th sandbox, so that a one-shot
@@ -646,7 +654,7 @@ int slot_prepare(struct server *s, struct session *ss, struct sandbox_slot *slot
     struct mini_sb_times t = { 0 }; /* prepare starts slot->sb afresh */
     *slot = (struct sandbox_slot)SANDBOX_SLOT_INIT;
     MINI_SB_MARK(&t, start);
-    slot->hidden = hidden_sig(ss);
+    slot->hidden = hidden_now(ss);
     if (state_dir_ensure(s, e) < 0)
         return -1;
     session_spawn_cfg(s, ss, &cfg);
@@ -773,7 +781,9 @@ static bool pool_dead(const struct pooled *p)
 struct pooled *pool_take(struct server *s, struct session *ss)
 {
     struct pooled *best = NULL;
-    uint64_t hidden = ss->pool ? hidden_sig(ss) : 0;
+    /* Kept for the sandboxes the same exec prepares next (hidden_now). */
+    uint64_t hidden = ss->hidden_memo = hidden_sig(ss);
+    ss->hidden_memo_set = true;
     for (struct pooled *p = ss->pool, *next; p; p = next) {
         next = p->next;
         if (pool_dead(p) || p->slot.hidden != hidden)
