@@ -17,7 +17,6 @@
 
 struct build {
     const struct mini_rootfs_spec *s;
-    const struct mini_profile *profile;
     int rootfd;                 /* the new root's tmpfs */
     /* Building a template (mini_rootfs_template): a detached tree, in
      * which mount(2) on a path is refused; every mount is made detached
@@ -196,14 +195,13 @@ static int mount_tmpfs(struct build *b, const char *path, unsigned mode, unsigne
         if (m < 0 || move_onto(m, fd) < 0)
             return fail(b, errno, "mounting tmpfs on", path);
         return 0;
-    } else {
-        char opts[64];
-        unsigned long flags = ((attrs & MOUNT_ATTR_NOSUID) ? MS_NOSUID : 0) |
-            ((attrs & MOUNT_ATTR_NODEV) ? MS_NODEV : 0) | ((attrs & MOUNT_ATTR_NOEXEC) ? MS_NOEXEC : 0);
-        snprintf(opts, sizeof opts, "mode=%o,size=%llu", mode, size);
-        if (mount("tmpfs", fdpath(p, fd), "tmpfs", flags, opts) < 0)
-            return fail(b, errno, "mounting tmpfs on", path);
     }
+    char opts[64];
+    unsigned long flags = ((attrs & MOUNT_ATTR_NOSUID) ? MS_NOSUID : 0) | ((attrs & MOUNT_ATTR_NODEV) ? MS_NODEV : 0) |
+        ((attrs & MOUNT_ATTR_NOEXEC) ? MS_NOEXEC : 0);
+    snprintf(opts, sizeof opts, "mode=%o,size=%llu", mode, size);
+    if (mount("tmpfs", fdpath(p, fd), "tmpfs", flags, opts) < 0)
+        return fail(b, errno, "mounting tmpfs on", path);
     if (!ro)
         return 0;
     int top = open_in_root(b, path, O_DIRECTORY);
@@ -362,7 +360,7 @@ static int add_dev_nodes(struct build *b)
         return mount_tmpfs(b, "/dev", 0755, 64 << 10, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, true) < 0
             ? -1
             : dev_populate(b, "/dev");
-    struct build d = { .profile = b->profile, .detached = true, .e = b->e };
+    struct build d = { .detached = true, .e = b->e };
     _cleanup_close_ int target = mkdirs_in_root(b, "/dev");
     if (target < 0)
         return fail(b, errno, "creating mount point", "/dev");
@@ -519,7 +517,7 @@ static int image_root(struct build *b, bool *writable)
 
 int mini_rootfs_enter(const struct mini_rootfs_spec *s, struct mini_err *e)
 {
-    struct build b = { .s = s, .profile = s->profile, .rootfd = s->root_fd, .e = e };
+    struct build b = { .s = s, .rootfd = s->root_fd, .e = e };
     const struct mini_profile *pr = s->profile;
     int rc = -1, newroot = -1;
     bool image = s->image_fd >= 0, writable_root = false;
@@ -675,7 +673,7 @@ static int template_tree(struct build *b, const struct mini_profile *p, const ch
 
 int mini_rootfs_template(const struct mini_profile *p, const char *workspace, struct mini_err *e)
 {
-    struct build b = { .profile = p, .detached = true, .e = e };
+    struct build b = { .detached = true, .e = e };
     if ((b.rootfd = detached_tmpfs(0755, 1 << 20, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false)) < 0)
         return fail(&b, errno, "making the template's base", NULL);
     int rc = template_tree(&b, p, workspace);

@@ -112,8 +112,6 @@ static void emit_output(struct server *s, struct exec *x, const char *p, size_t 
     send_rep(s, x->client, &rep);
 }
 
-/* ms from a to b, or -1 where a stamp was not taken. */
-
 /* One line per command under MINI_SANDBOX_TIMING=1: its sandbox's
  * preparation step by step (in the daemon: cgroup, clone, id maps, GO,
  * cgroup attach; in the child: root, confinement, exec of init, until

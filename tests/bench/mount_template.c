@@ -227,6 +227,15 @@ static int recv_fd(int sock)
     return fd;
 }
 
+/* The sandbox's root directory goes, whatever is mounted on it. */
+static int leave(const char *root, int rc)
+{
+    while (umount2(root, MNT_DETACH) == 0)
+        ;
+    rmdir(root);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     int n = argc > 1 ? atoi(argv[1]) : 300;
@@ -260,14 +269,14 @@ int main(int argc, char **argv)
     for (int i = 0; i < n; i++)
         if (build_at(root) < 0 || umount2(root, MNT_DETACH) < 0) {
             printf("mount_template: building: %s\n", strerror(errno));
-            return 1;
+            return leave(root, 1);
         }
     double t1 = now_ms();
     for (int i = 0; i < n; i++) {
         int c = clone_tree(tmpl, "", AT_RECURSIVE | AT_EMPTY_PATH);
         if (c < 0 || move_into(c, AT_FDCWD, root) < 0) {
             printf("mount_template: cloning the template here: %s\n", strerror(errno));
-            return 77;
+            return leave(root, 77);
         }
         close(c);
         if (i < n - 1)
@@ -292,7 +301,5 @@ int main(int argc, char **argv)
     }
     if (wd >= 0)
         close(wd);
-    umount2(root, MNT_DETACH);
-    rmdir(root);
-    return 0;
+    return leave(root, 0);
 }
