@@ -25,6 +25,9 @@
 #  9. a template that cannot be made (the workspace lies in a hidden
 #     directory, whose cover is read-only in a template) is given up for
 #     the session, which goes on with sandboxes that build their root
+# 10. root: two sessions side by side for workspaces of two other users
+#     each get a template of their own: inside, / is each sandbox's root;
+#     on the host, each command's file is its own workspace owner's
 #
 # Registered as root and rootless.  Prints "N passed, N failed".
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
@@ -245,6 +248,47 @@ check "[9] the daemon gave the template up for that session (log)" \
     grep -q "its sandboxes build their whole root" "$DAEMON_LOG"
 check "[9] the files are in the workspace on the host" test -s "$PUB/wsparent/ws/f4"
 rm -rf "$PUB/wsparent"
+
+# 10. two owners' sessions at once (root daemon: each session its own uid)
+if is_root; then
+    WA=$PUB/owner-a WB=$PUB/owner-b
+    mkdir -m 755 "$WA" "$WB"
+    chown 65534:65534 "$WA"
+    chown 65533:65533 "$WB"
+    RC=0
+    OUT=$(timeout 60 python3 - "$MINI_SOURCE_DIR/tests/integration" "$SOCK" "$WA" "$WB" "$PROF" "$TAG" 2>&1 <<'PY'
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import pool_client
+sock, wa, wb, prof, tag = sys.argv[2:7]
+c = pool_client.connect(sock)
+ss = [c.reply(c.request("open", workspace=w, profile_data=json.load(open(prof))))["session"] for w in (wa, wb)]
+out = []
+for i in range(5):  # interleaved: both sessions' templates exist from the third on
+    for k, s in enumerate(ss):
+        r = c.wait_exit(c.exec(s, f"stat -c %u:%g / /dev | tr '\\n' ' '; touch f{k}-{i}"), timeout=30)
+        out.append(r["output"].strip())
+for s in ss:
+    c.reply(c.request("close", session=s))
+print(" | ".join(sorted(set(out))))
+PY
+) || RC=$?
+    if [[ $RC == 0 && $OUT == "0:0 0:0" ]]; then
+        pass "[10] / and /dev are each sandbox's root's in both sessions"
+    else
+        fail "[10] / and /dev are each sandbox's root's in both sessions" "want 0:0 0:0"
+    fi
+    # (the group is the owner's primary one, which an id without a
+    # passwd entry does not have: only the uid is compared)
+    owners=$(stat -c '%u' "$WA"/f0-* "$WB"/f1-* | sort | uniq -c | awk '{print $1 "x" $2}' | tr '\n' ' ')
+    RC=0 OUT=$owners ERR=
+    if [[ $owners == "5x65533 5x65534 " ]]; then
+        pass "[10] on the host each session's files are its own workspace owner's"
+    else
+        fail "[10] on the host each session's files are its own workspace owner's" "owners: $owners"
+    fi
+    rm -rf "$WA" "$WB"
+fi
 
 rm -f "$PUB/secret.txt" "$PUB/later-secrets/.env" && rmdir "$PUB/later-secrets"
 echo "OLD-$TAG" >"$PUB/secret.txt" && chmod 644 "$PUB/secret.txt"
