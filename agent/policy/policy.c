@@ -485,32 +485,3 @@ int mini_policy_ask_approver(const char *command, double timeout, const cJSON *r
     mini_buf_free(&ans);
     return rc;
 }
-
-/* ---- the audit log ---- */
-
-int mini_audit_open(const char *path, struct mini_err *e)
-{
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return mini_err_sys(e, MINI_E_IO, errno, "opening the audit log %s", path);
-    return fd;
-}
-
-int mini_audit_write(int fd, const cJSON *obj, struct mini_err *e)
-{
-    /* O_APPEND and one write() per line: mini_json_append_line. */
-    if (mini_json_append_line(fd, obj, e) < 0)
-        return mini_err_prefix(e, "writing the audit log");
-    return 0;
-}
-
-void mini_audit_time(char *buf, size_t size)
-{
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    struct tm tm;
-    gmtime_r(&tv.tv_sec, &tm);
-    char s[32];
-    strftime(s, sizeof s, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf, size, "%s.%03ldZ", s, (long)(tv.tv_usec / 1000));
-}

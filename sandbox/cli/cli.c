@@ -8,18 +8,21 @@
 #include "mini/log.h"
 #include "mini/path.h"
 #include "mini/profile.h"
-#include "config/config_yaml.h"
+#include "mini/json.h"
 #include "policy/policy.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/time.h>
 #include <string.h>
+#include <spawn.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -142,21 +145,76 @@ static cJSON *profile_file(const char *arg, struct mini_err *e)
     return obj;
 }
 
-/* --policy FILE: mini's `policy` object, alone or as the `policy` key of
- * a config.  NULL with e. */
-static struct mini_policy *policy_file(const char *path, struct mini_err *e)
+/* run --policy FILE: what libexec/mini/mini-sandbox-policy (policy_main.c)
+ * says about command, its verdict object; NULL with e when it could not
+ * say.  A program of its own, so that run loads PCRE2 and libyaml only
+ * with --policy. */
+static cJSON *policy_verdict(const char *path, const char *cwd, const char *command, struct mini_err *e)
 {
+    _cleanup_free_ char *prog = mini_exe_relative(MINI_BIN_TO_LIBEXEC "/mini-sandbox-policy");
+    int p[2];
+    if (!prog) {
+        mini_err_set(e, MINI_E_NOMEM, "out of memory");
+        return NULL;
+    }
+    if (pipe2(p, O_CLOEXEC) < 0) {
+        mini_err_sys(e, MINI_E_IO, errno, "policy: pipe");
+        return NULL;
+    }
+    posix_spawn_file_actions_t fa;
+    char *args[] = { prog, (char *)path, (char *)cwd, (char *)command, NULL };
+    pid_t pid;
+    int r = posix_spawn_file_actions_init(&fa);
+    if (r == 0) {
+        r = posix_spawn_file_actions_adddup2(&fa, p[1], STDOUT_FILENO);
+        if (r == 0)
+            r = posix_spawn(&pid, prog, &fa, NULL, args, environ);
+        posix_spawn_file_actions_destroy(&fa);
+    }
+    close(p[1]);
+    if (r != 0) {
+        close(p[0]);
+        mini_err_sys(e, MINI_E_SPAWN_FAILED, r, "policy: cannot run %s", prog);
+        return NULL;
+    }
     _cleanup_buf_ struct mini_buf b = MINI_BUF_INIT;
-    if (mini_read_file(path, &b, 1 << 20, e) < 0)
+    int rd = mini_read_to_end(p[0], &b, 64 << 10);
+    int rd_errno = errno;
+    close(p[0]);
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) {
+            mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "policy: waiting for %s", prog);
+            return NULL;
+        }
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        mini_err_set(e, MINI_E_SPAWN_FAILED, "policy: %s %s %d", prog,
+                     WIFEXITED(st) ? "exited with status" : "was killed by signal",
+                     WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
         return NULL;
-    _cleanup_cjson_ cJSON *doc = mini_yaml_parse(b.data ? b.data : "", b.len, path, e);
-    if (!doc)
+    }
+    if (rd < 0) {
+        mini_err_sys(e, MINI_E_IO, rd_errno, "policy: reading the verdict of %s", prog);
         return NULL;
-    const cJSON *obj = cJSON_GetObjectItemCaseSensitive(doc, "policy");
-    struct mini_policy *p = mini_policy_new(cJSON_IsObject(obj) ? obj : doc, e);
-    if (!p)
-        mini_err_prefix(e, "%s", path);
-    return p;
+    }
+    cJSON *v = mini_json_parse(b.data ? b.data : "", b.len, e);
+    const cJSON *err = cJSON_GetObjectItemCaseSensitive(v, "error");
+    if (v && !cJSON_IsString(err) &&
+        (!cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(v, "allow")) ||
+         !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(v, "rule")) ||
+         !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(v, "by")))) {
+        cJSON_Delete(v);
+        v = NULL;
+        mini_err_set(e, MINI_E_SPAWN_FAILED, "policy: %s gave no verdict", prog);
+    }
+    return v;
+}
+
+/* A string member of the verdict, or NULL. */
+static const char *verdict_str(const cJSON *v, const char *key)
+{
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(v, key);
+    return cJSON_IsString(m) ? m->valuestring : NULL;
 }
 
 /* The command as one string, for the policy's patterns: the words joined
@@ -170,7 +228,7 @@ static char *command_text(char **argv, size_t n)
 }
 
 /* One line for the policy's audit log, when it has one. */
-static void policy_audit(int fd, const char *command, const struct mini_policy_match *m, bool allow, const char *by,
+static void policy_audit(int fd, const char *command, const char *rule, bool allow, const char *by,
                          const char *reason, const char *profile, const struct mini_rep_exit *x)
 {
     if (fd < 0)
@@ -184,7 +242,7 @@ static void policy_audit(int fd, const char *command, const struct mini_policy_m
     cJSON_AddStringToObject(l, "run", run);
     cJSON_AddNumberToObject(l, "step", 1);
     cJSON_AddStringToObject(l, "command", command);
-    cJSON_AddStringToObject(l, "rule", m->rule);
+    cJSON_AddStringToObject(l, "rule", rule);
     cJSON_AddStringToObject(l, "decision", allow ? "allow" : "deny");
     cJSON_AddStringToObject(l, "by", by);
     cJSON_AddItemToObject(l, "reason", reason ? cJSON_CreateString(reason) : cJSON_CreateNull());
@@ -296,64 +354,46 @@ static int cmd_run(int argc, char **argv)
     mini_err_clear(&e);
     /* The policy first: a denied command is never sent anywhere. */
     _cleanup_close_ int audit_fd = -1;
-    _cleanup_free_ char *command = NULL, *by = NULL, *reason = NULL;
-    struct mini_policy_match pm = { 0 };
-    struct mini_policy *pol = NULL;
+    _cleanup_free_ char *command = NULL;
+    cJSON *verdict = NULL; /* policy_verdict's; by, reason and rule are its */
+    const char *by = NULL, *reason = NULL, *rule = NULL;
     if (policy_path) {
-        if (!(pol = policy_file(policy_path, &e))) {
-            mini_env_free(&env);
-            return run_usage(mini_cli_usage_error("run", "--policy %s", e.msg));
-        }
-        const char *alog = mini_policy_audit_log(pol);
+        char here[PATH_MAX];
         command = command_text(argv + optind, (size_t)(argc - optind));
-        if (!command || (alog && (audit_fd = mini_audit_open(alog, &e)) < 0)) {
-            mini_policy_free(pol);
+        if (!command || !(verdict = policy_verdict(policy_path, cwd ? cwd : getcwd(here, sizeof here) ? here : ws,
+                                                   command, &e))) {
             mini_env_free(&env);
             return command ? fail(&e) : EXIT_SANDBOX;
         }
-        mini_policy_match(pol, command, &pm);
-        bool allow = pm.verdict == MINI_VERDICT_ALLOW;
-        by = strdup("policy");
-        if (pm.verdict == MINI_VERDICT_ASK && mini_policy_approver(pol)) {
-            _cleanup_cjson_ cJSON *req = cJSON_CreateObject();
-            char here[PATH_MAX];
-            cJSON_AddStringToObject(req, "task", "");
-            cJSON_AddNumberToObject(req, "step", 1);
-            cJSON_AddStringToObject(req, "command", command);
-            cJSON_AddStringToObject(req, "rule", pm.rule);
-            cJSON_AddItemToObject(req, "reason", pm.reason ? cJSON_CreateString(pm.reason) : cJSON_CreateNull());
-            cJSON_AddStringToObject(req, "cwd", cwd ? cwd : getcwd(here, sizeof here) ? here : ws);
-            cJSON_AddArrayToObject(req, "messages");
-            struct mini_approval ap;
-            if (mini_policy_ask_approver(mini_policy_approver(pol), mini_policy_approver_timeout(pol), req, NULL,
-                                         &ap) == 0) {
-                allow = ap.allow;
-                free(by);
-                by = TAKE_PTR(ap.by);
-                reason = TAKE_PTR(ap.reason);
-            }
-        } else if (pm.verdict == MINI_VERDICT_ASK) {
-            if (asprintf(&reason, "%s says ask%s%s, and nobody was there to ask (no policy.approver)", pm.rule,
-                         pm.reason ? ": " : "", pm.reason ? pm.reason : "") < 0)
-                reason = NULL;
-        } else if (pm.reason) {
-            reason = strdup(pm.reason);
-        } else if (!allow && asprintf(&reason, "denied by %s", pm.rule) < 0) {
-            reason = NULL;
+        if (verdict_str(verdict, "error")) {
+            int rc = run_usage(mini_cli_usage_error("run", "--policy %s", verdict_str(verdict, "error")));
+            cJSON_Delete(verdict);
+            mini_env_free(&env);
+            return rc;
         }
-        if (pm.profile && allow)
-            profile = pm.profile;
+        const char *alog = verdict_str(verdict, "audit_log");
+        if (alog && (audit_fd = mini_audit_open(alog, &e)) < 0) {
+            cJSON_Delete(verdict);
+            mini_env_free(&env);
+            return fail(&e);
+        }
+        bool allow = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(verdict, "allow"));
+        rule = verdict_str(verdict, "rule");
+        by = verdict_str(verdict, "by");
+        reason = verdict_str(verdict, "reason");
         if (!allow) {
-            policy_audit(audit_fd, command, &pm, false, by ? by : "policy", reason, NULL, NULL);
-            fprintf(stderr, "mini-sandbox: blocked by policy (%s): %s\n", pm.rule, reason ? reason : "denied");
-            mini_policy_free(pol);
+            policy_audit(audit_fd, command, rule, false, by, reason, NULL, NULL);
+            fprintf(stderr, "mini-sandbox: blocked by policy (%s): %s\n", rule, reason ? reason : "denied");
+            cJSON_Delete(verdict);
             mini_env_free(&env);
             return 126;
         }
+        if (verdict_str(verdict, "profile"))
+            profile = verdict_str(verdict, "profile");
     }
     cJSON *pdata = profile ? profile_file(profile, &e) : NULL;
     if (e.code != MINI_OK) {
-        mini_policy_free(pol);
+        cJSON_Delete(verdict);
         mini_env_free(&env);
         return fail(&e);
     }
@@ -413,8 +453,8 @@ static int cmd_run(int argc, char **argv)
         rc = fail(&e);
     } else {
         rc = ex.u.exit.timed_out ? EXIT_TIMEOUT : ex.u.exit.returncode;
-        if (pol)
-            policy_audit(audit_fd, command, &pm, true, by ? by : "policy", reason, profile, &ex.u.exit);
+        if (verdict)
+            policy_audit(audit_fd, command, rule, true, by, reason, profile, &ex.u.exit);
         /* Notes say why the command could not start, or what the daemon
          * could not give (a degraded sandbox: the session's summary, the
          * first note of `opened`), which is the same on every run: that
@@ -433,7 +473,7 @@ static int cmd_run(int argc, char **argv)
     mini_client_close(&cl);
 out_noconn:
     cJSON_Delete(ov);
-    mini_policy_free(pol); /* pm's strings and profile were its */
+    cJSON_Delete(verdict); /* by, reason, rule and maybe profile were its */
     cJSON_Delete(pdata);
     mini_env_free(&env);
     mini_buf_free(&in);

@@ -35,11 +35,17 @@ expect_eq "bin/ holds the three programs only" "mini mini-sandbox mini-sandboxd"
     bash -c 'cd "$0/bin" && echo $(ls)' "$R"
 check "mini-sandbox-init is in libexec/mini/" test -x "$R/libexec/mini/mini-sandbox-init"
 check "mini-sandbox-image (mini-sandbox image) is in libexec/mini/" test -x "$R/libexec/mini/mini-sandbox-image"
+check "mini-sandbox-policy (run --policy) is in libexec/mini/" test -x "$R/libexec/mini/mini-sandbox-policy"
 run ldd "$R/bin/mini-sandbox"
 if [[ $RC == 0 ]] && ! contains "$OUT" libarchive && ! contains "$OUT" libcrypto; then
     pass "mini-sandbox does not load the import's libraries (libarchive, libcrypto)"
 else
     fail "mini-sandbox does not load the import's libraries (libarchive, libcrypto)"
+fi
+if [[ $RC == 0 ]] && ! contains "$OUT" libpcre2 && ! contains "$OUT" libyaml; then
+    pass "mini-sandbox does not load the policy's libraries (PCRE2, libyaml)"
+else
+    fail "mini-sandbox does not load the policy's libraries (PCRE2, libyaml)" "$OUT"
 fi
 expect_eq "share/mini/profiles: the built-in profiles" "permissive.json standard.json strict.json" \
     bash -c 'cd "$0/share/mini/profiles" && echo $(ls)' "$R"
@@ -64,7 +70,7 @@ if grep -q '^CMAKE_BUILD_TYPE:STRING=Debug$' "$MINI_BUILD_DIR/CMakeCache.txt"; t
     skip "no source path in the programs" "a Debug build keeps them for debuggers"
 else
     run grep -l -F "$MINI_SOURCE_DIR" "$R/bin/mini" "$R/bin/mini-sandbox" "$R/bin/mini-sandboxd" \
-        "$R/libexec/mini/mini-sandbox-init" "$R/libexec/mini/mini-sandbox-image"
+        "$R/libexec/mini/mini-sandbox-init" "$R/libexec/mini/mini-sandbox-image" "$R/libexec/mini/mini-sandbox-policy"
     if [[ $RC == 1 ]]; then pass "no source path in the programs"; else fail "no source path in the programs" "in: $OUT"; fi
 fi
 
@@ -89,6 +95,19 @@ else
 fi
 expect_eq "moved: run --profile strict -- true (a private daemon and init from the moved tree)" "ran" \
     bounded "${clean[@]}" "$M/bin/mini-sandbox" run --profile strict --workspace "$WS" -- 'true && echo ran'
+printf '{"policy": {"default": "deny", "rules": [{"match": "^true ", "verdict": "allow"}]}}' >"$T/policy.json"
+expect_eq "moved: run --policy asks the moved mini-sandbox-policy" "ran" \
+    bounded "${clean[@]}" "$M/bin/mini-sandbox" run --policy "$T/policy.json" --profile strict --workspace "$WS" \
+    -- 'true && echo ran'
+mv "$M/libexec/mini/mini-sandbox-policy" "$T/policy-helper"
+run bounded "${clean[@]}" "$M/bin/mini-sandbox" run --policy "$T/policy.json" --profile strict --workspace "$WS" \
+    -- "true && touch $WS/no-helper"
+if [[ $RC == 125 && $ERR == *"mini-sandbox-policy"* && ! -e $WS/no-helper ]]; then
+    pass "run --policy without its helper: 125, the helper named, nothing run"
+else
+    fail "run --policy without its helper: 125, the helper named, nothing run" "rc $RC: $ERR"
+fi
+mv "$T/policy-helper" "$M/libexec/mini/mini-sandbox-policy"
 run bounded "${clean[@]}" "$M/share/mini/demo/run.sh"
 if [[ $RC == 0 ]] && contains "$OUT" "Ran 3 tests" && contains "$OUT" "OK"; then
     pass "moved: the demo (mini fixes the test under strict, replayed)"
