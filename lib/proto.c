@@ -161,6 +161,7 @@ static const struct field rep_stats[] = {
     STATS_COUNTER("uptime_ms", uptime_ms),
     FLD(struct mini_rep_stats, "preparing", F_INT, false, preparing, RANGE(0, MINI_ID_MAX)),
     FLD(struct mini_rep_stats, "held_ahead", F_INT, false, held_ahead, RANGE(0, MINI_ID_MAX)),
+    FLD(struct mini_rep_stats, "seccomp_programs", F_INT, false, seccomp_programs, RANGE(0, MINI_ID_MAX)),
 };
 static const struct field rep_error[] = {
     FLD(struct mini_rep_error, "code", F_ERRC, true, code),

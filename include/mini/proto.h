@@ -30,7 +30,7 @@
  *            cpu_ms:int, max_rss_kb:int, limit:string|null, notes:[string]}
  *   ok      {}                      cancel and close succeeded
  *   stats   {sessions:int, running:int, execs_total:int, clients:int, uptime_ms:int,
- *            preparing?:int, held_ahead?:int}
+ *            preparing?:int, held_ahead?:int, seccomp_programs?:int}
  *   error   {code:string, message:string}   id is null when unreadable
  *
  * hello: the client sends the highest version it speaks, the daemon answers
@@ -257,6 +257,7 @@ struct mini_rep_stats {
     int64_t uptime_ms;
     int64_t preparing; /* sandboxes of the sessions' pools being prepared now (0 when absent) */
     int64_t held_ahead; /* fds the daemon holds for sessions not yet opened (0 when absent) */
+    int64_t seccomp_programs; /* compiled programs the daemon keeps (0 when absent) */
 };
 
 struct mini_rep_error {

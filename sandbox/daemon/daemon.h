@@ -109,6 +109,10 @@ struct ev {
 
 struct pooled;
 struct bpf_cache;
+/* Seccomp programs kept compiled that no open session uses (session.c):
+ * the sessions' own are kept too, so the cache holds at most this plus
+ * the number of open sessions. */
+#define BPF_CACHE_IDLE_MAX 16
 struct proxy;
 struct proxy_listener;
 struct mini_netrule;
@@ -446,6 +450,8 @@ void holder_adopt(struct server *s, struct idmap_holder *x, const struct mini_id
 void idmap_holder_reaped(struct server *s, struct idmap_holder *x);
 /* Free the seccomp programs (at stop). */
 void bpf_cache_free(struct server *s);
+/* How many programs the cache holds (stats.seccomp_programs). */
+size_t bpf_cache_count(const struct server *s);
 
 /* -------------------------------------------------------------- exec.c */
 

@@ -149,6 +149,7 @@ static void do_stats(struct server *s, struct client *c, const struct mini_req *
     rep.u.stats.uptime_ms = (mini_mono_ns() - s->start_ns) / 1000000;
     rep.u.stats.preparing = preparing;
     rep.u.stats.held_ahead = held_ahead(s);
+    rep.u.stats.seccomp_programs = (int64_t)bpf_cache_count(s);
     send_rep(s, c, &rep);
 }
 

@@ -26,6 +26,8 @@
 
 /* ------------------------------------------------------------- sessions */
 
+static void bpf_entry_put(struct bpf_cache *c);
+
 void session_unref(struct session *ss)
 {
     if (!ss || --ss->refs > 0)
@@ -38,6 +40,7 @@ void session_unref(struct session *ss)
     }
     disk_close(ss);
     session_net_close(ss);
+    bpf_entry_put(ss->bpf_entry);
     mini_profile_free(ss->profile);
     free(ss->workspace);
     mini_close(ss->ws_fd);
@@ -143,16 +146,45 @@ struct session *session_find(struct client *c, const char *id)
 }
 
 /* Seccomp programs, compiled once per distinct policy (a profile's
- * seccomp section as canonical JSON) and kept for the daemon's life. */
+ * seccomp section as canonical JSON).  Each open session holds its
+ * policy's entry; of the entries no session holds, the most recently used
+ * BPF_CACHE_IDLE_MAX are kept, so that clients sending ever new policies
+ * (profile_data) cannot grow the daemon without bound. */
 struct bpf_cache {
     struct bpf_cache *next;
+    struct server *server; /* whose list it is on */
     char *key;
+    unsigned refs; /* the sessions holding it */
     struct mini_bpf bpf;
 };
 
-/* The cache entry of the profile's policy, made when there is none (its
- * program not compiled yet: bpf.len 0); NULL when out of memory.  The key
- * is computed once per open. */
+static void bpf_entry_free(struct bpf_cache *c)
+{
+    mini_bpf_free(&c->bpf);
+    free(c->key);
+    free(c);
+}
+
+/* Drop the idle entries past the first BPF_CACHE_IDLE_MAX (the list is
+ * most recently used first). */
+static void bpf_cache_trim(struct server *s)
+{
+    size_t idle = 0;
+    for (struct bpf_cache **pc = &s->bpf_cache; *pc;) {
+        struct bpf_cache *c = *pc;
+        if (c->refs || ++idle <= BPF_CACHE_IDLE_MAX) {
+            pc = &c->next;
+            continue;
+        }
+        *pc = c->next;
+        bpf_entry_free(c);
+    }
+}
+
+/* The cache entry of the profile's policy, held for the caller (put it
+ * back with bpf_entry_put), made when there is none (its program not
+ * compiled yet: bpf.len 0); NULL when out of memory.  The key is computed
+ * once per open. */
 static struct bpf_cache *bpf_entry(struct server *s, const struct mini_profile *p)
 {
     cJSON *pj = mini_profile_to_json(p);
@@ -160,20 +192,43 @@ static struct bpf_cache *bpf_entry(struct server *s, const struct mini_profile *
     cJSON_Delete(pj);
     if (!key)
         return NULL;
-    for (struct bpf_cache *c = s->bpf_cache; c; c = c->next)
-        if (strcmp(c->key, key) == 0) {
+    struct bpf_cache *c = NULL;
+    for (struct bpf_cache **pc = &s->bpf_cache; *pc; pc = &(*pc)->next)
+        if (strcmp((*pc)->key, key) == 0) {
+            c = *pc;
+            *pc = c->next; /* to the front, below */
             free(key);
-            return c;
+            break;
         }
-    struct bpf_cache *c = calloc(1, sizeof *c);
     if (!c) {
-        free(key);
-        return NULL;
+        if (!(c = calloc(1, sizeof *c))) {
+            free(key);
+            return NULL;
+        }
+        c->key = key;
+        c->server = s;
     }
-    c->key = key;
+    c->refs++;
     c->next = s->bpf_cache;
     s->bpf_cache = c;
+    bpf_cache_trim(s);
     return c;
+}
+
+/* A session lets go of its entry (the cache keeps it, while few enough
+ * are idle). */
+static void bpf_entry_put(struct bpf_cache *c)
+{
+    if (c && --c->refs == 0)
+        bpf_cache_trim(c->server);
+}
+
+size_t bpf_cache_count(const struct server *s)
+{
+    size_t n = 0;
+    for (const struct bpf_cache *c = s->bpf_cache; c; c = c->next)
+        n++;
+    return n;
 }
 
 /* The entry's program, compiled on first use; NULL with e filled when it
@@ -190,9 +245,7 @@ void bpf_cache_free(struct server *s)
     while (s->bpf_cache) {
         struct bpf_cache *c = s->bpf_cache;
         s->bpf_cache = c->next;
-        mini_bpf_free(&c->bpf);
-        free(c->key);
-        free(c);
+        bpf_entry_free(c);
     }
 }
 

@@ -31,7 +31,10 @@
 #  h. when the replacement is prepared: a command sent as soon as the
 #     previous exit arrived (back to back) gets it prepared while it runs;
 #     one sent after a pause does not (it would compete with the command),
-#     and the pool is topped up after its exit.
+#     and the pool is topped up after its exit;
+#  i. the compiled seccomp programs are bounded: sessions opened and
+#     closed with ever new policies leave at most 16 kept for no session,
+#     and a session open through that churn still gets its own program.
 #
 # Runs as the invoking user, or (MINI_TEST_ROOTLESS=1 as root) as an
 # unprivileged user; see tests/lib.sh.  Prints "N passed, N failed".
@@ -116,6 +119,7 @@ pool_group e e-results e-clean
 pool_group f f-immediate f-refilled f-pooled f-no-rerun
 pool_group g g-concurrent g-workdirs
 pool_group h h-paced h-b2b h-last
+pool_group i i-bounded i-held
 
 # ---- the daemon is fine afterwards ---------------------------------------
 check "the daemon still answers after the pool checks" ping_ok

@@ -3,7 +3,7 @@ prepared sandboxes, end to end, through tests/integration/pool_client.py.
 
     python3 pool_checks.py GROUP --socket SOCK --workspace DIR --daemon-pid PID [--state-dir DIR]
 
-GROUP is one of a b c d e f g h (see pool.sh).  Each check of the group prints
+GROUP is one of a b c d e f g h i (see pool.sh).  Each check of the group prints
 one line
 
     RESULT<TAB>ok|FAIL<TAB>KEY<TAB>NAME<TAB>DETAIL
@@ -23,6 +23,7 @@ running a command has the command's shell as its child.
 """
 
 import argparse
+import json
 import os
 import random
 import sys
@@ -884,8 +885,93 @@ def group_h(ctx):
         c.close()
 
 
+# System calls that strict allows and that `true` and python3 do not
+# need: each makes strict a distinct seccomp policy when denied.
+EXTRA_DENY = ("msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop", "semctl", "semtimedop", "shmget", "shmat",
+              "shmdt", "shmctl", "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify",
+              "mq_getsetattr", "fanotify_init", "fanotify_mark", "name_to_handle_at", "open_by_handle_at", "mbind",
+              "set_mempolicy", "get_mempolicy", "migrate_pages", "move_pages", "ioprio_set", "ioprio_get", "vmsplice",
+              "tee", "sync_file_range", "syncfs", "timerfd_create", "timerfd_settime", "timerfd_gettime",
+              "signalfd4", "inotify_init1", "inotify_add_watch", "inotify_rm_watch", "getcpu", "mlock2")
+MSGGET_NR = 68   # x86_64; the check that uses it is skipped elsewhere
+
+
+def strict_denying(name):
+    """The built-in strict profile, with one more system call denied."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "..", "..", "profiles", "strict.json"), encoding="utf-8") as f:
+        prof = json.load(f)
+    prof["seccomp"]["deny"] = prof["seccomp"]["deny"] + [name]
+    return prof
+
+
+def group_i(ctx):
+    """The seccomp programs the daemon keeps compiled are bounded: clients
+    that open sessions with ever new policies (profile_data) do not grow
+    it past 16 that no session uses, and a session's own program is never
+    dropped while the session is open, however many others come and go."""
+    ws = ctx.ws("i")
+    base = ctx.connect()
+    held = ctx.connect()
+    try:
+        import platform
+        extra = [n for n in EXTRA_DENY if n not in strict_denying("x")["seccomp"]["deny"]]
+        before = base.stats().get("seccomp_programs", 0)
+        # Two sessions held open through the churn: one denies msgget.
+        h_deny = held.reply(held.request("open", workspace=ws, profile_data=strict_denying("msgget")))["session"]
+        h_other = held.reply(held.request("open", workspace=ws, profile_data=strict_denying(extra[-1])))["session"]
+        churn = [n for n in extra if n != "msgget"][:-1]
+        peak = 0
+        for name in churn:
+            s = base.reply(base.request("open", workspace=ws, profile_data=strict_denying(name)))["session"]
+            r = base.run(s, "true", timeout=20)
+            if r["returncode"] != 0:
+                raise DaemonError(f"a churned session's command failed: {r}")
+            base.close_session(s)
+            peak = max(peak, base.stats().get("seccomp_programs", 0))
+        # A closed session lets go of its program once its sandboxes are
+        # gone: the held sessions' two, the 16 idle, and a parked one-shot
+        # session's, if any other check left one.
+
+        deadline = time.monotonic() + 5
+        while True:
+            st = base.stats()
+            n = st.get("seccomp_programs", -1)
+            bound = 16 + st["sessions"] + (1 if st.get("held_ahead") else 0)
+            if 0 <= n <= bound or time.monotonic() >= deadline:
+                break
+            time.sleep(0.05)
+        # The peak may count a few closed sessions not yet torn down; with
+        # no bound it would be every policy (before + 2 + the churn).
+        report("i-bounded", 0 <= n <= bound and peak <= bound + 4 and len(churn) > 20,
+               "(i) 16 programs at most are kept for no session, however many policies came and went",
+               f"{len(churn)} policies opened and closed one after another; programs kept: {n} "
+               f"(at most {bound}: 16 + {st['sessions']} sessions open + parked); the most seen: {peak}; "
+               f"before: {before}")
+        probe = ("python3 -c 'import ctypes; l = ctypes.CDLL(None, use_errno=True); "
+                 f"r = l.syscall({MSGGET_NR}, 0, 0o600); print(r, ctypes.get_errno())'")
+        if platform.machine() != "x86_64":
+            report("i-held", True, "(i) a held session keeps its own program through the churn",
+                   f"skipped: msgget is {MSGGET_NR} on x86_64 only, this is {platform.machine()}")
+            return
+        r1 = held.run(h_deny, probe, timeout=30)
+        r2 = held.run(h_other, probe, timeout=30)
+        r3 = held.run(h_deny, "grep ^Seccomp: /proc/self/status", timeout=30)
+        denied = r1["returncode"] == 0 and r1["output"].split()[:2] == ["-1", "1"]
+        allowed = r2["returncode"] == 0 and r2["output"].split()[0] != "-1"
+        report("i-held", denied and allowed and r3["output"].split() == ["Seccomp:", "2"],
+               "(i) a session opened before the churn still gets its own program: msgget refused (EPERM) "
+               "there, allowed in a session whose policy does not deny it",
+               f"denying session: {r1['output']!r}, {r3['output']!r}; other: {r2['output']!r}")
+        held.close_session(h_deny)
+        held.close_session(h_other)
+    finally:
+        base.close()
+        held.close()
+
+
 GROUPS = {"a": group_a, "b": group_b, "c": group_c, "d": group_d, "e": group_e, "f": group_f, "g": group_g,
-          "h": group_h}
+          "h": group_h, "i": group_i}
 
 
 def main():

@@ -130,6 +130,7 @@ REPLY_FIELDS = {
         "uptime_ms": lambda v: _is_int(v, 0),
         "preparing": lambda v: _is_int(v, 0),
         "held_ahead": lambda v: _is_int(v, 0),
+        "seccomp_programs": lambda v: _is_int(v, 0),
     },
     "error": {"code": _is_str, "message": _is_str},
 }
