@@ -178,7 +178,9 @@ static cJSON *policy_verdict(const char *path, const char *cwd, const char *comm
         return NULL;
     }
     _cleanup_buf_ struct mini_buf b = MINI_BUF_INIT;
-    int rd = mini_read_to_end(p[0], &b, 64 << 10);
+    /* A rule's reason comes from a policy file of up to 1 MiB, and JSON
+     * may write a byte as six ("\u0001"). */
+    int rd = mini_read_to_end(p[0], &b, 8u << 20);
     int rd_errno = errno;
     close(p[0]);
     int st;

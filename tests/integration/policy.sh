@@ -271,6 +271,15 @@ cmds = [" ".join(r["argv"]) for r in recs]
 assert len(recs) == 2 and any("ask-allow" in c for c in cmds), cmds
 assert not any("cli-denied" in c or "ask-garbage" in c for c in cmds), cmds
 PY
+python3 - "$T/long.json" <<'PY'
+import json, sys
+json.dump({"policy": {"default": "allow", "rules": [
+    {"match": "^touch ", "verdict": "deny", "reason": "x" * 300000 + "\u0001 end-of-reason"}]}}, open(sys.argv[1], "w"))
+PY
+run sbx --policy "$T/long.json" -- "touch $WS/long-denied"
+if [[ $RC == 126 && $ERR == *"end-of-reason"* && ! -e $WS/long-denied ]]; then
+    pass "a deny whose reason is 300 KB: 126, the whole reason said, nothing run"
+else fail "a deny whose reason is 300 KB: 126, the whole reason said, nothing run" "rc $RC, ${ERR:0:200}"; fi
 echo '{"rules": "no"}' >"$T/bad.json"
 run sbx --policy "$T/bad.json" -- true
 if [[ $RC == 125 && $ERR == *"policy.rules: must be a list"* ]]; then pass "a bad policy file: 125, the key named"
