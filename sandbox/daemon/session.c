@@ -1374,6 +1374,8 @@ void open_finish(struct server *s, struct client *c, struct session *ss, int64_t
         if (!(ss->bpf = bpf_compiled(ss->bpf_entry, ss->profile, &e))) {
             if (e.code == MINI_E_PROFILE_INVALID)
                 mini_err_prefix(&e, "profile %s", ss->profile->name);
+            else /* the daemon's failure, not the client's: the operator's to see */
+                log_warn("session %s: %s", ss->id, e.msg);
             send_error(s, c, req_id, &e);
             session_close(s, c, ss, MINI_LIMIT_CANCELLED);
             return;
