@@ -18,6 +18,10 @@ if (( $# < 3 )); then
 fi
 base=$(cd "$1" && pwd) new=$(cd "$2" && pwd) ws=$3 rounds=${4:-3} n=${5:-300}
 out=$(mktemp -d "${TMPDIR:-/tmp}/bench-paired.XXXXXX")
+pid= d=
+# Interrupted: the daemon of the run under way and its directory go too
+# (the raw outputs stay).
+trap '[[ -n $pid ]] && kill "$pid" 2>/dev/null; [[ -n $pid ]] && wait "$pid" 2>/dev/null; [[ -n $d ]] && rm -rf "$d"' EXIT
 for r in $(seq "$rounds"); do
     for name in base new; do
         bin=$base
@@ -30,6 +34,7 @@ for r in $(seq "$rounds"); do
         kill "$pid" 2>/dev/null || true
         wait "$pid" 2>/dev/null || true
         rm -rf "$d"
+        pid= d=
     done
 done
 python3 - "$out" <<'PY'
