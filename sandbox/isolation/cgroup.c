@@ -44,13 +44,18 @@ static int path_join(char *out, size_t size, const char *dir, const char *name)
     return 0;
 }
 
+/* The file helpers below take dir relative to the directory fd `at`
+ * (AT_FDCWD: dir is a full path).  A command group's files are reached
+ * from its hierarchy's parent, which the daemon holds open, so that each
+ * open walks two names rather than the whole mount path (grp_at). */
+
 /* Write a string to dir/file.  0, or -1 with errno. */
-static int cg_write(const char *dir, const char *file, const char *s)
+static int cg_write(int at, const char *dir, const char *file, const char *s)
 {
     char p[MINI_CG_PATH_MAX + 64];
     if (path_join(p, sizeof p, dir, file) < 0)
         return -1;
-    _cleanup_close_ int fd = open(p, O_WRONLY | O_CLOEXEC);
+    _cleanup_close_ int fd = openat(at, p, O_WRONLY | O_CLOEXEC);
     if (fd < 0)
         return -1;
     ssize_t n = mini_write(fd, s, strlen(s));
@@ -59,20 +64,20 @@ static int cg_write(const char *dir, const char *file, const char *s)
     return 0;
 }
 
-static int cg_write_u64(const char *dir, const char *file, uint64_t v)
+static int cg_write_u64(int at, const char *dir, const char *file, uint64_t v)
 {
     char buf[32];
     snprintf(buf, sizeof buf, "%" PRIu64 "\n", v);
-    return cg_write(dir, file, buf);
+    return cg_write(at, dir, file, buf);
 }
 
 /* Read dir/file (at most size-1 bytes).  Length, or -1 with errno. */
-static ssize_t cg_read(const char *dir, const char *file, char *buf, size_t size)
+static ssize_t cg_read(int at, const char *dir, const char *file, char *buf, size_t size)
 {
     char p[MINI_CG_PATH_MAX + 64];
     if (path_join(p, sizeof p, dir, file) < 0)
         return -1;
-    _cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC);
+    _cleanup_close_ int fd = openat(at, p, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -1;
     ssize_t n = mini_read_full(fd, buf, size - 1);
@@ -82,17 +87,11 @@ static ssize_t cg_read(const char *dir, const char *file, char *buf, size_t size
     return n;
 }
 
-static bool cg_has(const char *dir, const char *file)
-{
-    char p[MINI_CG_PATH_MAX + 64];
-    return path_join(p, sizeof p, dir, file) == 0 && access(p, F_OK) == 0;
-}
-
 /* A number file ("123\n"); -1 if absent or not a number ("max"). */
-static int64_t cg_read_i64(const char *dir, const char *file)
+static int64_t cg_read_i64(int at, const char *dir, const char *file)
 {
     char buf[64];
-    if (cg_read(dir, file, buf, sizeof buf) <= 0)
+    if (cg_read(at, dir, file, buf, sizeof buf) <= 0)
         return -1;
     char *end;
     errno = 0;
@@ -103,10 +102,10 @@ static int64_t cg_read_i64(const char *dir, const char *file)
 }
 
 /* The value of "key N" in a flat-keyed file; -1 if absent. */
-static int64_t cg_read_key(const char *dir, const char *file, const char *key)
+static int64_t cg_read_key(int at, const char *dir, const char *file, const char *key)
 {
     char buf[4096];
-    if (cg_read(dir, file, buf, sizeof buf) <= 0)
+    if (cg_read(at, dir, file, buf, sizeof buf) <= 0)
         return -1;
     size_t kl = strlen(key);
     for (char *line = buf; line && *line;) {
@@ -125,14 +124,19 @@ static int64_t cg_read_key(const char *dir, const char *file, const char *key)
 
 /* Send SIGKILL to every process listed in dir/cgroup.procs.  Returns the
  * number listed, or -1 if the file cannot be read. */
-static int kill_listed(const char *dir)
+static int kill_listed(int at, const char *dir)
 {
     char p[MINI_CG_PATH_MAX + 64];
     if (path_join(p, sizeof p, dir, "cgroup.procs") < 0)
         return -1;
-    _cleanup_fclose_ FILE *f = fopen(p, "re");
-    if (!f)
-        return errno == ENOENT ? 0 : -1;
+    int fd = openat(at, p, O_RDONLY | O_CLOEXEC);
+    _cleanup_fclose_ FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
+    if (!f) {
+        int err = errno;
+        if (fd >= 0)
+            close(fd);
+        return err == ENOENT ? 0 : -1;
+    }
     int n = 0;
     long pid;
     while (fscanf(f, "%ld", &pid) == 1) {
@@ -175,7 +179,7 @@ static bool remove_dir(const char *dir)
     if (rmdir(dir) == 0 || errno == ENOENT)
         return true;
     if (errno == EBUSY) {
-        kill_listed(dir);
+        kill_listed(AT_FDCWD, dir);
         if (rmdir(dir) == 0 || errno == ENOENT)
             return true;
     }
@@ -308,13 +312,13 @@ static void v2_undo(struct mini_cgroups *cg)
     for (size_t i = 0; i < MINI_ARRAY_SIZE(v2_names); i++) {
         snprintf(buf, sizeof buf, "-%s", v2_names[i]);
         if (cg->n_hier && (cg->hier[0].ctrls & v2_bits_of[i] & ~(1u << MINI_CGC_CPUACCT)))
-            cg_write(cg->hier[0].parent, "cgroup.subtree_control", buf);
+            cg_write(AT_FDCWD, cg->hier[0].parent, "cgroup.subtree_control", buf);
         if (cg->v2_enabled & v2_bits_of[i])
-            cg_write(cg->v2_base, "cgroup.subtree_control", buf);
+            cg_write(AT_FDCWD, cg->v2_base, "cgroup.subtree_control", buf);
     }
     cg->v2_enabled = 0;
     snprintf(buf, sizeof buf, "%d\n", (int)getpid());
-    if (cg->v2_leaf[0] && cg_write(cg->v2_base, "cgroup.procs", buf) == 0) {
+    if (cg->v2_leaf[0] && cg_write(AT_FDCWD, cg->v2_base, "cgroup.procs", buf) == 0) {
         rmdir(cg->v2_leaf);
         cg->v2_leaf[0] = '\0';
     }
@@ -337,7 +341,7 @@ static int init_v2(struct mini_cgroups *cg, const struct mini_caps *caps, bool n
         return -1;
     }
     snprintf(buf, sizeof buf, "%d\n", (int)getpid());
-    if (cg_write(cg->v2_leaf, "cgroup.procs", buf) < 0) {
+    if (cg_write(AT_FDCWD, cg->v2_leaf, "cgroup.procs", buf) < 0) {
         mini_err_sys(e, MINI_E_IO, errno, "moving the daemon into %s", cg->v2_leaf);
         rmdir(cg->v2_leaf);
         cg->v2_leaf[0] = '\0';
@@ -351,13 +355,13 @@ static int init_v2(struct mini_cgroups *cg, const struct mini_caps *caps, bool n
             continue;
         snprintf(buf, sizeof buf, "+%s", v2_names[i]);
         if (!(caps->v2_subtree & v2_bits_of[i])) {
-            if (cg_write(cg->v2_base, "cgroup.subtree_control", buf) < 0) {
+            if (cg_write(AT_FDCWD, cg->v2_base, "cgroup.subtree_control", buf) < 0) {
                 busy = errno;
                 continue;
             }
             cg->v2_enabled |= v2_bits_of[i];
         }
-        if (cg_write(h->parent, "cgroup.subtree_control", buf) == 0)
+        if (cg_write(AT_FDCWD, h->parent, "cgroup.subtree_control", buf) == 0)
             got |= v2_bits_of[i];
         else
             busy = errno;
@@ -405,8 +409,11 @@ static int init_v1(struct mini_cgroups *cg, const struct mini_caps *caps, unsign
         struct mini_cg_hier *h = &cg->hier[hier_of[i]];
         h->ctrls |= 1u << i;
         cg->ctrls |= 1u << i;
-        if (i == MINI_CGC_MEMORY)
-            cg_write(h->parent, "memory.use_hierarchy", "1"); /* always 1 on modern kernels */
+        if (i == MINI_CGC_MEMORY) {
+            cg_write(AT_FDCWD, h->parent, "memory.use_hierarchy", "1"); /* always 1 on modern kernels */
+            /* A group has the files its hierarchy's parent has. */
+            h->memsw = faccessat(h->lock_fd, "memory.memsw.limit_in_bytes", F_OK, 0) == 0;
+        }
     }
     if (!(cg->ctrls & ((1u << MINI_CGC_MEMORY) | (1u << MINI_CGC_PIDS))))
         return mini_err_set(e, MINI_E_ISOLATION_UNAVAILABLE, "cgroup v1: neither memory nor pids is writable");
@@ -526,35 +533,51 @@ void mini_cgroups_fini(struct mini_cgroups *cg)
 
 /* --------------------------------------------------------- per command */
 
+/* Where group c's directory in hierarchy k is reached from: the parent's
+ * fd the daemon holds, with *dir the group's name under it; or, with no
+ * such fd, AT_FDCWD and the full path. */
+static int grp_at(const struct mini_cgroup *c, size_t k, const char **dir)
+{
+    const struct mini_cg_hier *h = &c->cg->hier[k];
+    size_t pl = strlen(h->parent);
+    if (h->locked && pl && strncmp(c->dirs[k], h->parent, pl) == 0 && c->dirs[k][pl] == '/') {
+        *dir = c->dirs[k] + pl + 1;
+        return h->lock_fd;
+    }
+    *dir = c->dirs[k];
+    return AT_FDCWD;
+}
+
 static int set_limits_v1(struct mini_cgroups *cg, struct mini_cgroup *c, size_t k, const struct mini_limits *lim,
                          struct mini_err *e)
 {
-    const char *dir = c->dirs[k];
+    const char *full = c->dirs[k], *dir;
+    int at = grp_at(c, k, &dir);
     unsigned ctrls = c->dir_ctrls[k];
     if ((ctrls & (1u << MINI_CGC_MEMORY)) && lim->memory_bytes) {
-        if (cg_write_u64(dir, "memory.limit_in_bytes", lim->memory_bytes) < 0)
-            return mini_err_sys(e, MINI_E_IO, errno, "setting %s/memory.limit_in_bytes", dir);
+        if (cg_write_u64(at, dir, "memory.limit_in_bytes", lim->memory_bytes) < 0)
+            return mini_err_sys(e, MINI_E_IO, errno, "setting %s/memory.limit_in_bytes", full);
         /* No swap beyond the limit: memory+swap capped at the same value,
          * or, without swap accounting, no swapping at all. */
-        if (cg_has(dir, "memory.memsw.limit_in_bytes")) {
-            if (cg_write_u64(dir, "memory.memsw.limit_in_bytes", lim->memory_bytes) < 0)
-                return mini_err_sys(e, MINI_E_IO, errno, "setting %s/memory.memsw.limit_in_bytes", dir);
+        if (cg->hier[k].memsw) {
+            if (cg_write_u64(at, dir, "memory.memsw.limit_in_bytes", lim->memory_bytes) < 0)
+                return mini_err_sys(e, MINI_E_IO, errno, "setting %s/memory.memsw.limit_in_bytes", full);
         } else {
-            cg_write(dir, "memory.swappiness", "0");
+            cg_write(at, dir, "memory.swappiness", "0");
         }
         c->ctrls |= 1u << MINI_CGC_MEMORY;
         c->memory_limit = lim->memory_bytes;
     }
     if ((ctrls & (1u << MINI_CGC_PIDS)) && lim->pids) {
-        if (cg_write_u64(dir, "pids.max", lim->pids) < 0)
-            return mini_err_sys(e, MINI_E_IO, errno, "setting %s/pids.max", dir);
+        if (cg_write_u64(at, dir, "pids.max", lim->pids) < 0)
+            return mini_err_sys(e, MINI_E_IO, errno, "setting %s/pids.max", full);
         c->ctrls |= 1u << MINI_CGC_PIDS;
         c->pids_limit = lim->pids;
     }
     if ((ctrls & (1u << MINI_CGC_CPU)) && cg->cpu_quota_us) {
-        if (cg_write_u64(dir, "cpu.cfs_period_us", cg->cpu_period_us ? cg->cpu_period_us : 100000) < 0 ||
-            cg_write_u64(dir, "cpu.cfs_quota_us", cg->cpu_quota_us) < 0)
-            return mini_err_sys(e, MINI_E_IO, errno, "setting the CPU quota in %s", dir);
+        if (cg_write_u64(at, dir, "cpu.cfs_period_us", cg->cpu_period_us ? cg->cpu_period_us : 100000) < 0 ||
+            cg_write_u64(at, dir, "cpu.cfs_quota_us", cg->cpu_quota_us) < 0)
+            return mini_err_sys(e, MINI_E_IO, errno, "setting the CPU quota in %s", full);
         c->ctrls |= 1u << MINI_CGC_CPU;
     }
     c->ctrls |= ctrls & ((1u << MINI_CGC_CPUACCT) | (1u << MINI_CGC_FREEZER));
@@ -564,21 +587,22 @@ static int set_limits_v1(struct mini_cgroups *cg, struct mini_cgroup *c, size_t 
 static int set_limits_v2(struct mini_cgroups *cg, struct mini_cgroup *c, const struct mini_limits *lim,
                          struct mini_err *e)
 {
-    const char *dir = c->dirs[0];
+    const char *full = c->dirs[0], *dir;
+    int at = grp_at(c, 0, &dir);
     unsigned ctrls = c->dir_ctrls[0];
     if ((ctrls & (1u << MINI_CGC_MEMORY)) && lim->memory_bytes) {
-        if (cg_write_u64(dir, "memory.max", lim->memory_bytes) < 0)
-            return mini_err_sys(e, MINI_E_IO, errno, "setting %s/memory.max", dir);
-        if (cg_write(dir, "memory.swap.max", "0") < 0 && errno != ENOENT)
-            return mini_err_sys(e, MINI_E_IO, errno, "setting %s/memory.swap.max", dir);
+        if (cg_write_u64(at, dir, "memory.max", lim->memory_bytes) < 0)
+            return mini_err_sys(e, MINI_E_IO, errno, "setting %s/memory.max", full);
+        if (cg_write(at, dir, "memory.swap.max", "0") < 0 && errno != ENOENT)
+            return mini_err_sys(e, MINI_E_IO, errno, "setting %s/memory.swap.max", full);
         /* An OOM kill takes the whole command, not one random process of it. */
-        cg_write(dir, "memory.oom.group", "1");
+        cg_write(at, dir, "memory.oom.group", "1");
         c->ctrls |= 1u << MINI_CGC_MEMORY;
         c->memory_limit = lim->memory_bytes;
     }
     if ((ctrls & (1u << MINI_CGC_PIDS)) && lim->pids) {
-        if (cg_write_u64(dir, "pids.max", lim->pids) < 0)
-            return mini_err_sys(e, MINI_E_IO, errno, "setting %s/pids.max", dir);
+        if (cg_write_u64(at, dir, "pids.max", lim->pids) < 0)
+            return mini_err_sys(e, MINI_E_IO, errno, "setting %s/pids.max", full);
         c->ctrls |= 1u << MINI_CGC_PIDS;
         c->pids_limit = lim->pids;
     }
@@ -586,8 +610,8 @@ static int set_limits_v2(struct mini_cgroups *cg, struct mini_cgroup *c, const s
         char buf[64];
         snprintf(buf, sizeof buf, "%" PRIu64 " %" PRIu64 "\n", cg->cpu_quota_us,
                  cg->cpu_period_us ? cg->cpu_period_us : 100000);
-        if (cg_write(dir, "cpu.max", buf) < 0)
-            return mini_err_sys(e, MINI_E_IO, errno, "setting %s/cpu.max", dir);
+        if (cg_write(at, dir, "cpu.max", buf) < 0)
+            return mini_err_sys(e, MINI_E_IO, errno, "setting %s/cpu.max", full);
         c->ctrls |= 1u << MINI_CGC_CPU;
     }
     c->ctrls |= ctrls & ((1u << MINI_CGC_CPUACCT) | (1u << MINI_CGC_FREEZER));
@@ -614,7 +638,8 @@ int mini_cgroup_create(struct mini_cgroups *cg, const char *name, const struct m
             mini_err_sys(e, MINI_E_IO, errno, "cgroup path under %s", cg->hier[k].parent);
             goto fail;
         }
-        if (mkdir(out->dirs[k], 0755) < 0) {
+        /* From the parent's fd where the daemon holds it (grp_at). */
+        if ((cg->hier[k].locked ? mkdirat(cg->hier[k].lock_fd, leaf, 0755) : mkdir(out->dirs[k], 0755)) < 0) {
             mini_err_sys(e, MINI_E_IO, errno, "creating cgroup %s", out->dirs[k]);
             out->dirs[k][0] = '\0';
             goto fail;
@@ -647,9 +672,12 @@ int mini_cgroup_attach(struct mini_cgroup *c, pid_t pid, struct mini_err *e)
         return mini_err_set(e, MINI_E_INTERNAL, "attaching to an inactive cgroup");
     char buf[32];
     snprintf(buf, sizeof buf, "%d\n", (int)pid);
-    for (size_t k = 0; k < c->n_dirs; k++)
-        if (cg_write(c->dirs[k], "cgroup.procs", buf) < 0)
+    for (size_t k = 0; k < c->n_dirs; k++) {
+        const char *dir;
+        int at = grp_at(c, k, &dir);
+        if (cg_write(at, dir, "cgroup.procs", buf) < 0)
             return mini_err_sys(e, MINI_E_IO, errno, "moving pid %d into %s", (int)pid, c->dirs[k]);
+    }
     return 0;
 }
 
@@ -661,7 +689,9 @@ int mini_cgroup_open_procs(const struct mini_cgroup *c, int fds[MINI_CG_HIER_MAX
         return 0;
     for (size_t k = 0; k < c->n_dirs; k++) {
         char p[MINI_CG_PATH_MAX + 16];
-        if (path_join(p, sizeof p, c->dirs[k], "tasks") < 0 || (fds[k] = open(p, O_WRONLY | O_CLOEXEC)) < 0) {
+        const char *dir;
+        int at = grp_at(c, k, &dir);
+        if (path_join(p, sizeof p, dir, "tasks") < 0 || (fds[k] = openat(at, p, O_WRONLY | O_CLOEXEC)) < 0) {
             mini_err_sys(e, MINI_E_IO, errno, "opening %s/tasks", c->dirs[k]);
             for (size_t j = 0; j < k; j++)
                 close(fds[j]);
@@ -671,12 +701,15 @@ int mini_cgroup_open_procs(const struct mini_cgroup *c, int fds[MINI_CG_HIER_MAX
     return (int)c->n_dirs;
 }
 
-static const char *dir_with(const struct mini_cgroup *c, enum mini_cg_ctrl ctrl)
+/* The directory of c's group that has ctrl, as grp_at gives it: the fd
+ * to reach it from, and *dir; -1 (and *dir NULL) when none has. */
+static int dir_with(const struct mini_cgroup *c, enum mini_cg_ctrl ctrl, const char **dir)
 {
     for (size_t k = 0; k < c->n_dirs; k++)
         if (c->dir_ctrls[k] & (1u << ctrl))
-            return c->dirs[k];
-    return NULL;
+            return grp_at(c, k, dir);
+    *dir = NULL;
+    return -1;
 }
 
 int mini_cgroup_result(const struct mini_cgroup *c, struct mini_cgroup_result *r)
@@ -691,36 +724,41 @@ int mini_cgroup_result(const struct mini_cgroup *c, struct mini_cgroup_result *r
     if (!c->cg)
         return 0;
     bool v2 = c->cg->mode == MINI_CG_V2;
-    const char *mem = dir_with(c, MINI_CGC_MEMORY);
+    const char *mem;
+    int mat = dir_with(c, MINI_CGC_MEMORY, &mem);
     if (mem && v2) {
-        r->oom_kills = cg_read_key(mem, "memory.events", "oom_kill");
-        r->memory_events = cg_read_key(mem, "memory.events", "max");
-        int64_t peak = cg_read_i64(mem, "memory.peak");
+        r->oom_kills = cg_read_key(mat, mem, "memory.events", "oom_kill");
+        r->memory_events = cg_read_key(mat, mem, "memory.events", "max");
+        int64_t peak = cg_read_i64(mat, mem, "memory.peak");
         r->peak_memory_kb = peak >= 0 ? peak / 1024 : -1;
         r->oom_killed = r->oom_kills > 0;
     } else if (mem) {
-        r->oom_kills = cg_read_key(mem, "memory.oom_control", "oom_kill");
-        r->memory_events = cg_read_i64(mem, "memory.failcnt");
-        int64_t peak = cg_read_i64(mem, "memory.max_usage_in_bytes");
+        r->oom_kills = cg_read_key(mat, mem, "memory.oom_control", "oom_kill");
+        r->memory_events = cg_read_i64(mat, mem, "memory.failcnt");
+        int64_t peak = cg_read_i64(mat, mem, "memory.max_usage_in_bytes");
         r->peak_memory_kb = peak >= 0 ? peak / 1024 : -1;
         if (r->oom_kills >= 0)
             r->oom_killed = r->oom_kills > 0;
         else /* kernels before 4.13 have no oom_kill count */
             r->oom_killed =
-                cg_read_key(mem, "memory.oom_control", "under_oom") > 0 || (c->memory_limit && r->memory_events > 0);
+                cg_read_key(mat, mem, "memory.oom_control", "under_oom") > 0 || (c->memory_limit && r->memory_events > 0);
     }
-    const char *pids = dir_with(c, MINI_CGC_PIDS);
+    const char *pids;
+    int pat = dir_with(c, MINI_CGC_PIDS, &pids);
     if (pids) {
-        r->pids_events = cg_read_key(pids, "pids.events", "max");
-        r->pids_peak = cg_read_i64(pids, "pids.peak");
+        r->pids_events = cg_read_key(pat, pids, "pids.events", "max");
+        r->pids_peak = cg_read_i64(pat, pids, "pids.peak");
         r->pids_limited = r->pids_events > 0;
     }
     if (v2) {
-        int64_t us = cg_read_key(c->dirs[0], "cpu.stat", "usage_usec");
+        const char *dir;
+        int at = grp_at(c, 0, &dir);
+        int64_t us = cg_read_key(at, dir, "cpu.stat", "usage_usec");
         r->cpu_ms = us >= 0 ? us / 1000 : -1;
     } else {
-        const char *acct = dir_with(c, MINI_CGC_CPUACCT);
-        int64_t ns = acct ? cg_read_i64(acct, "cpuacct.usage") : -1;
+        const char *acct;
+        int aat = dir_with(c, MINI_CGC_CPUACCT, &acct);
+        int64_t ns = acct ? cg_read_i64(aat, acct, "cpuacct.usage") : -1;
         r->cpu_ms = ns >= 0 ? ns / 1000000 : -1;
     }
     if (r->oom_killed)
@@ -735,21 +773,22 @@ int mini_cgroup_result(const struct mini_cgroup *c, struct mini_cgroup_result *r
 static bool set_frozen(const struct mini_cgroup *c, bool frozen)
 {
     bool v2 = c->cg->mode == MINI_CG_V2;
-    const char *dir = dir_with(c, MINI_CGC_FREEZER);
+    const char *dir;
+    int at = dir_with(c, MINI_CGC_FREEZER, &dir);
     if (!dir)
         return false;
     if (v2) {
-        if (cg_write(dir, "cgroup.freeze", frozen ? "1" : "0") < 0)
+        if (cg_write(at, dir, "cgroup.freeze", frozen ? "1" : "0") < 0)
             return false;
-        for (int i = 0; frozen && i < 100 && cg_read_key(dir, "cgroup.events", "frozen") != 1; i++)
+        for (int i = 0; frozen && i < 100 && cg_read_key(at, dir, "cgroup.events", "frozen") != 1; i++)
             sleep_ms(1);
         return true;
     }
-    if (cg_write(dir, "freezer.state", frozen ? "FROZEN" : "THAWED") < 0)
+    if (cg_write(at, dir, "freezer.state", frozen ? "FROZEN" : "THAWED") < 0)
         return false;
     char st[32];
     for (int i = 0; frozen && i < 100; i++) {
-        if (cg_read(dir, "freezer.state", st, sizeof st) > 0 && strncmp(st, "FROZEN", 6) == 0)
+        if (cg_read(at, dir, "freezer.state", st, sizeof st) > 0 && strncmp(st, "FROZEN", 6) == 0)
             break;
         sleep_ms(1);
     }
@@ -761,11 +800,13 @@ int mini_cgroup_kill(struct mini_cgroup *c)
     if (!c->cg || c->n_dirs == 0)
         return 0;
     int64_t deadline = mini_mono_ms() + KILL_BUDGET_MS;
-    if (c->cg->mode == MINI_CG_V2 && c->cg->has_kill && cg_write(c->dirs[0], "cgroup.kill", "1") == 0) {
+    const char *d0;
+    int at0 = grp_at(c, 0, &d0);
+    if (c->cg->mode == MINI_CG_V2 && c->cg->has_kill && cg_write(at0, d0, "cgroup.kill", "1") == 0) {
         /* cgroup.kill is synchronous in sending; the processes still need
          * to exit. */
         for (;;) {
-            int64_t pop = cg_read_key(c->dirs[0], "cgroup.events", "populated");
+            int64_t pop = cg_read_key(at0, d0, "cgroup.events", "populated");
             if (pop <= 0)
                 return 0;
             if (mini_mono_ms() > deadline)
@@ -778,7 +819,9 @@ int mini_cgroup_kill(struct mini_cgroup *c)
         bool frozen = set_frozen(c, true);
         left = 0;
         for (size_t k = 0; k < c->n_dirs; k++) {
-            int n = kill_listed(c->dirs[k]);
+            const char *dir;
+            int at = grp_at(c, k, &dir);
+            int n = kill_listed(at, dir);
             if (n < 0 && k == 0) {
                 if (frozen)
                     set_frozen(c, false);
@@ -815,7 +858,9 @@ void mini_cgroup_destroy(struct mini_cgroup *c)
                 gone[k] = true;
                 continue;
             }
-            if (rmdir(c->dirs[k]) == 0 || errno == ENOENT)
+            const char *dir;
+            int at = grp_at(c, k, &dir);
+            if (unlinkat(at, dir, AT_REMOVEDIR) == 0 || errno == ENOENT)
                 gone[k] = true;
             else
                 left++;

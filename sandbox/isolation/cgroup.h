@@ -43,8 +43,10 @@
 struct mini_cg_hier {
     char parent[MINI_CG_PATH_MAX]; /* .../mini-sandboxd-<pid> */
     unsigned ctrls;                /* (1u << MINI_CGC_*) handled in this hierarchy */
-    int lock_fd;                   /* parent held with flock(LOCK_EX) while the daemon lives; valid when locked */
+    int lock_fd;                   /* parent held with flock(LOCK_EX) while the daemon lives; valid when locked;
+                                    * the command groups' files are opened relative to it */
     bool locked;
+    bool memsw; /* v1 memory: memory.memsw.* exist (swap accounting on) */
 };
 
 struct mini_cgroups {
