@@ -418,7 +418,9 @@ static int drop_caps(void)
                 return -1;
         }
     }
-    if (cap_reset_ambient() < 0)
+    /* One call; libcap's cap_reset_ambient asks about each capability
+     * first.  EINVAL: a kernel before ambient capabilities (4.3). */
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
         return -1;
     cap_t none = cap_init();
     if (!none)
@@ -426,6 +428,26 @@ static int drop_caps(void)
     int r = cap_set_proc(none);
     cap_free(none);
     return r;
+}
+
+/* The signals the daemon ignores (mini_sandbox_note_signals).  An ignored
+ * signal stays ignored across execve and a caught one does not, so these
+ * are the only dispositions the command could inherit. */
+static sigset_t daemon_ignored;
+static bool daemon_ignored_noted;
+
+void mini_sandbox_note_signals(void)
+{
+    if (daemon_ignored_noted)
+        return;
+    sigemptyset(&daemon_ignored);
+    for (int sig = 1; sig < NSIG; sig++) {
+        struct sigaction sa;
+        /* Unknown (EINVAL) or unqueryable: reset it anyway. */
+        if (sigaction(sig, NULL, &sa) < 0 || sa.sa_handler == SIG_IGN)
+            sigaddset(&daemon_ignored, sig);
+    }
+    daemon_ignored_noted = true;
 }
 
 /* The profile's seccomp program, which the daemon sends after GO (see
@@ -458,8 +480,12 @@ static void confine(struct child *c)
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
+    /* Every signal back to its default: the daemon catches none (it reads
+     * them from a signalfd) and a handler goes at execve anyway, so only
+     * what it ignores needs undoing; without a note, all of them. */
     for (int s = 1; s < NSIG; s++)
-        signal(s, SIG_DFL);
+        if (!daemon_ignored_noted || sigismember(&daemon_ignored, s) == 1)
+            signal(s, SIG_DFL);
     if (drop_caps() < 0)
         fail_sys(c, errno, "dropping capabilities");
     /* The degraded path: Landlock and its supplement, under the profile's filter. */

@@ -149,6 +149,12 @@ struct mini_launch {
 struct mini_idmap_holder;
 int mini_sandbox_template(const struct mini_spawn_cfg *cfg, struct mini_idmap_holder *later, struct mini_err *e);
 
+/* Note which signals this process ignores, once its dispositions are
+ * final (the daemon: after it has set them up): its clones then reset
+ * only those before they execute init.  Without a note they reset every
+ * signal.  Later changes of disposition are not seen. */
+void mini_sandbox_note_signals(void);
+
 /* Start a sandbox, in two calls: mini_sandbox_clone makes the process
  * (clone3, its id maps), which goes on making its namespaces meanwhile;
  * mini_sandbox_go lets it build the rest, handing it the command's v1

@@ -798,6 +798,7 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
     sigaddset(&mask, SIGHUP);
     sigprocmask(SIG_BLOCK, &mask, NULL);
     signal(SIGPIPE, SIG_IGN);
+    mini_sandbox_note_signals();
     s.sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
     if (s.ep < 0 || s.sfd < 0 || ep_add(&s, s.sfd, EPOLLIN, &ev_sig) < 0) {
         mini_err_sys(e, MINI_E_IO, errno, "setting up the event loop");

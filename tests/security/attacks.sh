@@ -101,7 +101,12 @@ fi
 image_ls() { [[ -z $IMAGE_ROOT ]] || ls -A "$IMAGE_ROOT$1" 2>/dev/null || true; }
 IMAGE_NOTE=${IMAGE_ROOT:+" (with an image root: the image's own)"}
 
+# The daemon starts with signals ignored, as under nohup or from a
+# background job: a command must inherit none of that (the clone resets
+# what the daemon ignores before it executes init).
+trap '' QUIT USR2 TTOU
 start_daemon
+trap - QUIT USR2 TTOU
 SBX_PROFILE=strict
 install_probe
 
@@ -118,7 +123,9 @@ fi
 
 # ---- descriptors, credentials, seccomp ---------------------------------
 expect_probe "only fds 0, 1, 2 are open in the command" fds
-run sbx -- 'grep -E "^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp):" /proc/self/status'
+run sbx -- 'grep -E "^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp|SigIgn):" /proc/self/status'
+if [[ $RC == 0 && $OUT == *"SigIgn:	0000000000000000"* ]]; then pass "no signal is ignored (the daemon's ignored ones are reset)"
+else fail "no signal is ignored (the daemon's ignored ones are reset)" "$OUT"; fi
 for f in CapInh CapPrm CapEff CapBnd CapAmb; do
     if [[ $RC == 0 && $OUT == *"$f:	0000000000000000"* ]]; then pass "$f is 0"
     else fail "$f is 0"; fi
