@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 #include "caps.h"
 #include "cgroup.h"
+#include "mounts.h"
 #include "outbuf.h"
 #include "server.h"
 #include "spawn.h"
@@ -220,6 +221,10 @@ struct session {
     int template_fd;
     uint64_t template_sig;
     bool template_off;
+    /* The host's mounts under its binds (mounts.h), as of the server's
+     * mount change count mounts_seen; known: read at least once. */
+    uint64_t mounts_hash, mounts_seen;
+    bool mounts_known;
     unsigned n_prepared; /* sandboxes prepared, counted up to TEMPLATE_AFTER */
     /* hidden_sig() as pool_take found it, for what the same exec prepares
      * next; set only within do_exec. */
@@ -340,6 +345,7 @@ struct server {
     int init_fd;           /* mini-sandbox-init */
     struct mini_caps caps; /* what this machine can isolate */
     struct mini_cgroups cgroups;
+    struct mount_watch mounts; /* changes of the daemon's mount table (hidden_sig) */
     uint64_t next_cgroup;
     struct bpf_cache *bpf_cache; /* one seccomp program per distinct policy */
     ino_t userns;

@@ -702,6 +702,7 @@ static void server_free(struct server *s)
     mini_close(s->sfd);
     mini_close(s->ep);
     mini_close(s->init_fd);
+    mount_watch_fini(&s->mounts);
     mini_close(s->spare_fd);
     free(s->root_dir);
     if (s->audit)
@@ -716,6 +717,7 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
                         .sfd = -1,
                         .init_fd = -1,
                         .spare_fd = -1,
+                        .mounts = { .fd = -1 },
                         .start_ns = mini_mono_ns(),
                         .sessions_lock = -1,
                         .tmp_lock = -1,
@@ -740,6 +742,7 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
     } ts = { 0 };
     if ((s.init_fd = mini_sandbox_open_init(e)) < 0)
         goto out;
+    mount_watch_init(&s.mounts);
     MINI_SB_MARK(&ts, init);
     /* What this machine can isolate, and per-command cgroups where the
      * daemon may create them; the probe is corrected to what was set up so

@@ -624,14 +624,43 @@ static uint64_t sig_add(uint64_t h, const char *path)
     return h;
 }
 
+/* The mounts at and under the profile's binds (mounts.h), hashed; read
+ * again only when the daemon's mount table has changed since the last
+ * read.  A table that cannot be read gives a value no sandbox has. */
+static uint64_t binds_mounts(struct server *s, struct session *ss)
+{
+    uint64_t seen = mount_watch_events(&s->mounts);
+    if (ss->mounts_known && seen == ss->mounts_seen)
+        return ss->mounts_hash;
+    size_t n = ss->profile->n_binds;
+    const char **paths = calloc(n ? n : 1, sizeof *paths);
+    uint64_t h;
+    int r = paths ? 0 : -1;
+    for (size_t i = 0; r == 0 && i < n; i++)
+        paths[i] = ss->profile->binds[i].path;
+    if (r == 0)
+        r = mounts_under_hash(paths, n, &h);
+    free(paths);
+    if (r < 0) {
+        ss->mounts_known = false;
+        return (uint64_t)mini_mono_ns();
+    }
+    ss->mounts_hash = h;
+    ss->mounts_seen = seen;
+    ss->mounts_known = true;
+    return h;
+}
+
 /* What the profile's hidden paths and binds are on the host now: for
  * each, whether it exists and which file it is (lstat's device and inode),
- * hashed (FNV-1a).  A sandbox covers what exists when it is prepared, and
- * a template (session_template) what existed when it was made; one that
+ * and the mounts under the binds (binds_mounts), hashed (FNV-1a).  A
+ * sandbox covers what exists and copies the binds' mounts when it is
+ * prepared, and a template (session_template) when it was made; one that
  * waited in the pool (or parked) while a hidden path appeared or was
- * replaced would show it, so pool_take discards it then, and the template
- * is made again.  0 for an image's root, whose paths are the image's. */
-static uint64_t hidden_sig(const struct session *ss)
+ * replaced, or a mount was made or removed under a bind, would show what
+ * was, so pool_take discards it then, and the template is made again.  0
+ * for an image's root, whose paths are the image's. */
+static uint64_t hidden_sig(struct server *s, struct session *ss)
 {
     if (ss->image_root)
         return 0;
@@ -640,15 +669,19 @@ static uint64_t hidden_sig(const struct session *ss)
         h = sig_add(h, ss->profile->hide[i]);
     for (size_t i = 0; i < ss->profile->n_binds; i++)
         h = sig_add(h, ss->profile->binds[i].path);
+    uint64_t m = binds_mounts(s, ss);
+    const unsigned char *b = (const unsigned char *)&m;
+    for (size_t k = 0; k < sizeof m; k++)
+        h = (h ^ b[k]) * 1099511628211ULL;
     return h;
 }
 
 /* hidden_sig(), or the one pool_take took a moment ago in the same exec
  * (exec.c clears it before it returns): a sandbox prepared under an older
  * note is only discarded sooner, never kept longer. */
-static uint64_t hidden_now(const struct session *ss)
+static uint64_t hidden_now(struct server *s, struct session *ss)
 {
-    return ss->hidden_memo_set ? ss->hidden_memo : hidden_sig(ss);
+    return ss->hidden_memo_set ? ss->hidden_memo : hidden_sig(s, ss);
 }
 
 /* The session's template of the root for its next sandbox (spawn.h,
@@ -707,7 +740,7 @@ int slot_prepare(struct server *s, struct session *ss, struct sandbox_slot *slot
     struct mini_sb_times t = { 0 }; /* prepare starts slot->sb afresh */
     *slot = (struct sandbox_slot)SANDBOX_SLOT_INIT;
     MINI_SB_MARK(&t, start);
-    slot->hidden = hidden_now(ss);
+    slot->hidden = hidden_now(s, ss);
     if (state_dir_ensure(s, e) < 0)
         return -1;
     session_spawn_cfg(s, ss, &cfg);
@@ -835,7 +868,7 @@ struct pooled *pool_take(struct server *s, struct session *ss)
 {
     struct pooled *best = NULL;
     /* Kept for the sandboxes the same exec prepares next (hidden_now). */
-    uint64_t hidden = ss->hidden_memo = hidden_sig(ss);
+    uint64_t hidden = ss->hidden_memo = hidden_sig(s, ss);
     ss->hidden_memo_set = true;
     for (struct pooled *p = ss->pool, *next; p; p = next) {
         next = p->next;
@@ -1062,6 +1095,9 @@ static bool park_claim(struct server *s, struct session *ss, const struct mini_r
     ss->template_sig = pk->template_sig;
     ss->template_off = pk->template_off;
     ss->n_prepared = pk->n_prepared;
+    ss->mounts_hash = pk->mounts_hash;
+    ss->mounts_seen = pk->mounts_seen;
+    ss->mounts_known = pk->mounts_known;
     pk->template_fd = -1;
     log_debug("an open of %s takes session %s's prepared sandbox", ss->workspace, pk->id);
     session_unref(pk);

@@ -18,6 +18,9 @@
 #  5. a hidden directory that appears on the host after the template was
 #     made is hidden in the next command
 #  6. an optional bind that appears later is there in the next command
+#  6b. root: a mount made on the host under a bound directory after the
+#     template was made shows in the next command, and once unmounted is
+#     gone from the one after (the template and the pool are made again)
 #  7. no fd of the template reaches the command
 #  8. closing the session leaves no builder, no sandbox, no new mount on
 #     the host, the daemon's fds as they were, and nothing written into
@@ -49,6 +52,11 @@ echo "DIR-$TAG" >"$PUB/secretdir/key"
 chmod -R a+rX "$PUB"
 LATER=$PUB-later # an optional bind, absent at first
 cleanup_path "$LATER"
+# 6b's mount point (root only); cleanup runs in reverse order, so the
+# unmount comes before $PUB is removed.
+mkdir "$PUB/mnt"
+chmod 755 "$PUB/mnt"
+cleanup_cmd "umount $PUB/mnt 2>/dev/null"
 PROF=$T/strict-template.json
 python3 - "$MINI_SOURCE_DIR/profiles/strict.json" "$PROF" "$PUB" "$LATER" <<'PY'
 import json, sys
@@ -167,6 +175,25 @@ os.chmod(f"{later}/here", 0o644)
 for i in range(2):
     out = run(f"cat {later}/here 2>&1")
     check(f"[6] an optional bind made since is there (command {i + 1})", out == "here\n", out)
+
+# 6b. a mount under a bind, made and removed on the host after the template
+if os.geteuid() == 0:
+    import subprocess
+    n = made()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=755", f"mini-6b-{tag}", f"{pub}/mnt"], check=True)
+    with open(f"{pub}/mnt/marker", "w") as f:
+        f.write(f"MOUNTED-{tag}\n")
+    os.chmod(f"{pub}/mnt/marker", 0o644)
+    for i in range(2):
+        out = run(f"cat {pub}/mnt/marker 2>&1 || true")
+        check(f"[6b] a mount made under a bind since shows (command {i + 1})", out == f"MOUNTED-{tag}\n", out)
+    check("[6b] the template was made again for it", made() > n, f"made {n} -> {made()}")
+    subprocess.run(["umount", f"{pub}/mnt"], check=True)
+    for i in range(2):
+        out = run(f"cat {pub}/mnt/marker 2>/dev/null || echo gone")
+        check(f"[6b] once unmounted on the host it is gone (command {i + 1})", out == "gone\n", out)
+else:
+    print("# [6b] needs root to mount on the host: skipped here", flush=True)
 
 # 7. no fd but stdio reaches the command
 out = run("ls /proc/self/fd | sort -n | tr '\\n' ' '")
