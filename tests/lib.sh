@@ -333,8 +333,9 @@ start_daemon() {
     mapfile -t args < <(mini_profiles_args)
     DAEMON_LOG=$T/daemon.log
     # DAEMON_WRAPPER: a command the daemon runs under (e.g. one that
-    # blocks user namespaces, for the degraded path).
-    ${DAEMON_WRAPPER:-} "$MINI_BIN/mini-sandboxd" --socket "$SOCK" --state-dir "$T/state" --foreground \
+    # blocks user namespaces, for the degraded path).  MINI_DAEMON_EXE:
+    # another daemon binary than $MINI_BIN's (a second build).
+    ${DAEMON_WRAPPER:-} "${MINI_DAEMON_EXE:-$MINI_BIN/mini-sandboxd}" --socket "$SOCK" --state-dir "$T/state" --foreground \
         ${MINI_TEST_LOG_LEVEL:+--log-level "$MINI_TEST_LOG_LEVEL"} "${args[@]}" "$@" \
         >>"$DAEMON_LOG" 2>&1 </dev/null &
     DAEMON_PID=$!

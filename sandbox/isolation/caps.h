@@ -189,8 +189,8 @@ bool mini_caps_children_all_ok(const struct mini_caps *c);
 void mini_caps_set_children_all_ok(struct mini_caps *c);
 
 /* The probe cache (caps_cache.c; docs/sandbox-lifecycle.md): the daemon's
- * start-up skips the process-creating probes when a file in dir (the
- * per-user runtime directory) says that they all succeeded on this host:
+ * start-up skips the process-creating probes when its file in dir (the
+ * per-user runtime directory; mini_caps_cache_path) says that they all succeeded on this host:
  * the same kernel and boot, the same uid and gid, the same daemon binary,
  * the same namespaces, sysctls, AppArmor label and restriction,
  * capabilities, seccomp state and no_new_privs, the same cgroup
@@ -217,12 +217,22 @@ int mini_caps_cache_key(const struct mini_caps *c, const char *exe, char *buf, s
  * the key, then those tests' results.  Its length, or -1 when buf is too
  * small or a test's answer is not one to keep (a transient error). */
 int mini_caps_cache_text(const struct mini_caps *c, const char *exe, char *buf, size_t size);
-/* Remove dir's cache: what it said did not hold (a cgroup it called
- * writable was not), so that the next start probes. */
+/* Remove dir's cache of this program: what it said did not hold (a
+ * cgroup it called writable was not), so that the next start probes. */
 void mini_caps_cache_forget(const char *dir);
-/* The cache's file name in dir, and the most it holds: the key (less
- * than MINI_CAPS_KEY_MAX) and the cgroup tests' answers. */
-#define MINI_CAPS_CACHE_FILE "caps.cache"
+/* The cache file in dir of the daemon binary exe: one per binary (its
+ * device and inode: caps-DEV-INO.cache), so that builds and installs
+ * sharing a runtime directory do not replace each other's, each start of
+ * one making the next start of the other probe again.  A store keeps the
+ * MINI_CAPS_CACHE_KEEP most recent.  false when exe cannot be stat'ed or
+ * the path does not fit. */
+bool mini_caps_cache_path(const char *dir, const char *exe, char path[static MINI_CAPS_PATH_MAX]);
+#define MINI_CAPS_CACHE_PREFIX "caps-"
+#define MINI_CAPS_CACHE_SUFFIX ".cache"
+#define MINI_CAPS_CACHE_OLD "caps.cache" /* the one file of earlier releases: removed at a store */
+#define MINI_CAPS_CACHE_KEEP 4
+/* The most a cache holds: the key (less than MINI_CAPS_KEY_MAX) and the
+ * cgroup tests' answers. */
 #define MINI_CAPS_KEY_MAX 8192
 #define MINI_CAPS_CACHE_MAX (MINI_CAPS_KEY_MAX + 1024)
 

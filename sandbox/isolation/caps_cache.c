@@ -7,8 +7,10 @@
 #include "caps_util.h"
 #include "cgroup.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -173,10 +175,83 @@ static bool cache_matches(const char *path, const char *key, size_t len, struct 
     return strlen(buf) == (size_t)n && tests_parse(c, buf + len);
 }
 
-/* dir's cache file; false when the path does not fit. */
-static bool cache_path(const char *dir, char path[static MINI_CAPS_PATH_MAX])
+bool mini_caps_cache_path(const char *dir, const char *exe, char path[static MINI_CAPS_PATH_MAX])
 {
-    return (size_t)snprintf(path, MINI_CAPS_PATH_MAX, "%s/" MINI_CAPS_CACHE_FILE, dir) < MINI_CAPS_PATH_MAX;
+    struct stat st;
+    if (stat(exe, &st) < 0)
+        return false;
+    return (size_t)snprintf(path, MINI_CAPS_PATH_MAX, "%s/" MINI_CAPS_CACHE_PREFIX "%llx-%llx" MINI_CAPS_CACHE_SUFFIX,
+                            dir, (unsigned long long)st.st_dev,
+                            (unsigned long long)st.st_ino) < MINI_CAPS_PATH_MAX;
+}
+
+/* A cache file's name: this scheme's, or the single file of the releases
+ * before it (MINI_CAPS_CACHE_OLD), which is only ever removed. */
+static bool cache_name(const char *name, bool *old)
+{
+    size_t n = strlen(name), p = strlen(MINI_CAPS_CACHE_PREFIX), x = strlen(MINI_CAPS_CACHE_SUFFIX);
+    *old = strcmp(name, MINI_CAPS_CACHE_OLD) == 0;
+    return *old || (n > p + x && strncmp(name, MINI_CAPS_CACHE_PREFIX, p) == 0 &&
+                    strcmp(name + n - x, MINI_CAPS_CACHE_SUFFIX) == 0);
+}
+
+struct aged {
+    char name[256];
+    struct timespec mtime;
+};
+
+static int newest_first(const void *a, const void *b)
+{
+    const struct aged *x = a, *y = b;
+    if (x->mtime.tv_sec != y->mtime.tv_sec)
+        return x->mtime.tv_sec < y->mtime.tv_sec ? 1 : -1;
+    if (x->mtime.tv_nsec != y->mtime.tv_nsec)
+        return x->mtime.tv_nsec < y->mtime.tv_nsec ? 1 : -1;
+    return strcmp(x->name, y->name);
+}
+
+/* Keep the MINI_CAPS_CACHE_KEEP most recently written caches in dir
+ * (builds come and go; each leaves one) and remove the old scheme's.
+ * Only regular files of the caller's are counted or removed. */
+static void prune(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct aged *v = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        bool old;
+        struct stat st;
+        if (!cache_name(de->d_name, &old) || strlen(de->d_name) >= sizeof v->name ||
+            fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
+            st.st_uid != geteuid())
+            continue;
+        if (old) {
+            unlinkat(dirfd(d), de->d_name, 0);
+            continue;
+        }
+        if (n == cap) {
+            /* Bounded: a directory of ours with more than this many is
+             * someone's experiment; the rest wait for the next prune. */
+            if (cap >= 4096)
+                break;
+            struct aged *w = realloc(v, (cap = cap ? cap * 2 : 16) * sizeof *v);
+            if (!w)
+                break;
+            v = w;
+        }
+        copy_str(v[n].name, sizeof v[n].name, de->d_name);
+        v[n++].mtime = st.st_mtim;
+    }
+    if (n > MINI_CAPS_CACHE_KEEP) {
+        qsort(v, n, sizeof *v, newest_first);
+        for (size_t i = MINI_CAPS_CACHE_KEEP; i < n; i++)
+            unlinkat(dirfd(d), v[i].name, 0);
+    }
+    free(v);
+    closedir(d);
 }
 
 int mini_caps_detect_cached(struct mini_caps *c, const char *dir, bool *hit, struct mini_err *e)
@@ -186,7 +261,7 @@ int mini_caps_detect_cached(struct mini_caps *c, const char *dir, bool *hit, str
         return -1;
     char key[MINI_CAPS_CACHE_MAX], path[MINI_CAPS_PATH_MAX];
     int len = dir && dir_ok(dir) ? mini_caps_cache_key(c, "/proc/self/exe", key, MINI_CAPS_KEY_MAX) : -1;
-    if (len > 0 && !cache_path(dir, path))
+    if (len > 0 && !mini_caps_cache_path(dir, "/proc/self/exe", path))
         len = -1;
     if (len > 0 && cache_matches(path, key, (size_t)len, c)) {
         /* Only its "done" answers stand in for a test: a refusal costs a
@@ -204,15 +279,16 @@ int mini_caps_detect_cached(struct mini_caps *c, const char *dir, bool *hit, str
      * Failing to store it costs the next start the probes, nothing else. */
     struct mini_err ignored;
     int tlen = len > 0 ? tests_text(c, key + len, sizeof key - (size_t)len) : -1;
-    if (tlen >= 0 && mini_caps_children_all_ok(c))
-        mini_write_file_atomic(path, key, (size_t)(len + tlen), 0600, &ignored);
+    if (tlen >= 0 && mini_caps_children_all_ok(c) &&
+        mini_write_file_atomic(path, key, (size_t)(len + tlen), 0600, &ignored) == 0)
+        prune(dir);
     return 0;
 }
 
 void mini_caps_cache_forget(const char *dir)
 {
     char path[MINI_CAPS_PATH_MAX];
-    if (dir && cache_path(dir, path))
+    if (dir && mini_caps_cache_path(dir, "/proc/self/exe", path))
         unlink(path);
 }
 

@@ -6,7 +6,9 @@
 # succeeded, the daemon takes it, and then every command fails (status
 # 125) without running, under strict and under standard, instead of
 # running with less isolation.  And an ordinary daemon probes on its first
-# start, stores the result, and takes it on the next.
+# start, stores the result, and takes it on the next; a second build
+# (another daemon binary) in the same runtime directory keeps a cache of
+# its own, so that starting one does not make the other probe again.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 mini_test_init "$@"
 
@@ -14,7 +16,7 @@ NOUSERNS=$MINI_BIN/mini-test-nouserns
 # A runtime directory of the test's own: the cache lives there.
 export XDG_RUNTIME_DIR=$T/xdg
 mkdir -m 0700 "$XDG_RUNTIME_DIR" "$XDG_RUNTIME_DIR/mini"
-CACHE=$XDG_RUNTIME_DIR/mini/caps.cache
+CACHE=$("$MINI_BIN/test_caps_cache" path "$XDG_RUNTIME_DIR/mini" "$MINI_BIN/mini-sandboxd")
 MARK=$WS/ran
 cleanup_path "$MARK"
 
@@ -31,6 +33,32 @@ if daemon_said "the probes' results cached"; then pass "second start: the cache 
 else fail "second start: the cache is taken" "$(grep capabilities "$DAEMON_LOG")"; fi
 expect_eq "a command runs under strict with the cached result" "ok" \
     bounded "$MINI_BIN/mini-sandbox" run --socket "$SOCK" --workspace "$WS" --profile strict -- 'echo ok' </dev/null
+stop_daemon
+
+# ---- a second build in the same runtime directory ---------------------------
+# A copy of the daemon is another binary (its own device and inode): its
+# first start probes and stores its own cache, and this build's stays.
+OTHER=$T/other-build
+mkdir -p "$OTHER"
+cp "$MINI_BIN/mini-sandboxd" "$OTHER/mini-sandboxd"
+OTHER_CACHE=$("$MINI_BIN/test_caps_cache" path "$XDG_RUNTIME_DIR/mini" "$OTHER/mini-sandboxd")
+check "the other build's cache is another file" test "$OTHER_CACHE" != "$CACHE"
+: >"$DAEMON_LOG"
+# Its init is this build's: a copy alone has none beside it.
+export MINI_SANDBOX_INIT=$MINI_BIN/../libexec/mini/mini-sandbox-init
+MINI_TEST_LOG_LEVEL=info MINI_DAEMON_EXE="$OTHER/mini-sandboxd" start_daemon
+if daemon_said probed && [[ -f $OTHER_CACHE && -f $CACHE ]]; then
+    pass "the other build probes, stores its own cache, and leaves this build's"
+else
+    fail "the other build probes, stores its own cache, and leaves this build's" \
+        "$(grep capabilities "$DAEMON_LOG"); $(ls -l "$XDG_RUNTIME_DIR/mini")"
+fi
+stop_daemon
+unset MINI_SANDBOX_INIT
+: >"$DAEMON_LOG"
+MINI_TEST_LOG_LEVEL=info start_daemon
+if daemon_said "the probes' results cached"; then pass "this build's next start still takes its cache"
+else fail "this build's next start still takes its cache" "$(grep capabilities "$DAEMON_LOG")"; fi
 stop_daemon
 
 # ---- a cache that calls every cgroup hierarchy writable ----------------------

@@ -1,12 +1,14 @@
 /* The probe cache (sandbox/isolation/caps_cache.c): a miss probes and
  * stores only a full success; a hit gives the probe's features; a corrupt,
  * stale, truncated, symlinked, group/world-writable or foreign-owned file,
- * or a directory that is not private, is never trusted and is replaced.
- * As the invoking user and, when that is root, again as uid 65534 in a
- * directory of its own (with a root-owned file planted in it).
+ * or a directory that is not private, is never trusted and is replaced;
+ * two daemon binaries keep a cache each, and a store keeps the newest
+ * few.  As the invoking user and, when that is root, again as uid 65534
+ * in a directory of its own (with a root-owned file planted in it).
  *
  *   test_caps_cache                 the checks
- *   test_caps_cache forge DIR EXE   write DIR/caps.cache claiming that every
+ *   test_caps_cache path DIR EXE    print the cache file of program EXE in DIR
+ *   test_caps_cache forge DIR EXE   write that file claiming that every
  *                                   probe succeeded for program EXE run as
  *                                   this process is (tests/security/caps_cache.sh:
  *                                   the daemon must still fail closed) */
@@ -25,7 +27,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static char path[512];
+static char path[MINI_CAPS_PATH_MAX];
+#define MINI_CAPS_KEEP_TEST 6 /* stale caches planted: more than are kept */
 
 static bool cached(const char *dir, struct mini_caps *c)
 {
@@ -69,11 +72,69 @@ static void replaced_and_hits(const char *dir, const char *what)
     CHECK_MSG(lstat(spare, &st) < 0 && errno == ENOENT, "%s: the replaced cache's spare %s was left", what, spare);
 }
 
+static bool exists(const char *p)
+{
+    struct stat st;
+    return lstat(p, &st) == 0;
+}
+
+/* Two builds (daemon binaries) sharing the directory keep a file each,
+ * and a store keeps the MINI_CAPS_CACHE_KEEP newest caches, removes the
+ * old single file, and leaves alone what is not a regular file. */
+static void builds(const char *dir, const struct mini_caps *live)
+{
+    struct mini_caps c;
+    char other[MINI_CAPS_PATH_MAX], text[MINI_CAPS_CACHE_MAX];
+    CHECK(mini_caps_cache_path(dir, "/bin/sh", other) && strcmp(other, path) != 0);
+    int n = mini_caps_cache_text(live, "/bin/sh", text, sizeof text);
+    struct mini_err e;
+    CHECK(n > 0 && mini_write_file_replace(other, text, (size_t)n, 0600, false, &e) == 0);
+    unlink(path);
+    CHECK(!cached(dir, &c));
+    CHECK_MSG(exists(other), "a store removed another build's cache");
+    CHECK_MSG(cached(dir, &c), "another build's cache is taken for this one's");
+
+    char fake[MINI_CAPS_KEEP_TEST][MINI_CAPS_PATH_MAX], old[MINI_CAPS_PATH_MAX], link[MINI_CAPS_PATH_MAX];
+    for (int i = 0; i < MINI_CAPS_KEEP_TEST; i++) {
+        snprintf(fake[i], sizeof fake[i], "%s/" MINI_CAPS_CACHE_PREFIX "0-%d" MINI_CAPS_CACHE_SUFFIX, dir, i);
+        int fd = open(fake[i], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        CHECK(fd >= 0);
+        if (fd >= 0) {
+            /* Long ago, and older the lower i. */
+            struct timespec t[2] = { { 1000000 + i, 0 }, { 1000000 + i, 0 } };
+            CHECK(futimens(fd, t) == 0);
+            close(fd);
+        }
+    }
+    snprintf(old, sizeof old, "%s/" MINI_CAPS_CACHE_OLD, dir);
+    snprintf(link, sizeof link, "%s/" MINI_CAPS_CACHE_PREFIX "link" MINI_CAPS_CACHE_SUFFIX, dir);
+    int fd = open(old, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    CHECK(fd >= 0);
+    if (fd >= 0)
+        close(fd);
+    CHECK(symlink(fake[0], link) == 0);
+    unlink(path);
+    CHECK(!cached(dir, &c)); /* a store, and its prune */
+    CHECK_MSG(exists(path) && exists(other), "the two newest caches were not kept");
+    for (int i = 0; i < MINI_CAPS_KEEP_TEST; i++) {
+        bool keep = i >= MINI_CAPS_KEEP_TEST - (MINI_CAPS_CACHE_KEEP - 2);
+        CHECK_MSG(exists(fake[i]) == keep, "cache %d of %d (oldest first): %s", i, MINI_CAPS_KEEP_TEST,
+                  keep ? "removed, though among the newest" : "kept, though older than the newest");
+    }
+    CHECK_MSG(!exists(old), "the old single cache file was left");
+    CHECK_MSG(exists(link), "a symlink named like a cache was removed (only regular files are)");
+    CHECK(cached(dir, &c));
+    unlink(link);
+    unlink(other);
+    for (int i = 0; i < MINI_CAPS_KEEP_TEST; i++)
+        unlink(fake[i]);
+}
+
 /* plant(dir): called with a valid cache in place, makes it foreign-owned
  * (rootless: the root parent does it). */
 static void checks(const char *dir, void (*plant)(void))
 {
-    snprintf(path, sizeof path, "%s/" MINI_CAPS_CACHE_FILE, dir);
+    CHECK(mini_caps_cache_path(dir, "/proc/self/exe", path));
     unlink(path);
     struct mini_caps live, c;
     struct mini_err e;
@@ -204,6 +265,8 @@ static void checks(const char *dir, void (*plant)(void))
     CHECK(lstat(path, &st) == 0 && st.st_uid != geteuid());
     CHECK_MSG(!cached(dir, &c), "a foreign-owned file hits");
     replaced_and_hits(dir, "foreign-owned");
+
+    builds(dir, &live);
 }
 
 static void plant_root(void) { CHECK(chown(path, 65534, 65534) == 0); }
@@ -223,7 +286,10 @@ static int forge(const char *dir, const char *exe, bool writable)
     struct mini_caps c;
     struct mini_err e;
     char key[MINI_CAPS_CACHE_MAX];
-    snprintf(path, sizeof path, "%s/" MINI_CAPS_CACHE_FILE, dir);
+    if (!mini_caps_cache_path(dir, exe, path)) {
+        fprintf(stderr, "test_caps_cache: no cache path for %s in %s\n", exe, dir);
+        return 1;
+    }
     int n = -1;
     if (mini_caps_detect_reads(&c, &e) == 0) {
         mini_cgroups_test(&c, false);
@@ -242,6 +308,13 @@ static int forge(const char *dir, const char *exe, bool writable)
 
 int main(int argc, char **argv)
 {
+    if (argc == 4 && strcmp(argv[1], "path") == 0) {
+        /* The cache file of the daemon binary argv[3] in argv[2]. */
+        if (!mini_caps_cache_path(argv[2], argv[3], path))
+            return 1;
+        printf("%s\n", path);
+        return 0;
+    }
     if (argc == 4 && strcmp(argv[1], "forge") == 0)
         return forge(argv[2], argv[3], false);
     if (argc == 4 && strcmp(argv[1], "forge-cgroups") == 0)
@@ -279,7 +352,7 @@ int main(int argc, char **argv)
         close(from_parent[0]);
         char x;
         char p[700];
-        snprintf(p, sizeof p, "%s/" MINI_CAPS_CACHE_FILE, sub);
+        CHECK(mini_caps_cache_path(sub, "/proc/self/exe", p));
         if (read(to_parent[0], &x, 1) == 1) {
             CHECK(chown(p, 0, 0) == 0 && chmod(p, 0644) == 0);
             CHECK(write(from_parent[1], &x, 1) == 1);
