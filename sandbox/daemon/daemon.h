@@ -176,6 +176,8 @@ struct sandbox_slot {
     struct mini_cgroup cg; /* the command's cgroup, when cgroups are used */
     char *tmpdir;          /* degraded path: the command's private TMPDIR */
     uint64_t hidden;       /* hidden_sig() before it was prepared */
+    uint64_t mount_gen;    /* the server's mount change count then (mounts.h) */
+    bool mounts_moved;     /* the mount table changed while it copied it: discard it unused */
     bool seccomp_pending;  /* GO went without the seccomp program (open_finish sends it) */
 };
 #define SANDBOX_SLOT_INIT                                                            \
@@ -221,6 +223,7 @@ struct session {
     int template_fd;
     uint64_t template_sig;
     bool template_off;
+    bool template_moved; /* the mount table changed while it was built: made again */
     /* The host's mounts under its binds (mounts.h), as of the server's
      * mount change count mounts_seen; known: read at least once. */
     uint64_t mounts_hash, mounts_seen;

@@ -700,7 +700,7 @@ static int session_template(struct server *s, struct session *ss, uint64_t hidde
         return -1;
     if (ss->n_prepared < TEMPLATE_AFTER && ++ss->n_prepared < TEMPLATE_AFTER)
         return -1;
-    if (ss->template_fd >= 0 && ss->template_sig == hidden)
+    if (ss->template_fd >= 0 && ss->template_sig == hidden && !ss->template_moved)
         return ss->template_fd;
     mini_close(ss->template_fd);
     ss->template_fd = -1;
@@ -715,6 +715,7 @@ static int session_template(struct server *s, struct session *ss, uint64_t hidde
     int64_t t0 = mini_mono_ns();
     struct idmap_holder *x = holder_slot(s);
     struct mini_idmap_holder h = { .pid = 0, .pidfd = -1, .stack = NULL };
+    uint64_t gen = mount_watch_events(&s->mounts);
     int fd = mini_sandbox_template(cfg, x ? &h : NULL, &e);
     if (x)
         holder_adopt(s, x, &h);
@@ -726,6 +727,10 @@ static int session_template(struct server *s, struct session *ss, uint64_t hidde
     log_debug("session %s: its root's template made in %.3f ms", ss->id, span_ms(t0, mini_mono_ns()));
     ss->template_fd = fd;
     ss->template_sig = hidden;
+    /* A mount made and removed under a bind while the builder copied the
+     * table would leave no trace in `hidden`: used for this sandbox (whose
+     * own check at READY discards it), made again for the next. */
+    ss->template_moved = mount_watch_events(&s->mounts) != gen;
     return fd;
 }
 
@@ -741,6 +746,7 @@ int slot_prepare(struct server *s, struct session *ss, struct sandbox_slot *slot
     *slot = (struct sandbox_slot)SANDBOX_SLOT_INIT;
     MINI_SB_MARK(&t, start);
     slot->hidden = hidden_now(s, ss);
+    slot->mount_gen = mount_watch_events(&s->mounts);
     if (state_dir_ensure(s, e) < 0)
         return -1;
     session_spawn_cfg(s, ss, &cfg);
@@ -872,7 +878,7 @@ struct pooled *pool_take(struct server *s, struct session *ss)
     ss->hidden_memo_set = true;
     for (struct pooled *p = ss->pool, *next; p; p = next) {
         next = p->next;
-        if (pool_dead(p) || p->slot.hidden != hidden)
+        if (pool_dead(p) || p->slot.hidden != hidden || p->slot.mounts_moved)
             pool_discard(s, p);
         else if (!best || (p->ready && !best->ready))
             best = p;
@@ -938,6 +944,10 @@ void pool_event(struct server *s, struct pooled *p, bool exited)
             return;
         if (r == 1 && m.type == MINI_CTL_READY) {
             p->ready = true;
+            /* Its root is built: it copied the mount table somewhere since
+             * it was prepared.  A change in between (one undone before the
+             * next look, say) may be in it with no trace in `hidden`. */
+            p->slot.mounts_moved = mount_watch_events(&s->mounts) != p->slot.mount_gen;
             p->ss->prepare_ns = mini_mono_ns() - p->born_ns;
             MINI_SB_MARK(&p->slot.sb.t, ready);
             return;
@@ -1094,6 +1104,7 @@ static bool park_claim(struct server *s, struct session *ss, const struct mini_r
     ss->template_fd = pk->template_fd;
     ss->template_sig = pk->template_sig;
     ss->template_off = pk->template_off;
+    ss->template_moved = pk->template_moved;
     ss->n_prepared = pk->n_prepared;
     ss->mounts_hash = pk->mounts_hash;
     ss->mounts_seen = pk->mounts_seen;
