@@ -4,8 +4,11 @@
 #ifndef MINI_TESTS_CHECK_H
 #define MINI_TESTS_CHECK_H
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static int check_passed, check_failed;
 
@@ -54,6 +57,19 @@ static int check_passed, check_failed;
                     _al, #b, _bl);                                                                                 \
         }                                                                                                          \
     } while (0)
+
+/* Write s to an existing file (a /proc file, say): 0, or -1 with errno. */
+static inline int check_write_text(const char *path, const char *s)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = write(fd, s, strlen(s));
+    int err = errno;
+    close(fd);
+    errno = err;
+    return n == (ssize_t)strlen(s) ? 0 : -1;
+}
 
 static inline int check_summary(void)
 {

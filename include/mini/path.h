@@ -10,6 +10,10 @@
  * Both must already be normalised: no "//", ".", ".." or trailing "/". */
 bool mini_path_within(const char *path, const char *dir);
 
+/* Decode the octal escapes of a /proc/self/mountinfo field (\040 for a
+ * space, \011, \012, \134) in place. */
+void mini_mountinfo_unescape(char *s);
+
 /* The running program's own path (readlink of /proc/self/exe, any
  * length).  Malloc'ed; NULL with errno set when it cannot be read. */
 char *mini_self_exe(void);

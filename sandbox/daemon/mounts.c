@@ -2,6 +2,7 @@
  * mounts.h). */
 #include "mounts.h"
 #include "mini/cleanup.h"
+#include "mini/path.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -38,33 +39,6 @@ uint64_t mount_watch_events(struct mount_watch *w)
     return w->events;
 }
 
-/* Undo mountinfo's octal escapes (\040 for a space, \011, \012, \134) in
- * place. */
-static void unescape(char *s)
-{
-    char *o = s;
-    for (char *i = s; *i; i++) {
-        if (i[0] == '\\' && i[1] >= '0' && i[1] <= '3' && i[2] >= '0' && i[2] <= '7' && i[3] >= '0' && i[3] <= '7') {
-            *o++ = (char)((i[1] - '0') * 64 + (i[2] - '0') * 8 + (i[3] - '0'));
-            i += 3;
-        } else {
-            *o++ = *i;
-        }
-    }
-    *o = '\0';
-}
-
-/* point is path or lies under it. */
-static bool at_or_under(const char *point, const char *path)
-{
-    size_t n = strlen(path);
-    while (n > 1 && path[n - 1] == '/')
-        n--;
-    if (n == 1 && path[0] == '/')
-        return true;
-    return strncmp(point, path, n) == 0 && (point[n] == '\0' || point[n] == '/');
-}
-
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
 {
     const unsigned char *b = p;
@@ -88,9 +62,9 @@ int mounts_under_hash(const char *const *paths, size_t n, uint64_t *out)
         char point[4096];
         if (sscanf(line, "%*s %*s %*s %*s %4095s", point) != 1)
             continue;
-        unescape(point);
+        mini_mountinfo_unescape(point);
         for (size_t i = 0; i < n; i++)
-            if (paths[i] && at_or_under(point, paths[i])) {
+            if (paths[i] && mini_path_within(point, paths[i])) {
                 /* The whole line: a mount made, removed, or remounted
                  * with other options changes it. */
                 h = fnv(h, line, (size_t)len);

@@ -25,7 +25,8 @@ void mount_watch_fini(struct mount_watch *w);
 uint64_t mount_watch_events(struct mount_watch *w);
 
 /* A hash of the mountinfo lines of every mount at or under one of the n
- * paths (NULL entries skipped).  0, or -1 when the table cannot be read. */
+ * paths (normalised absolute paths, as a profile's are; NULL entries
+ * skipped).  0, or -1 when the table cannot be read. */
 int mounts_under_hash(const char *const *paths, size_t n, uint64_t *out);
 
 #endif

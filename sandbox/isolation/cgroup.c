@@ -4,6 +4,7 @@
 #include "mini/cleanup.h"
 #include "mini/clock.h"
 #include "mini/io.h"
+#include "mini/path.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -880,21 +881,6 @@ void mini_cgroup_destroy(struct mini_cgroup *c)
 
 /* ------------------------------------------------- discovery (probe) */
 
-/* Decode mountinfo's octal escapes (\040 for a space) in place. */
-static void unescape(char *s)
-{
-    char *o = s;
-    for (char *p = s; *p; p++) {
-        if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' && p[3] >= '0' && p[3] <= '7') {
-            *o++ = (char)((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
-            p += 3;
-        } else {
-            *o++ = *p;
-        }
-    }
-    *o = '\0';
-}
-
 struct cg_mount {
     bool found;
     char point[MINI_CAPS_PATH_MAX];
@@ -924,8 +910,8 @@ static void parse_mountinfo(struct cg_mount v1[MINI_CGC_COUNT], struct cg_mount 
         char *super = strtok_r(NULL, " ", &save2);
         if (!fstype || !super)
             continue;
-        unescape(fields[3]);
-        unescape(fields[4]);
+        mini_mountinfo_unescape(fields[3]);
+        mini_mountinfo_unescape(fields[4]);
         struct cg_mount m = { .found = true };
         if (strlen(fields[4]) >= sizeof m.point || strlen(fields[3]) >= sizeof m.root)
             continue;

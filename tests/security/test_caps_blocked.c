@@ -139,16 +139,6 @@ static void child_seccomp(int fd)
     _exit(0);
 }
 
-static int write_file(const char *path, const char *s)
-{
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n = write(fd, s, strlen(s));
-    close(fd);
-    return n == (ssize_t)strlen(s) ? 0 : -1;
-}
-
 /* (b) a user namespace in which no further user namespace may be made. */
 static void child_maxns(int fd)
 {
@@ -161,17 +151,17 @@ static void child_maxns(int fd)
         goto fail;
     stage = "uid_map";
     snprintf(map, sizeof map, "0 %u 1\n", (unsigned)uid);
-    if (write_file("/proc/self/uid_map", map) < 0)
+    if (check_write_text("/proc/self/uid_map", map) < 0)
         goto fail;
     stage = "setgroups";
-    if (write_file("/proc/self/setgroups", "deny") < 0 && errno != ENOENT)
+    if (check_write_text("/proc/self/setgroups", "deny") < 0 && errno != ENOENT)
         goto fail;
     stage = "gid_map";
     snprintf(map, sizeof map, "0 %u 1\n", (unsigned)gid);
-    if (write_file("/proc/self/gid_map", map) < 0)
+    if (check_write_text("/proc/self/gid_map", map) < 0)
         goto fail;
     stage = "max_user_namespaces";
-    if (write_file("/proc/sys/user/max_user_namespaces", "0\n") < 0)
+    if (check_write_text("/proc/sys/user/max_user_namespaces", "0\n") < 0)
         goto fail;
     detect_and_report(fd, &r);
     _exit(0);

@@ -17,16 +17,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int write_file(const char *path, const char *s)
-{
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n = write(fd, s, strlen(s));
-    close(fd);
-    return n == (ssize_t)strlen(s) ? 0 : -1;
-}
-
 static int own_mount_ns(void)
 {
     if (geteuid() == 0)
@@ -37,10 +27,10 @@ static int own_mount_ns(void)
         return -1;
     char map[64];
     snprintf(map, sizeof map, "0 %u 1", (unsigned)uid);
-    if (write_file("/proc/self/uid_map", map) < 0 || write_file("/proc/self/setgroups", "deny") < 0)
+    if (check_write_text("/proc/self/uid_map", map) < 0 || check_write_text("/proc/self/setgroups", "deny") < 0)
         return -1;
     snprintf(map, sizeof map, "0 %u 1", (unsigned)gid);
-    return write_file("/proc/self/gid_map", map);
+    return check_write_text("/proc/self/gid_map", map);
 }
 
 static uint64_t hash_of(const char *const *paths, size_t n)
@@ -104,13 +94,11 @@ int main(void)
     CHECK_MSG(hash_of(only_spaced, 1) != s0, "an escaped mount point is matched");
     CHECK(umount(spaced) == 0);
 
-    /* The path itself, with a trailing slash, and "/": everything. */
-    char slash[300];
-    snprintf(slash, sizeof slash, "%s/", bound);
-    const char *trailing[] = { slash };
-    uint64_t t0 = hash_of(trailing, 1);
+    /* The path itself, and "/": everything. */
+    const char *itself[] = { bound };
+    uint64_t t0 = hash_of(itself, 1);
     CHECK(mount("tmpfs", bound, "tmpfs", 0, "size=1m") == 0);
-    CHECK_MSG(hash_of(trailing, 1) != t0, "a mount on the path itself counts, trailing slash or not");
+    CHECK_MSG(hash_of(itself, 1) != t0, "a mount on the path itself counts");
     const char *root[] = { "/" };
     uint64_t r0 = hash_of(root, 1);
     CHECK(umount(bound) == 0);
