@@ -878,7 +878,11 @@ struct pooled *pool_take(struct server *s, struct session *ss)
     ss->hidden_memo_set = true;
     for (struct pooled *p = ss->pool, *next; p; p = next) {
         next = p->next;
-        if (pool_dead(p) || p->slot.hidden != hidden || p->slot.mounts_moved)
+        /* One not READY yet may be copying the mount table as it changes
+         * (see pool_event): not taken if it has changed since it was
+         * prepared. */
+        if (pool_dead(p) || p->slot.hidden != hidden || p->slot.mounts_moved ||
+            (!p->ready && p->slot.mount_gen != s->mounts.events))
             pool_discard(s, p);
         else if (!best || (p->ready && !best->ready))
             best = p;
