@@ -2,6 +2,7 @@
  * mounts.h). */
 #include "mounts.h"
 #include "mini/cleanup.h"
+#include "mini/hash.h"
 #include "mini/path.h"
 
 #include <errno.h>
@@ -39,20 +40,12 @@ uint64_t mount_watch_events(struct mount_watch *w)
     return w->events;
 }
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 1099511628211ULL;
-    return h;
-}
-
 int mounts_under_hash(const char *const *paths, size_t n, uint64_t *out)
 {
     _cleanup_fclose_ FILE *f = fopen(MOUNTINFO, "re");
     if (!f)
         return -1;
-    uint64_t h = 1469598103934665603ULL;
+    uint64_t h = MINI_FNV1A_INIT;
     _cleanup_free_ char *line = NULL;
     size_t cap = 0;
     ssize_t len;
@@ -67,7 +60,7 @@ int mounts_under_hash(const char *const *paths, size_t n, uint64_t *out)
             if (paths[i] && mini_path_within(point, paths[i])) {
                 /* The whole line: a mount made, removed, or remounted
                  * with other options changes it. */
-                h = fnv(h, line, (size_t)len);
+                h = mini_fnv1a(h, line, (size_t)len);
                 break;
             }
     }

@@ -7,6 +7,7 @@
 #include "seccomp_prog.h"
 #include "image.h"
 #include "mini/cleanup.h"
+#include "mini/hash.h"
 #include "mini/io.h"
 #include "mini/log.h"
 
@@ -618,10 +619,7 @@ static uint64_t sig_add(uint64_t h, const char *path)
         v[0] = 2; /* cannot tell: what was prepared may not be trusted */
         v[1] = (uint64_t)mini_mono_ns();
     }
-    const unsigned char *b = (const unsigned char *)v;
-    for (size_t k = 0; k < sizeof v; k++)
-        h = (h ^ b[k]) * 1099511628211ULL;
-    return h;
+    return mini_fnv1a(h, v, sizeof v);
 }
 
 /* The mounts at and under the profile's binds (mounts.h), hashed; read
@@ -633,15 +631,11 @@ static uint64_t binds_mounts(struct server *s, struct session *ss)
     if (ss->mounts_known && seen == ss->mounts_seen)
         return ss->mounts_hash;
     size_t n = ss->profile->n_binds;
-    const char **paths = calloc(n ? n : 1, sizeof *paths);
-    uint64_t h;
-    int r = paths ? 0 : -1;
-    for (size_t i = 0; r == 0 && i < n; i++)
+    _cleanup_free_ const char **paths = calloc(n ? n : 1, sizeof *paths);
+    for (size_t i = 0; paths && i < n; i++)
         paths[i] = ss->profile->binds[i].path;
-    if (r == 0)
-        r = mounts_under_hash(paths, n, &h);
-    free(paths);
-    if (r < 0) {
+    uint64_t h;
+    if (!paths || mounts_under_hash(paths, n, &h) < 0) {
         ss->mounts_known = false;
         return (uint64_t)mini_mono_ns();
     }
@@ -664,16 +658,13 @@ static uint64_t hidden_sig(struct server *s, struct session *ss)
 {
     if (ss->image_root)
         return 0;
-    uint64_t h = 1469598103934665603ULL;
+    uint64_t h = MINI_FNV1A_INIT;
     for (size_t i = 0; i < ss->profile->n_hide; i++)
         h = sig_add(h, ss->profile->hide[i]);
     for (size_t i = 0; i < ss->profile->n_binds; i++)
         h = sig_add(h, ss->profile->binds[i].path);
     uint64_t m = binds_mounts(s, ss);
-    const unsigned char *b = (const unsigned char *)&m;
-    for (size_t k = 0; k < sizeof m; k++)
-        h = (h ^ b[k]) * 1099511628211ULL;
-    return h;
+    return mini_fnv1a(h, &m, sizeof m);
 }
 
 /* hidden_sig(), or the one pool_take took a moment ago in the same exec
