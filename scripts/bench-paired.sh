@@ -47,11 +47,15 @@ for f in sorted(glob.glob(sys.argv[1] + "/*.txt")):
     def ratio(label):
         m = re.search(re.escape(label) + r"\s+([\d.]+)", t)
         return m.group(1) if m else "-"
+    def same(label):  # the figure against bwrap running the same sh -c
+        m = re.search(re.escape(label) + r"\s+[\d.]+ \(([\d.]+) against", t)
+        return m.group(1) if m else "-"
     print(f"{os.path.basename(f):11s} clone {p50('clone, 7 new ns')} sandbox {p50('sandbox')} "
           f"b2b {p50('back to back')} run {p50('run, daemon')} private {p50('run, private')} "
           f"bwrap {p50('bwrap')} | b2b/clone {ratio('back to back / clone p50:')} "
           f"tput {ratio('the rest (sandbox / clone):')} run/bwrap {ratio('run, daemon / bwrap p50:')} "
-          f"private/bwrap {ratio('run, private / bwrap p50:')} sandbox/bare {ratio('sandbox / bare p50:')} "
+          f"private/bwrap {ratio('run, private / bwrap p50:')} "
+          f"(sh -c: {same('run, daemon / bwrap p50:')}, {same('run, private / bwrap p50:')}) sandbox/bare {ratio('sandbox / bare p50:')} "
           f"bwrap/sandbox {ratio('bwrap / sandbox p50:')}")
 PY
 echo "raw outputs: $out"

@@ -29,12 +29,13 @@
  * back: the same session, each command sent as soon as the previous one's
  * exit arrives; one-shot: `mini-sandbox run` as a fresh process each time,
  * against the bench's daemon and with a private daemon of its own. */
-enum { K_BARE, K_CLONE, K_SANDBOX, K_B2B, K_IMAGE, K_ONESHOT, K_ONESHOT_PRIV, K_BWRAP, K_COUNT };
+enum { K_BARE, K_CLONE, K_SANDBOX, K_B2B, K_IMAGE, K_ONESHOT, K_ONESHOT_PRIV, K_BWRAP, K_BWRAP_SH, K_COUNT };
 static const char *const kind_names[K_COUNT] = { "bare fork+exec",  "clone, 7 new ns", "sandbox",
                                                  "back to back",    "sandbox, image",  "run, daemon",
-                                                 "run, private",    "bwrap" };
-static const char *const kind_keys[K_COUNT] = { "bare",           "clone_ns",     "sandbox",         "back_to_back",
-                                                "sandbox_image",  "oneshot_run",  "oneshot_private", "bwrap" };
+                                                 "run, private",    "bwrap",           "bwrap, sh -c" };
+static const char *const kind_keys[K_COUNT] = { "bare",          "clone_ns",    "sandbox",         "back_to_back",
+                                                "sandbox_image", "oneshot_run", "oneshot_private", "bwrap",
+                                                "bwrap_sh" };
 
 /* The kernel's own floor for a command in fresh namespaces: clone() with
  * the seven namespaces every sandbox gets, then exec, nothing else (no ids
@@ -86,8 +87,9 @@ static double pct(const struct series *s, double p)
 
 /* The command both baselines run: argv, NULL-terminated. */
 struct cmd {
-    char **argv;       /* the command itself */
-    char **bwrap_argv; /* bwrap ... -- command */
+    char **argv;          /* the command itself */
+    char **bwrap_argv;    /* bwrap ... -- command */
+    char **bwrap_sh_argv; /* bwrap ... /bin/sh -c command: what `run` starts for one word */
 };
 
 /* fork+exec argv, or clone with `ns` (new namespaces) and exec. */
@@ -339,19 +341,29 @@ int mini_cli_bench(int argc, char **argv)
     bool direct = strpbrk(command, " \t\n;&|<>()$`'\"*?[]{}~") == NULL;
     struct cmd cmd = { .argv = direct ? one_argv : sh_argv };
     _cleanup_free_ char *bwrap = find_in_path("bwrap");
-    char *bw_argv[32];
+    char *bw_argv[32], *bw_sh_argv[32];
     if (bwrap) {
         size_t i = 0;
         const char *fixed[] = {
             bwrap,    "--unshare-all", "--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--dev", "/dev",
             "--proc", "/proc"
         };
-        for (size_t j = 0; j < MINI_ARRAY_SIZE(fixed); j++)
-            bw_argv[i++] = (char *)fixed[j];
+        for (size_t j = 0; j < MINI_ARRAY_SIZE(fixed); j++, i++)
+            bw_argv[i] = bw_sh_argv[i] = (char *)fixed[j];
+        size_t k = i;
         for (char **a = cmd.argv; *a; a++)
             bw_argv[i++] = *a;
         bw_argv[i] = NULL;
         cmd.bwrap_argv = bw_argv;
+        /* `run` hands one word to /bin/sh -c: the one-shot rows start a
+         * shell that the rows above do not.  Their like-for-like baseline
+         * is bwrap starting that shell too. */
+        if (direct) {
+            for (char **a = sh_argv; *a; a++)
+                bw_sh_argv[k++] = *a;
+            bw_sh_argv[k] = NULL;
+            cmd.bwrap_sh_argv = bw_sh_argv;
+        }
     }
 
     /* The one-shot rows: this binary's `run`, argv as the other rows.
@@ -410,6 +422,8 @@ int mini_cli_bench(int argc, char **argv)
     /* A bench on a private daemon of its own has no daemon to point
      * `run` at: that row is left out. */
     bool run_row = self && k.cl.private_daemon <= 0;
+    if (!run_row && !private_row)
+        cmd.bwrap_sh_argv = NULL;
     k.session = strdup(opened.u.opened.session);
     mini_rep_free(&opened);
     /* The image-rooted sandbox: its own connection and session. */
@@ -430,7 +444,8 @@ int mini_cli_bench(int argc, char **argv)
     double ms;
     bool clone_ns = run_local(cmd.argv, ALL_NS, &ms) == 0;
     if (run_local(cmd.argv, 0, &ms) < 0 || run_sandbox(&k, &ms, &e) < 0 || (image && run_sandbox(&ki, &ms, &e) < 0) ||
-        (cmd.bwrap_argv && run_local(cmd.bwrap_argv, 0, &ms) < 0) || (run_row && run_oneshot(run_argv, NULL, &ms) < 0) ||
+        (cmd.bwrap_argv && run_local(cmd.bwrap_argv, 0, &ms) < 0) ||
+        (cmd.bwrap_sh_argv && run_local(cmd.bwrap_sh_argv, 0, &ms) < 0) || (run_row && run_oneshot(run_argv, NULL, &ms) < 0) ||
         (private_row && run_oneshot(priv_argv, rt, &ms) < 0)) {
         if (e.code == MINI_OK)
             mini_err_set(&e, MINI_E_SPAWN_FAILED, "the benchmark command failed");
@@ -445,7 +460,8 @@ int mini_cli_bench(int argc, char **argv)
             (image && (settle(&k), run_sandbox(&ki, &s[K_IMAGE].ms[s[K_IMAGE].n++], &e)) < 0))
             goto fail;
         settle(&k);
-        if (cmd.bwrap_argv && run_local(cmd.bwrap_argv, 0, &s[K_BWRAP].ms[s[K_BWRAP].n++]) < 0) {
+        if ((cmd.bwrap_argv && run_local(cmd.bwrap_argv, 0, &s[K_BWRAP].ms[s[K_BWRAP].n++]) < 0) ||
+            (cmd.bwrap_sh_argv && (settle(&k), run_local(cmd.bwrap_sh_argv, 0, &s[K_BWRAP_SH].ms[s[K_BWRAP_SH].n++])) < 0)) {
             mini_err_set(&e, MINI_E_SPAWN_FAILED, "bwrap failed (is it allowed to create namespaces here?)");
             goto fail;
         }
@@ -486,6 +502,11 @@ int mini_cli_bench(int argc, char **argv)
     double b2b_floor = clone_ns ? pct(&s[K_B2B], 50) / pct(&s[K_CLONE], 50) : NAN;
     double run_bw = run_row && cmd.bwrap_argv ? pct(&s[K_ONESHOT], 50) / pct(&s[K_BWRAP], 50) : NAN;
     double priv_bw = private_row && cmd.bwrap_argv ? pct(&s[K_ONESHOT_PRIV], 50) / pct(&s[K_BWRAP], 50) : NAN;
+    /* Against bwrap running what `run` runs: its own row for one word,
+     * the plain bwrap row when the command already went through sh. */
+    const struct series *bw_same = cmd.bwrap_sh_argv ? &s[K_BWRAP_SH] : &s[K_BWRAP];
+    double run_bws = run_row && cmd.bwrap_argv ? pct(&s[K_ONESHOT], 50) / pct(bw_same, 50) : NAN;
+    double priv_bws = private_row && cmd.bwrap_argv ? pct(&s[K_ONESHOT_PRIV], 50) / pct(bw_same, 50) : NAN;
     if (json) {
         printf("{\"profile\": \"%s\", \"command\": \"%s\", \"n\": %ld, \"concurrency\": %ld, \"results\": {", profile,
                command, n, conc);
@@ -501,7 +522,9 @@ int mini_cli_bench(int argc, char **argv)
                    first ? "" : ", ", kind_keys[i], pct(&s[i], 50), pct(&s[i], 90), pct(&s[i], 99), tp_s);
             first = false;
         }
-        char bw[32], fl[32], sf[32], is[32], bf[32], rb[32], pb[32];
+        char bw[32], fl[32], sf[32], is[32], bf[32], rb[32], pb[32], rbs[32], pbs[32];
+        json_ratio(rbs, sizeof rbs, run_bws);
+        json_ratio(pbs, sizeof pbs, priv_bws);
         json_ratio(is, sizeof is, img_sb);
         json_ratio(bf, sizeof bf, b2b_floor);
         json_ratio(rb, sizeof rb, run_bw);
@@ -513,8 +536,9 @@ int mini_cli_bench(int argc, char **argv)
                "\"sandbox_over_bare_throughput\": %.3f, \"clone_ns_over_bare_throughput\": %s, "
                "\"sandbox_over_clone_ns_throughput\": %s, \"image_over_sandbox_p50\": %s, "
                "\"back_to_back_over_clone_ns_p50\": %s, \"oneshot_run_over_bwrap_p50\": %s, "
-               "\"oneshot_private_over_bwrap_p50\": %s}}\n",
-               sb_bare, bw, tp, fl, sf, is, bf, rb, pb);
+               "\"oneshot_private_over_bwrap_p50\": %s, \"oneshot_run_over_bwrap_sh_p50\": %s, "
+               "\"oneshot_private_over_bwrap_sh_p50\": %s}}\n",
+               sb_bare, bw, tp, fl, sf, is, bf, rb, pb, rbs, pbs);
     } else {
         printf("mini-sandbox bench: profile %s, command \"%s\", %ld runs each, concurrency %ld\n\n", profile, command,
                n, conc);
@@ -545,10 +569,13 @@ int mini_cli_bench(int argc, char **argv)
         if (clone_ns)
             printf("back to back / clone p50:  %.2f (throughput at C=%ld: the sandbox / clone above)\n", b2b_floor,
                    conc);
+        /* The second figure: against bwrap starting the same /bin/sh -c
+         * (a one-word command), or the same figure when bwrap already did. */
+        const char *same = cmd.bwrap_sh_argv ? "bwrap, sh -c" : "bwrap";
         if (!isnan(run_bw))
-            printf("run, daemon / bwrap p50:   %.2f\n", run_bw);
+            printf("run, daemon / bwrap p50:   %.2f (%.2f against %s)\n", run_bw, run_bws, same);
         if (!isnan(priv_bw))
-            printf("run, private / bwrap p50:  %.2f\n", priv_bw);
+            printf("run, private / bwrap p50:  %.2f (%.2f against %s)\n", priv_bw, priv_bws, same);
         if (!run_row)
             printf("run, daemon:               (not measured: the bench runs on a private daemon; give --socket)\n");
         if (!private_row)

@@ -54,8 +54,9 @@ assert "oneshot_private" in res or (os.geteuid() == 0 and os.path.exists("/run/m
 for k, v in res.items():
     for f in ("p50_ms", "p90_ms", "p99_ms", "throughput_per_s"):
         x = v[f]
-        # A one-shot row is latency only: its throughput is null.
-        if f == "throughput_per_s" and k.startswith("oneshot_"):
+        # A one-shot row, and bwrap starting their shell, are latency
+        # only: their throughput is null.
+        if f == "throughput_per_s" and (k.startswith("oneshot_") or k == "bwrap_sh"):
             assert x is None, (k, f, x)
             continue
         assert isinstance(x, (int, float)) and math.isfinite(x) and x > 0, (k, f, x)
@@ -66,13 +67,39 @@ for f in ("sandbox_over_bare_p50", "sandbox_over_bare_throughput",
           "back_to_back_over_clone_ns_p50"):
     assert isinstance(r[f], (int, float)) and r[f] > 0, (f, r[f])
 assert ("bwrap" in res) == (r["bwrap_over_sandbox_p50"] is not None), r
+# "true" is one word, which `run` hands to /bin/sh -c: bwrap then runs
+# that shell too, as the like-for-like baseline of the one-shot rows.
+assert ("bwrap_sh" in res) == ("bwrap" in res), res
 for k in ("oneshot_run", "oneshot_private"):
     assert (k in res and "bwrap" in res) == (r[k + "_over_bwrap_p50"] is not None), (k, r)
+    assert (k in res and "bwrap" in res) == (r[k + "_over_bwrap_sh_p50"] is not None), (k, r)
+    if r[k + "_over_bwrap_sh_p50"] is not None:
+        want = res[k]["p50_ms"] / res["bwrap_sh"]["p50_ms"]
+        assert abs(r[k + "_over_bwrap_sh_p50"] - want) < 0.01 * want + 0.002, (k, r, want)
 PY
 then
     pass "--json: every series and ratio is present and well-formed"
 else
     fail "--json: every series and ratio is present and well-formed" "status $RC; output: $JSON $ERR"
+fi
+
+# A command that is not one word goes through /bin/sh -c in every row
+# already: no extra bwrap row, and both one-shot ratios are the same.
+if [[ ${BENCH_SMOKE:-} == 1 ]]; then
+    run bench -n 3 --command "true && true" --json
+    if [[ $RC == 0 ]] && python3 - "$OUT" <<'PY'
+import json, sys
+d = json.loads(sys.argv[1])
+res, r = d["results"], d["ratios"]
+assert "bwrap_sh" not in res, res
+for k in ("oneshot_run", "oneshot_private"):
+    assert r[k + "_over_bwrap_p50"] == r[k + "_over_bwrap_sh_p50"], (k, r)
+PY
+    then
+        pass "a shell command line: no second bwrap row, one-shot ratios alike"
+    else
+        fail "a shell command line: no second bwrap row, one-shot ratios alike" "status $RC: $OUT $ERR"
+    fi
 fi
 
 # The timers: one line per command, every step present (the setup
