@@ -622,18 +622,22 @@ static uint64_t sig_add(uint64_t h, const char *path)
     return mini_fnv1a(h, v, sizeof v);
 }
 
-/* The mounts at and under the profile's binds (mounts.h), hashed; read
- * again only when the daemon's mount table has changed since the last
- * read.  A table that cannot be read gives a value no sandbox has. */
+/* The mounts at and under the profile's binds and the workspace
+ * (mounts.h), hashed; read again only when the daemon's mount table has
+ * changed since the last read.  Each sandbox clones both trees, submounts
+ * and all, when it is prepared.  A table that cannot be read gives a value
+ * no sandbox has. */
 static uint64_t binds_mounts(struct server *s, struct session *ss)
 {
     uint64_t seen = mount_watch_events(&s->mounts);
     if (ss->mounts_known && seen == ss->mounts_seen)
         return ss->mounts_hash;
-    size_t n = ss->profile->n_binds;
-    _cleanup_free_ const char **paths = calloc(n ? n : 1, sizeof *paths);
-    for (size_t i = 0; paths && i < n; i++)
+    size_t nb = ss->image_root ? 0 : ss->profile->n_binds, n = nb + 1; /* an image's binds are its own */
+    _cleanup_free_ const char **paths = calloc(n, sizeof *paths);
+    for (size_t i = 0; paths && i < nb; i++)
         paths[i] = ss->profile->binds[i].path;
+    if (paths)
+        paths[nb] = ss->workspace;
     uint64_t h;
     if (!paths || mounts_under_hash(paths, n, &h) < 0) {
         ss->mounts_known = false;
@@ -647,18 +651,21 @@ static uint64_t binds_mounts(struct server *s, struct session *ss)
 
 /* What the profile's hidden paths and binds are on the host now: for
  * each, whether it exists and which file it is (lstat's device and inode),
- * and the mounts under the binds (binds_mounts), hashed (FNV-1a).  A
- * sandbox covers what exists and copies the binds' mounts when it is
- * prepared, and a template (session_template) when it was made; one that
- * waited in the pool (or parked) while a hidden path appeared or was
- * replaced, or a mount was made or removed under a bind, would show what
- * was, so pool_take discards it then, and the template is made again.  0
- * for an image's root, whose paths are the image's. */
+ * and the mounts under the binds and the workspace (binds_mounts), hashed
+ * (FNV-1a).  A sandbox covers what exists and copies those mounts when it
+ * is prepared, and a template (session_template) when it was made; one
+ * that waited in the pool (or parked) while a hidden path appeared or was
+ * replaced, or a mount was made or removed under a bind or the workspace,
+ * would show what was, so pool_take discards it then, and the template is
+ * made again.  For an image's root, whose paths are the image's, only the
+ * workspace's mounts. */
 static uint64_t hidden_sig(struct server *s, struct session *ss)
 {
-    if (ss->image_root)
-        return 0;
     uint64_t h = MINI_FNV1A_INIT;
+    if (ss->image_root) {
+        uint64_t m = binds_mounts(s, ss); /* the workspace's mounts only */
+        return mini_fnv1a(h, &m, sizeof m);
+    }
     for (size_t i = 0; i < ss->profile->n_hide; i++)
         h = sig_add(h, ss->profile->hide[i]);
     for (size_t i = 0; i < ss->profile->n_binds; i++)

@@ -26,6 +26,40 @@ for SBX_PROFILE in strict standard; do
     expect_eq "$p: /tmp is a writable tmpfs" "ok" sbx --image bb-oci:test -- 'echo ok >/tmp/x; cat /tmp/x'
     expect_eq "$p: no capabilities" "CapEff:	0000000000000000" sbx --image bb-oci:test -- 'grep CapEff /proc/self/status'
 done
+# Root: a mount made on the host under the workspace after an image
+# session's pool was prepared shows in its next command, and once
+# unmounted is gone from the one after (each sandbox clones the
+# workspace's mounts when it is prepared; the pool follows them).
+if ((EUID == 0)); then
+    run timeout 60 python3 - "$MINI_SOURCE_DIR/tests/integration" "$SOCK" "$WS" "$RUN_TAG" <<'PY'
+import os, subprocess, sys
+sys.path.insert(0, sys.argv[1])
+import pool_client
+sock, ws, tag = sys.argv[2:5]
+c = pool_client.connect(sock)
+s = c.reply(c.request("open", workspace=ws, profile="strict", image="bb-oci:test"))["session"]
+run = lambda cmd: c.wait_exit(c.exec(s, cmd), timeout=30)["output"]
+for _ in range(3):
+    run("true")
+m = f"{ws}/mnt-{tag}"
+os.mkdir(m)
+subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=755", f"mini-img-{tag}", m], check=True)
+try:
+    with open(f"{m}/marker", "w") as f:
+        f.write("IN\n")
+    os.chmod(f"{m}/marker", 0o644)
+    seen = run(f"cat {m}/marker 2>&1 || true")
+finally:
+    subprocess.run(["umount", m], check=True)
+gone = run(f"cat {m}/marker 2>/dev/null || echo gone")
+os.rmdir(m)
+c.reply(c.request("close", session=s))
+print(repr(seen), repr(gone))
+sys.exit(0 if (seen, gone) == ("IN\n", "gone\n") else 1)
+PY
+    if [[ $RC == 0 ]]; then pass "an image session follows mounts made and removed under the workspace"
+    else fail "an image session follows mounts made and removed under the workspace" "$OUT $ERR"; fi
+fi
 SBX_PROFILE=strict
 expect_eq "the image's WorkingDir is the default cwd" "/work" sbx --image bb-oci:test -- pwd
 expect_eq "--cwd still wins" "$WS" sbx --image bb-oci:test --cwd "$WS" -- pwd

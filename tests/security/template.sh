@@ -21,6 +21,8 @@
 #  6b. root: a mount made on the host under a bound directory after the
 #     template was made shows in the next command, and once unmounted is
 #     gone from the one after (the template and the pool are made again)
+#  6c. root: the same for a mount under the workspace (each sandbox
+#     clones the workspace's mount tree when it is prepared)
 #  7. no fd of the template reaches the command
 #  8. closing the session leaves no builder, no sandbox, no new mount on
 #     the host, the daemon's fds as they were, and nothing written into
@@ -192,8 +194,28 @@ if os.geteuid() == 0:
     for i in range(2):
         out = run(f"cat {pub}/mnt/marker 2>/dev/null || echo gone")
         check(f"[6b] once unmounted on the host it is gone (command {i + 1})", out == "gone\n", out)
+    # 6c. the same under the workspace: each sandbox clones the
+    # workspace's mount tree when it is prepared, so the pool's copy
+    # would keep a mount the host has since removed
+    wsm = f"{ws}/mnt-6c-{tag}"
+    os.mkdir(wsm)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=755", f"mini-6c-{tag}", wsm], check=True)
+    try:
+        with open(f"{wsm}/marker", "w") as f:
+            f.write(f"WS-MOUNTED-{tag}\n")
+        os.chmod(f"{wsm}/marker", 0o644)
+        for i in range(2):
+            out = run(f"cat {wsm}/marker 2>&1 || true")
+            check(f"[6c] a mount made under the workspace since shows (command {i + 1})",
+                  out == f"WS-MOUNTED-{tag}\n", out)
+    finally:
+        subprocess.run(["umount", wsm], check=True)
+    for i in range(2):
+        out = run(f"cat {wsm}/marker 2>/dev/null || echo gone")
+        check(f"[6c] once unmounted on the host it is gone (command {i + 1})", out == "gone\n", out)
+    os.rmdir(wsm)
 else:
-    print("# [6b] needs root to mount on the host: skipped here", flush=True)
+    print("# [6b], [6c] need root to mount on the host: skipped here", flush=True)
 
 # 7. no fd but stdio reaches the command
 out = run("ls /proc/self/fd | sort -n | tr '\\n' ' '")
