@@ -83,6 +83,7 @@ enum ev_kind {
     EV_POOL_PID,
     EV_DISK,
     EV_MEASURE,
+    EV_MOUNTS, /* the mount table changed (mounts.h, wake_fd) */
     EV_HOLDER, /* an id-mapping namespace's holder has exited */
     EV_PROXY_LISTEN, /* proxy.c: a sandbox's listener, a connection's ends, */
     EV_PROXY_CLIENT, /* the resolver process, the deadline timer */
@@ -339,6 +340,7 @@ struct server {
     int n_sessions, running;
     bool accept_paused; /* out of fds: the listener waits for a client to go */
     struct ev ev_listen;
+    struct ev ev_mounts;
     bool stopping;
     bool sweep_pending; /* sweep_sessions has not run yet */
     char *root_dir;
@@ -349,6 +351,8 @@ struct server {
     struct mini_caps caps; /* what this machine can isolate */
     struct mini_cgroups cgroups;
     struct mount_watch mounts; /* changes of the daemon's mount table (hidden_sig) */
+    int64_t mounts_hashed_ns;  /* when pool_mounts_changed last hashed the sessions' mounts */
+    bool mounts_pending;       /* a change it put off (pool_mounts_timeout) */
     uint64_t next_cgroup;
     struct bpf_cache *bpf_cache; /* one seccomp program per distinct policy */
     ino_t userns;
@@ -436,6 +440,12 @@ void pool_retire_all(struct server *s, struct session *ss);
 void pool_reap_closing(struct server *s);
 /* A prepared sandbox's control socket or pidfd is readable. */
 void pool_event(struct server *s, struct pooled *p, bool exited);
+/* The mount table changed: the sessions with prepared sandboxes hash
+ * their mounts now, so that their next command need not read the table. */
+void pool_mounts_changed(struct server *s);
+/* The epoll timeout until a change pool_mounts_changed put off is due
+ * (0: now), or -1. */
+int pool_mounts_timeout(const struct server *s);
 /* Reclaim what daemons that are gone left: their session overlays in the
  * state directory and their Landlock-path TMPDIRs.  A live daemon's, known
  * by its owner lock, are never touched.  Once, while s->sweep_pending: at

@@ -17,15 +17,28 @@
 
 void mount_watch_init(struct mount_watch *w)
 {
-    w->fd = open(MOUNTINFO, O_RDONLY | O_CLOEXEC);
-    w->events = 0;
+    *w = (struct mount_watch){ .fd = open(MOUNTINFO, O_RDONLY | O_CLOEXEC),
+                               .wake_fd = open(MOUNTINFO, O_RDONLY | O_CLOEXEC) };
+}
+
+static void table_drop(struct mount_watch *w)
+{
+    free(w->entries);
+    free(w->points);
+    w->entries = NULL;
+    w->points = NULL;
+    w->n_entries = 0;
+    w->table_ok = false;
 }
 
 void mount_watch_fini(struct mount_watch *w)
 {
     if (w->fd >= 0)
         close(w->fd);
-    w->fd = -1;
+    if (w->wake_fd >= 0)
+        close(w->wake_fd);
+    w->fd = w->wake_fd = -1;
+    table_drop(w);
 }
 
 uint64_t mount_watch_events(struct mount_watch *w)
@@ -40,32 +53,110 @@ uint64_t mount_watch_events(struct mount_watch *w)
     return w->events;
 }
 
-int mounts_under_hash(const char *const *paths, size_t n, uint64_t *out)
+/* The whole file, at most MOUNT_TABLE_MAX bytes; NULL when it cannot be
+ * read or is larger. */
+static char *read_table(size_t *len)
 {
-    _cleanup_fclose_ FILE *f = fopen(MOUNTINFO, "re");
-    if (!f)
-        return -1;
-    uint64_t h = MINI_FNV1A_INIT;
-    _cleanup_free_ char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    errno = 0;
-    while ((len = getline(&line, &cap, f)) >= 0) {
-        /* ID PARENT MAJ:MIN ROOT POINT ...: the fifth field. */
-        char point[4096];
-        if (sscanf(line, "%*s %*s %*s %*s %4095s", point) != 1)
+    _cleanup_close_ int fd = open(MOUNTINFO, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    size_t cap = 64 << 10, n = 0;
+    char *buf = malloc(cap + 1);
+    for (;;) {
+        if (!buf)
+            return NULL;
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR)
             continue;
-        mini_mountinfo_unescape(point);
+        if (r < 0) {
+            free(buf);
+            return NULL;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+        if (n == cap) {
+            char *bigger = cap >= MOUNT_TABLE_MAX ? NULL : realloc(buf, 2 * cap + 1);
+            if (!bigger) {
+                free(buf);
+                return NULL;
+            }
+            buf = bigger;
+            cap *= 2;
+        }
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+/* Read the table into w: each line's mount point (the fifth field,
+ * unescaped) and its hash. */
+static int table_read(struct mount_watch *w)
+{
+    table_drop(w);
+    size_t len;
+    _cleanup_free_ char *text = read_table(&len);
+    if (!text)
+        return -1;
+    w->reads++;
+    size_t lines = 0;
+    for (size_t i = 0; i < len; i++)
+        lines += text[i] == '\n';
+    /* The points are no longer than their lines. */
+    w->entries = calloc(lines ? lines : 1, sizeof *w->entries);
+    w->points = malloc(len + 1);
+    if (!w->entries || !w->points) {
+        table_drop(w);
+        return -1;
+    }
+    char *out = w->points;
+    for (char *line = text, *end; *line; line = end + 1) {
+        end = strchr(line, '\n');
+        if (!end)
+            break; /* the kernel ends every line */
+        *end = '\0';
+        /* ID PARENT MAJ:MIN ROOT POINT ... */
+        char *f = line;
+        for (int i = 0; i < 4 && f; i++) {
+            f = strchr(f, ' ');
+            if (f)
+                f++;
+        }
+        if (!f)
+            continue;
+        size_t plen = strcspn(f, " ");
+        memcpy(out, f, plen);
+        out[plen] = '\0';
+        mini_mountinfo_unescape(out);
+        w->entries[w->n_entries++] = (struct mount_entry){ .point = out,
+                                                           .line = mini_fnv1a(MINI_FNV1A_INIT, line,
+                                                                              (size_t)(end - line)) };
+        out += strlen(out) + 1;
+    }
+    w->table_ok = true;
+    return 0;
+}
+
+int mount_watch_hash(struct mount_watch *w, const char *const *paths, size_t n, uint64_t *out, uint64_t *gen)
+{
+    /* The count before the read: a change during it is seen next time. */
+    uint64_t now = mount_watch_events(w);
+    if (!w->table_ok || w->table_gen != now || w->fd < 0) {
+        if (table_read(w) < 0)
+            return -1;
+        w->table_gen = now;
+    }
+    uint64_t h = MINI_FNV1A_INIT;
+    for (size_t k = 0; k < w->n_entries; k++)
         for (size_t i = 0; i < n; i++)
-            if (paths[i] && mini_path_within(point, paths[i])) {
+            if (paths[i] && mini_path_within(w->entries[k].point, paths[i])) {
                 /* The whole line: a mount made, removed, or remounted
                  * with other options changes it. */
-                h = mini_fnv1a(h, line, (size_t)len);
+                h = mini_fnv1a(h, &w->entries[k].line, sizeof w->entries[k].line);
                 break;
             }
-    }
-    if (ferror(f))
-        return -1;
     *out = h;
+    *gen = now;
     return 0;
 }

@@ -653,6 +653,7 @@ static void handle(struct server *s, struct ev *ev, uint32_t events)
     case EV_TIMER: exec_timer(s, ev->obj); break;
     case EV_DISK: disk_tick(s, ev->obj); break;
     case EV_MEASURE: disk_measured(s, ev->obj); break;
+    case EV_MOUNTS: pool_mounts_changed(s); break;
     case EV_HOLDER: idmap_holder_reaped(s, ev->obj); break;
     case EV_STDIN: exec_write_stdin(s, ev->obj); break;
     case EV_POOL_CTL:
@@ -807,6 +808,13 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
         mini_err_sys(e, MINI_E_IO, errno, "setting up the event loop");
         goto out;
     }
+    /* Without it each session reads a changed table when its next command
+     * comes, as before. */
+    s.ev_mounts = (struct ev){ EV_MOUNTS, NULL };
+    if (s.mounts.wake_fd >= 0 && ep_add(&s, s.mounts.wake_fd, EPOLLPRI, &s.ev_mounts) < 0) {
+        close(s.mounts.wake_fd);
+        s.mounts.wake_fd = -1;
+    }
     if (proxy_init(&s, e) < 0)
         goto out;
     if (cfg->inherit_fd >= 0) {
@@ -839,8 +847,9 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
                  span_ms(ts.cgroups, ts.ids), span_ms(ts.ids, ts.loop));
     while (!s.stopping) {
         struct epoll_event evs[64];
-        int t_frame = expire_partial_frames(&s), t_park = park_timeout(&s);
+        int t_frame = expire_partial_frames(&s), t_park = park_timeout(&s), t_mounts = pool_mounts_timeout(&s);
         int t = t_frame < 0 || (t_park >= 0 && t_park < t_frame) ? t_park : t_frame;
+        t = t < 0 || (t_mounts >= 0 && t_mounts < t) ? t_mounts : t;
         int n = epoll_wait(s.ep, evs, 64, s.sweep_pending ? 0 : t);
         if (n < 0) {
             if (errno == EINTR)
@@ -850,6 +859,8 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
         }
         for (int i = 0; i < n; i++)
             handle(&s, evs[i].data.ptr, evs[i].events);
+        if (pool_mounts_timeout(&s) == 0)
+            pool_mounts_changed(&s);
         /* Objects finished in this batch may still have had events in it. */
         bury(&s);
         sweep_sessions(&s);

@@ -639,7 +639,7 @@ static uint64_t binds_mounts(struct server *s, struct session *ss)
     if (paths)
         paths[nb] = ss->workspace;
     uint64_t h;
-    if (!paths || mounts_under_hash(paths, n, &h) < 0) {
+    if (!paths || mount_watch_hash(&s->mounts, paths, n, &h, &seen) < 0) {
         ss->mounts_known = false;
         return (uint64_t)mini_mono_ns();
     }
@@ -872,8 +872,11 @@ struct pooled *pool_take(struct server *s, struct session *ss)
 {
     struct pooled *best = NULL;
     /* Kept for the sandboxes the same exec prepares next (hidden_now). */
+    uint64_t reads = s->mounts.reads;
     uint64_t hidden = ss->hidden_memo = hidden_sig(s, ss);
     ss->hidden_memo_set = true;
+    if (s->mounts.reads != reads)
+        log_debug("session %s: the mount table changed since it was hashed: read for this command", ss->id);
     for (struct pooled *p = ss->pool, *next; p; p = next) {
         next = p->next;
         /* One not READY yet may be copying the mount table as it changes
@@ -972,6 +975,46 @@ void pool_event(struct server *s, struct pooled *p, bool exited)
         pool_fill(s, ss);
     if (ss == s->parked && !ss->pool)
         park_drop(s);
+}
+
+/* Off the commands' path: a session that has prepared sandboxes hashes
+ * the changed table now (binds_mounts, one read for all of them), so that
+ * its next command finds the hash made unless the table changed again
+ * since; pool_take still checks.  At most every MOUNTS_HASH_MS (a change
+ * sooner is hashed when that has passed: pool_mounts_timeout), so that a
+ * table that changes all the time costs the loop ten reads a second at
+ * most besides the commands' own. */
+#define MOUNTS_HASH_MS 100
+void pool_mounts_changed(struct server *s)
+{
+    int64_t now = mini_mono_ns();
+    if (s->mounts_hashed_ns && now - s->mounts_hashed_ns < MOUNTS_HASH_MS * 1000000LL) {
+        s->mounts_pending = true;
+        return;
+    }
+    s->mounts_pending = false;
+    s->mounts_hashed_ns = now;
+    int n = 0;
+    for (struct client *c = s->clients; c; c = c->next)
+        for (struct session *ss = c->sessions; ss; ss = ss->next)
+            if (ss->pool) {
+                binds_mounts(s, ss);
+                n++;
+            }
+    if (s->parked && s->parked->pool) {
+        binds_mounts(s, s->parked);
+        n++;
+    }
+    if (n)
+        log_debug("the mount table changed: hashed for %d session%s ahead of their commands", n, n == 1 ? "" : "s");
+}
+
+int pool_mounts_timeout(const struct server *s)
+{
+    if (!s->mounts_pending)
+        return -1;
+    int64_t left = s->mounts_hashed_ns + MOUNTS_HASH_MS * 1000000LL - mini_mono_ns();
+    return left <= 0 ? 0 : (int)((left + 999999) / 1000000);
 }
 
 /* ------------------------------------------------------ parked session */

@@ -23,6 +23,8 @@
 #     gone from the one after (the template and the pool are made again)
 #  6c. root: the same for a mount under the workspace (each sandbox
 #     clones the workspace's mount tree when it is prepared)
+#  6d. root: a mount made and removed elsewhere is hashed ahead of the
+#     next command, which then reads no mount table
 #  7. no fd of the template reaches the command
 #  8. closing the session leaves no builder, no sandbox, no new mount on
 #     the host, the daemon's fds as they were, and nothing written into
@@ -214,6 +216,26 @@ if os.geteuid() == 0:
         out = run(f"cat {wsm}/marker 2>/dev/null || echo gone")
         check(f"[6c] once unmounted on the host it is gone (command {i + 1})", out == "gone\n", out)
     os.rmdir(wsm)
+    # 6d. a change elsewhere is hashed ahead, off the next command's path:
+    # that command does not read the table (other tests may change it
+    # meanwhile: three tries)
+    import tempfile
+    far = tempfile.mkdtemp(prefix="mini-6d.", dir="/var/tmp")
+    ahead = lambda: open(log).read().count("hashed for")
+    took = lambda: open(log).read().count("read for this command")
+    ok = False
+    for _ in range(3):
+        a, t = ahead(), took()
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", f"mini-6d-{tag}", far], check=True)
+        subprocess.run(["umount", far], check=True)
+        time.sleep(0.5)
+        run("true")
+        if ahead() > a and took() == t:
+            ok = True
+            break
+    os.rmdir(far)
+    check("[6d] a mount change is hashed ahead of the next command, which reads no table", ok,
+          f"hashed ahead {ahead()}, read for a command {took()}")
 else:
     print("# [6b], [6c] need root to mount on the host: skipped here", flush=True)
 

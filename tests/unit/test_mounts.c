@@ -1,7 +1,9 @@
 /* The daemon's watch on its mount table (sandbox/daemon/mounts.c): a
  * change is counted once, and the hash of the mounts under a set of paths
  * moves with a mount made, remounted or removed at or under one of them,
- * and only then (not for a sibling whose name merely starts alike).  Runs
+ * and only then (not for a sibling whose name merely starts alike); the
+ * table is read once per change, whatever the paths, and the event loop's
+ * wake-up fd reports each change on its own.  Runs
  * in a mount namespace of its own (and a user namespace when not root),
  * so that it sees its own mounts alone change. */
 #include "check.h"
@@ -9,7 +11,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,11 +37,21 @@ static int own_mount_ns(void)
     return check_write_text("/proc/self/gid_map", map);
 }
 
+static struct mount_watch w;
+
 static uint64_t hash_of(const char *const *paths, size_t n)
 {
-    uint64_t h = 0;
-    CHECK(mounts_under_hash(paths, n, &h) == 0);
+    uint64_t h = 0, gen = 0;
+    CHECK(mount_watch_hash(&w, paths, n, &h, &gen) == 0);
+    CHECK_MSG(gen == w.events, "the hash reflects the latest change seen");
     return h;
+}
+
+/* The event loop's wake-up fd reports a change too, apart from fd. */
+static bool woken(void)
+{
+    struct pollfd p = { .fd = w.wake_fd, .events = POLLPRI };
+    return poll(&p, 1, 0) > 0 && (p.revents & POLLPRI);
 }
 
 int main(void)
@@ -59,13 +73,21 @@ int main(void)
     CHECK(mkdir(bound, 0755) == 0 && mkdir(sibling, 0755) == 0 && mkdir(inner, 0755) == 0 &&
           mkdir(spaced, 0755) == 0);
 
-    struct mount_watch w;
     mount_watch_init(&w);
-    CHECK(w.fd >= 0);
+    CHECK(w.fd >= 0 && w.wake_fd >= 0);
     const char *paths[] = { NULL, bound }; /* a NULL entry is skipped */
     uint64_t ev0 = mount_watch_events(&w);
     uint64_t h0 = hash_of(paths, 2);
     CHECK_MSG(mount_watch_events(&w) == ev0, "no change, no event");
+    CHECK_MSG(!woken(), "no change, no wake-up");
+
+    /* One read of the table serves every set of paths until it changes. */
+    uint64_t reads = w.reads;
+    const char *others[] = { sibling };
+    hash_of(others, 1);
+    hash_of(paths, 2);
+    CHECK_MSG(w.reads == reads, "no change, no second read (%llu -> %llu)", (unsigned long long)reads,
+              (unsigned long long)w.reads);
 
     /* A sibling whose name starts like the path: an event, the same hash. */
     CHECK(mount("tmpfs", sibling, "tmpfs", 0, "size=1m") == 0);
@@ -73,7 +95,10 @@ int main(void)
     CHECK_MSG(ev1 == ev0 + 1, "a mount is one event (%llu -> %llu)", (unsigned long long)ev0,
               (unsigned long long)ev1);
     CHECK_MSG(mount_watch_events(&w) == ev1, "an event is counted once");
+    CHECK_MSG(woken() && !woken(), "the wake-up fd reports it, once");
     CHECK_MSG(hash_of(paths, 2) == h0, "a mount beside the path does not count");
+    CHECK_MSG(w.reads == reads + 1, "a change, one more read (%llu -> %llu)", (unsigned long long)reads,
+              (unsigned long long)w.reads);
 
     /* Under the path: the hash moves; remounted read-only: again; gone:
      * back to what it was. */
@@ -105,7 +130,7 @@ int main(void)
     CHECK_MSG(hash_of(root, 1) != r0, "under / every mount counts");
 
     mount_watch_fini(&w);
-    CHECK(w.fd == -1);
+    CHECK(w.fd == -1 && w.wake_fd == -1 && w.entries == NULL);
     umount2(sibling, MNT_DETACH);
     umount2(base, MNT_DETACH);
     rmdir(base);
