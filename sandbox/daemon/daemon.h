@@ -351,8 +351,7 @@ struct server {
     struct mini_caps caps; /* what this machine can isolate */
     struct mini_cgroups cgroups;
     struct mount_watch mounts; /* changes of the daemon's mount table (hidden_sig) */
-    int64_t mounts_hashed_ns;  /* when pool_mounts_changed last hashed the sessions' mounts */
-    bool mounts_pending;       /* a change it put off (pool_mounts_timeout) */
+    int64_t mounts_due_ns;     /* when to hash the sessions' mounts ahead (0: not due) */
     uint64_t next_cgroup;
     struct bpf_cache *bpf_cache; /* one seccomp program per distinct policy */
     ino_t userns;
@@ -440,12 +439,13 @@ void pool_retire_all(struct server *s, struct session *ss);
 void pool_reap_closing(struct server *s);
 /* A prepared sandbox's control socket or pidfd is readable. */
 void pool_event(struct server *s, struct pooled *p, bool exited);
-/* The mount table changed: the sessions with prepared sandboxes hash
- * their mounts now, so that their next command need not read the table. */
+/* The mount table changed (EV_MOUNTS): once it has been still for a
+ * moment (pool_mounts_timeout says when: 0 now, -1 nothing due), the
+ * sessions with prepared sandboxes hash their mounts (pool_mounts_hash),
+ * so that their next command need not read the table. */
 void pool_mounts_changed(struct server *s);
-/* The epoll timeout until a change pool_mounts_changed put off is due
- * (0: now), or -1. */
 int pool_mounts_timeout(const struct server *s);
+void pool_mounts_hash(struct server *s);
 /* Reclaim what daemons that are gone left: their session overlays in the
  * state directory and their Landlock-path TMPDIRs.  A live daemon's, known
  * by its owner lock, are never touched.  Once, while s->sweep_pending: at

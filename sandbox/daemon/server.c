@@ -860,7 +860,7 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
         for (int i = 0; i < n; i++)
             handle(&s, evs[i].data.ptr, evs[i].events);
         if (pool_mounts_timeout(&s) == 0)
-            pool_mounts_changed(&s);
+            pool_mounts_hash(&s);
         /* Objects finished in this batch may still have had events in it. */
         bury(&s);
         sweep_sessions(&s);

@@ -977,23 +977,31 @@ void pool_event(struct server *s, struct pooled *p, bool exited)
         park_drop(s);
 }
 
-/* Off the commands' path: a session that has prepared sandboxes hashes
- * the changed table now (binds_mounts, one read for all of them), so that
- * its next command finds the hash made unless the table changed again
- * since; pool_take still checks.  At most every MOUNTS_HASH_MS (a change
- * sooner is hashed when that has passed: pool_mounts_timeout), so that a
- * table that changes all the time costs the loop ten reads a second at
- * most besides the commands' own. */
-#define MOUNTS_HASH_MS 100
+/* Off the commands' path: once the table has been still for
+ * MOUNTS_QUIET_MS after a change (pool_mounts_changed, then
+ * pool_mounts_timeout), a session that has prepared sandboxes hashes it
+ * (binds_mounts, one read for all of them), so that its next command
+ * finds the hash made unless the table changed again since; pool_take
+ * still checks.  A burst of changes (a container started) is read once,
+ * after it; a table that never stays still is left to the commands, as
+ * without this: a hash made ahead would be stale before it was used. */
+#define MOUNTS_QUIET_MS 25
 void pool_mounts_changed(struct server *s)
 {
-    int64_t now = mini_mono_ns();
-    if (s->mounts_hashed_ns && now - s->mounts_hashed_ns < MOUNTS_HASH_MS * 1000000LL) {
-        s->mounts_pending = true;
-        return;
-    }
-    s->mounts_pending = false;
-    s->mounts_hashed_ns = now;
+    s->mounts_due_ns = mini_mono_ns() + MOUNTS_QUIET_MS * 1000000LL;
+}
+
+int pool_mounts_timeout(const struct server *s)
+{
+    if (!s->mounts_due_ns)
+        return -1;
+    int64_t left = s->mounts_due_ns - mini_mono_ns();
+    return left <= 0 ? 0 : (int)((left + 999999) / 1000000);
+}
+
+void pool_mounts_hash(struct server *s)
+{
+    s->mounts_due_ns = 0;
     int n = 0;
     for (struct client *c = s->clients; c; c = c->next)
         for (struct session *ss = c->sessions; ss; ss = ss->next)
@@ -1007,14 +1015,6 @@ void pool_mounts_changed(struct server *s)
     }
     if (n)
         log_debug("the mount table changed: hashed for %d session%s ahead of their commands", n, n == 1 ? "" : "s");
-}
-
-int pool_mounts_timeout(const struct server *s)
-{
-    if (!s->mounts_pending)
-        return -1;
-    int64_t left = s->mounts_hashed_ns + MOUNTS_HASH_MS * 1000000LL - mini_mono_ns();
-    return left <= 0 ? 0 : (int)((left + 999999) / 1000000);
 }
 
 /* ------------------------------------------------------ parked session */
