@@ -876,7 +876,7 @@ struct pooled *pool_take(struct server *s, struct session *ss)
     uint64_t hidden = ss->hidden_memo = hidden_sig(s, ss);
     ss->hidden_memo_set = true;
     if (s->mounts.reads != reads)
-        log_debug("session %s: the mount table changed since it was hashed: read for this command", ss->id);
+        log_debug("session %s: the mount table was read for this command", ss->id);
     for (struct pooled *p = ss->pool, *next; p; p = next) {
         next = p->next;
         /* One not READY yet may be copying the mount table as it changes
