@@ -2,7 +2,10 @@
  * mounts.h). */
 #include "mounts.h"
 #include "mini/cleanup.h"
+#include "mini/buf.h"
+#include "mini/err.h"
 #include "mini/hash.h"
+#include "mini/io.h"
 #include "mini/path.h"
 
 #include <errno.h>
@@ -53,52 +56,18 @@ uint64_t mount_watch_events(struct mount_watch *w)
     return w->events;
 }
 
-/* The whole file, at most MOUNT_TABLE_MAX bytes; NULL when it cannot be
- * read or is larger. */
-static char *read_table(size_t *len)
-{
-    _cleanup_close_ int fd = open(MOUNTINFO, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
-    size_t cap = 64 << 10, n = 0;
-    char *buf = malloc(cap + 1);
-    for (;;) {
-        if (!buf)
-            return NULL;
-        ssize_t r = read(fd, buf + n, cap - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            free(buf);
-            return NULL;
-        }
-        if (r == 0)
-            break;
-        n += (size_t)r;
-        if (n == cap) {
-            char *bigger = cap >= MOUNT_TABLE_MAX ? NULL : realloc(buf, 2 * cap + 1);
-            if (!bigger) {
-                free(buf);
-                return NULL;
-            }
-            buf = bigger;
-            cap *= 2;
-        }
-    }
-    buf[n] = '\0';
-    *len = n;
-    return buf;
-}
-
 /* Read the table into w: each line's mount point (the fifth field,
  * unescaped) and its hash. */
 static int table_read(struct mount_watch *w)
 {
     table_drop(w);
-    size_t len;
-    _cleanup_free_ char *text = read_table(&len);
-    if (!text)
+    _cleanup_(mini_buf_freep) struct mini_buf b = MINI_BUF_INIT;
+    struct mini_err ignored;
+    if (mini_read_file(MOUNTINFO, &b, MOUNT_TABLE_MAX, &ignored) < 0)
         return -1;
+    char empty[1] = "";
+    char *text = b.data ? b.data : empty;
+    size_t len = b.len;
     w->reads++;
     size_t lines = 0;
     for (size_t i = 0; i < len; i++)
@@ -142,7 +111,7 @@ int mount_watch_hash(struct mount_watch *w, const char *const *paths, size_t n, 
 {
     /* The count before the read: a change during it is seen next time. */
     uint64_t now = mount_watch_events(w);
-    if (!w->table_ok || w->table_gen != now || w->fd < 0) {
+    if (!w->table_ok || w->table_gen != now) {
         if (table_read(w) < 0)
             return -1;
         w->table_gen = now;
