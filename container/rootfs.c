@@ -1,5 +1,6 @@
 #include "rootfs.h"
 #include "mini/cleanup.h"
+#include "mini/path.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -574,17 +575,6 @@ out:
 
 /* ------------------------------------------------------------ template */
 
-/* Whether `path` is `top` or beneath it. */
-static bool beneath(const char *path, const char *top)
-{
-    size_t n = strlen(top);
-    while (n > 1 && top[n - 1] == '/')
-        n--;
-    if (n == 1 && top[0] == '/')
-        return true;
-    return strncmp(path, top, n) == 0 && (path[n] == '\0' || path[n] == '/');
-}
-
 /* Whether a hidden path would be covered differently from a template: a
  * sandbox building its own root covers hidden paths after its tmpfs,
  * /proc and /dev are mounted, a template before.  So a hidden path in
@@ -602,10 +592,10 @@ static bool hide_differs(const struct mini_profile *p, const char *path)
         if (!as[k])
             continue;
         for (size_t i = 0; i < MINI_ARRAY_SIZE(own); i++)
-            if (beneath(as[k], own[i]) || beneath(own[i], as[k]))
+            if (mini_path_within(as[k], own[i]) || mini_path_within(own[i], as[k]))
                 return true;
         for (size_t i = 0; i < p->n_tmpfs; i++)
-            if (beneath(p->tmpfs[i].path, as[k]))
+            if (mini_path_within(p->tmpfs[i].path, as[k]))
                 return true;
     }
     return false;
@@ -648,7 +638,7 @@ static int template_tree(struct build *b, const struct mini_profile *p, const ch
         _cleanup_close_ int fd = mkdirs_in_root(b, p->tmpfs[i].path);
         if (fd < 0)
             return fail(b, errno, "creating mount point", p->tmpfs[i].path);
-        ws_in_tmpfs |= beneath(workspace, p->tmpfs[i].path);
+        ws_in_tmpfs |= mini_path_within(workspace, p->tmpfs[i].path);
     }
     _cleanup_close_ int proc = mkdirs_in_root(b, "/proc");
     if (proc < 0)
