@@ -200,10 +200,10 @@ static int spawn(int v, struct slot *s, int k)
 {
     char p[256], m[64];
     if (v >= V_CGROUP) {
+        s->cg = 1; /* release() removes whichever of the two was made */
         for (int h = 0; h < 2; h++)
             if (cg_path(p, sizeof p, h, k, NULL) < 0 || mkdir(p, 0755) < 0)
                 return -1;
-        s->cg = 1;
         if (cg_path(p, sizeof p, 0, k, "memory.limit_in_bytes") < 0 || write_file(p, "1073741824") < 0 ||
             cg_path(p, sizeof p, 1, k, "pids.max") < 0 || write_file(p, "256") < 0)
             return -1;
@@ -255,40 +255,47 @@ static void release(struct slot *s, int k)
     s->pid = 0;
 }
 
+/* A failed run stops what it started: every child killed and reaped, its
+ * groups removed. */
+static double stop_all(struct slot *slots, int conc)
+{
+    for (int k = 0; k < conc; k++) {
+        if (slots[k].pid > 0) {
+            kill(slots[k].pid, SIGKILL);
+            waitpid(slots[k].pid, NULL, 0);
+        }
+        release(&slots[k], k);
+    }
+    return -1;
+}
+
 /* N commands of variant v, C at a time: runs per second, or -1. */
 static double run(int v, int n, int conc)
 {
     struct slot slots[MAX_CONC] = { { 0 } };
-    int started = 0, done = 0, running = 0, bad = 0;
+    int started = 0, done = 0, bad = 0;
     double t0 = now_ms();
     while (done < n) {
         for (int k = 0; k < conc && started < n; k++) {
-            if (slots[k].pid)
+            if (slots[k].pid || slots[k].cg)
                 continue;
             if (spawn(v, &slots[k], k) < 0) {
                 fprintf(stderr, "floor_parts: %s: %s\n", names[v], strerror(errno));
-                if (slots[k].pid) {
-                    kill(slots[k].pid, SIGKILL);
-                    waitpid(slots[k].pid, NULL, 0);
-                }
-                release(&slots[k], k);
-                return -1;
+                return stop_all(slots, conc);
             }
             started++;
-            running++;
         }
         int st;
         pid_t pid = wait(&st);
         if (pid < 0) {
             if (errno == EINTR)
                 continue;
-            return -1;
+            return stop_all(slots, conc);
         }
         for (int k = 0; k < conc; k++)
             if (slots[k].pid == pid)
                 release(&slots[k], k);
         bad += !WIFEXITED(st) || WEXITSTATUS(st) != 0;
-        running--;
         done++;
     }
     double s = (now_ms() - t0) / 1e3;
@@ -350,7 +357,7 @@ int main(int argc, char **argv)
 
     double tp[V_N][16] = { { 0 } };
     if (rounds > 16)
-        rounds = 16;
+        rounds = 16; /* the table's width */
     for (int r = 0; r < rounds; r++)
         for (int v = 0; v < nv; v++)
             if ((tp[v][r] = run(v, n, conc)) < 0)
@@ -360,14 +367,13 @@ int main(int argc, char **argv)
     printf("%-48s %-28s %s\n", "variant", "runs/s", "of the floor's (mean)");
     for (int v = 0; v < nv; v++) {
         char line[128] = "";
-        double sum = 0, fsum = 0;
+        double sum = 0;
         for (int r = 0; r < rounds; r++) {
             size_t l = strlen(line);
             snprintf(line + l, sizeof line - l, "%s%.0f", r ? ", " : "", tp[v][r]);
             sum += tp[v][r] / tp[V_FLOOR][r];
-            fsum += 1;
         }
-        printf("%-48s %-28s %.2f\n", names[v], line, sum / fsum);
+        printf("%-48s %-28s %.2f\n", names[v], line, sum / rounds);
     }
     if (nv < V_N)
         printf("%-48s %-28s %s\n", names[V_CGROUP], "-", "(no writable v1 memory and pids hierarchies)");

@@ -1,10 +1,10 @@
 #!/bin/bash
 # Resource limits end to end, through mini-sandboxd: a fork bomb, a memory
 # hog, a file past the size limit, a full /tmp, a CPU spinner, and 200
-# commands that must leave nothing behind (a gigabyte of output:
-# output_flood.sh).  As root the
-# daemon uses cgroup v1 here (memory, pids); rootless it falls back to
-# rlimits, and the checks expect what that gives.
+# commands that must leave nothing behind (a gigabyte of output is
+# output_flood.sh's).  As root the daemon uses cgroup v1 here (memory,
+# pids); rootless it falls back to rlimits, and the checks expect what that
+# gives.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 mini_test_init "$@"
 start_daemon
