@@ -344,6 +344,9 @@ ReturnToService=2
 # Start array tasks as soon as CPUs free up (defaults delay by seconds).
 SchedulerParameters=batch_sched_delay=0,sched_min_interval=0
 SlurmdTimeout=60
+# The daemons' messages wait longer than the default 10 s before they count
+# as lost (and are retried only a minute later): tests run beside others.
+MessageTimeout=30
 InactiveLimit=0
 KillWait=5
 MinJobAge=300
