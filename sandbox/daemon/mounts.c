@@ -27,9 +27,9 @@ void mount_watch_init(struct mount_watch *w)
 static void table_drop(struct mount_watch *w)
 {
     free(w->entries);
-    free(w->points);
+    free(w->text);
     w->entries = NULL;
-    w->points = NULL;
+    w->text = NULL;
     w->n_entries = 0;
     w->table_ok = false;
 }
@@ -57,7 +57,7 @@ uint64_t mount_watch_events(struct mount_watch *w)
 }
 
 /* Read the table into w: each line's mount point (the fifth field,
- * unescaped) and its hash. */
+ * unescaped and ended in place in the text read) and its hash. */
 static int table_read(struct mount_watch *w)
 {
     table_drop(w);
@@ -65,26 +65,20 @@ static int table_read(struct mount_watch *w)
     struct mini_err ignored;
     if (mini_read_file(MOUNTINFO, &b, MOUNT_TABLE_MAX, &ignored) < 0)
         return -1;
-    char empty[1] = "";
-    char *text = b.data ? b.data : empty;
-    size_t len = b.len;
+    size_t len;
+    if (!(w->text = mini_buf_steal(&b, &len)))
+        return -1;
     w->reads++;
     size_t lines = 0;
     for (size_t i = 0; i < len; i++)
-        lines += text[i] == '\n';
-    /* The points are no longer than their lines. */
-    w->entries = calloc(lines ? lines : 1, sizeof *w->entries);
-    w->points = malloc(len + 1);
-    if (!w->entries || !w->points) {
+        lines += w->text[i] == '\n';
+    if (!(w->entries = calloc(lines ? lines : 1, sizeof *w->entries))) {
         table_drop(w);
         return -1;
     }
-    char *out = w->points;
-    for (char *line = text, *end; *line; line = end + 1) {
-        end = strchr(line, '\n');
-        if (!end)
-            break; /* the kernel ends every line */
-        *end = '\0';
+    for (char *line = w->text, *end; (end = strchr(line, '\n')); line = end + 1) {
+        *end = '\0'; /* the kernel ends every line; a last one cut short is not a mount */
+        uint64_t hash = mini_fnv1a(MINI_FNV1A_INIT, line, (size_t)(end - line));
         /* ID PARENT MAJ:MIN ROOT POINT ... */
         char *f = line;
         for (int i = 0; i < 4 && f; i++) {
@@ -94,14 +88,9 @@ static int table_read(struct mount_watch *w)
         }
         if (!f)
             continue;
-        size_t plen = strcspn(f, " ");
-        memcpy(out, f, plen);
-        out[plen] = '\0';
-        mini_mountinfo_unescape(out);
-        w->entries[w->n_entries++] = (struct mount_entry){ .point = out,
-                                                           .line = mini_fnv1a(MINI_FNV1A_INIT, line,
-                                                                              (size_t)(end - line)) };
-        out += strlen(out) + 1;
+        f[strcspn(f, " ")] = '\0';
+        mini_mountinfo_unescape(f);
+        w->entries[w->n_entries++] = (struct mount_entry){ .point = f, .line = hash };
     }
     w->table_ok = true;
     return 0;

@@ -24,7 +24,7 @@
 #define MOUNT_TABLE_MAX (64u << 20)
 
 struct mount_entry {
-    const char *point; /* unescaped, into mount_watch.points */
+    const char *point; /* unescaped, into mount_watch.text */
     uint64_t line;     /* FNV-1a of the whole mountinfo line */
 };
 
@@ -38,7 +38,7 @@ struct mount_watch {
     uint64_t table_gen;
     struct mount_entry *entries;
     size_t n_entries;
-    char *points; /* the entries' mount points, NUL-separated */
+    char *text; /* the table as read, each entry's point ended in place */
 };
 
 void mount_watch_init(struct mount_watch *w);

@@ -301,6 +301,12 @@ static void client_abort(struct server *s, struct client *c, const struct mini_e
         client_close(s, c);
 }
 
+/* The sooner of two epoll timeouts in ms, -1 meaning none. */
+static int sooner(int a, int b)
+{
+    return a < 0 || (b >= 0 && b < a) ? b : a;
+}
+
 /* Clients that have held part of a frame for frame_timeout get
  * bad_request and are closed (a half-sent frame is never kept forever);
  * the return is the epoll timeout until the next such deadline, or -1. */
@@ -847,9 +853,8 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
                  span_ms(ts.cgroups, ts.ids), span_ms(ts.ids, ts.loop));
     while (!s.stopping) {
         struct epoll_event evs[64];
-        int t_frame = expire_partial_frames(&s), t_park = park_timeout(&s), t_mounts = pool_mounts_timeout(&s);
-        int t = t_frame < 0 || (t_park >= 0 && t_park < t_frame) ? t_park : t_frame;
-        t = t < 0 || (t_mounts >= 0 && t_mounts < t) ? t_mounts : t;
+        int t = expire_partial_frames(&s); /* first: it may close clients */
+        t = sooner(sooner(t, park_timeout(&s)), pool_mounts_timeout(&s));
         int n = epoll_wait(s.ep, evs, 64, s.sweep_pending ? 0 : t);
         if (n < 0) {
             if (errno == EINTR)
