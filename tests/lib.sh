@@ -154,9 +154,8 @@ mini_test_init() {
     log "# $(basename "$0") as uid $(id -u) ($(id -un 2>/dev/null || echo '?')), temp dir $T"
 }
 
-# mkws DIR...: make DIR a workspace the sandbox accepts.  As root, the
-# sandbox refuses root-owned workspaces (a root-owned file in one would be
-# the sandbox's to change): DIR goes to an unprivileged owner,
+# mkws DIR...: make DIR a workspace.  As root, DIR goes to an unprivileged
+# owner (a user's project; root's own checkout is security_root_checkout's),
 # MINI_TEST_WS_UID:MINI_TEST_WS_GID (default nobody, 65534:65534), and the
 # directories above it that we made (the temp dir) become traversable by
 # it.  Rootless, DIR is simply created.

@@ -393,8 +393,8 @@ int mini_cli_bench(int argc, char **argv)
         fprintf(stderr, "mini-sandbox: bench: mkdtemp: %s\n", strerror(errno));
         return 1;
     }
-    /* A root daemon refuses root-owned workspaces: the scratch one is
-     * nobody's, as a user's would be theirs. */
+    /* As root, the scratch workspace is nobody's, as a user's project
+     * would be theirs (the common case, with an idmapped mount). */
     if (geteuid() == 0 && chown(ws, 65534, 65534) < 0) {
         fprintf(stderr, "mini-sandbox: bench: chown %s: %s\n", ws, strerror(errno));
         rmdir(ws);

@@ -1122,7 +1122,7 @@ static bool park_claim(struct server *s, struct session *ss, const struct mini_r
         return false;
     /* The ids session_ids would give now: the directory may have changed
      * hands since. */
-    if (geteuid() == 0 && (owner == 0 || owner != pk->owner_uid || mini_ws_owner_group(owner) != pk->owner_gid))
+    if (geteuid() == 0 && (owner != pk->owner_uid || mini_ws_owner_group(owner) != pk->owner_gid))
         return false;
     _cleanup_free_ char *key = park_key(ss);
     if (!key || strcmp(key, s->parked_key) != 0)
@@ -1292,8 +1292,13 @@ static void idmap_ahead(struct server *s, const struct session *ss)
 /* Whose ids the session's sandboxes run as, and whose its files get (see
  * docs/isolation.md, "Whose ids a sandbox runs as"):
  *   - rootless: the daemon's own, for both;
- *   - root, workspace owned by root: refused (files the sandbox made
- *     would be root's on the host; there is no safe mapping);
+ *   - root, workspace owned by root (a CI job's checkout): as for any
+ *     owner W below, with W = 0, so what the sandbox creates is root's
+ *     on the host; that is safe because no profile's seccomp program
+ *     lets a sandbox set a setuid or setgid bit and it holds no
+ *     capability (no file capabilities either).  Where the sandbox would
+ *     run as W itself (no idmapped mount, the Landlock path) that would be
+ *     root: refused;
  *   - root, owned by uid W: the processes run as a uid of the session's
  *     own from the daemon's range, and see the workspace through an
  *     idmapped mount in which W's files are theirs and what they create
@@ -1301,6 +1306,16 @@ static void idmap_ahead(struct server *s, const struct session *ss)
  *     directory's group.  Per-uid kernel quotas are then the session's
  *     own.  Where the workspace's filesystem cannot be idmapped, or on
  *     the Landlock path (no user namespaces), they run as W itself. */
+/* A root-owned workspace where the sandbox would run as the owner itself. */
+static int refuse_root_owned(struct session *ss, const char *where, struct mini_err *e)
+{
+    return mini_err_set(e, MINI_E_WORKSPACE_INVALID,
+                        "workspace %s is owned by root, and %s a sandbox there would run as root on the host; "
+                        "remedy: give the directory to an unprivileged user (chown -R USER: %s), or run "
+                        "mini-sandboxd (and mini) as that user",
+                        ss->workspace, where, ss->workspace);
+}
+
 static int session_ids(struct server *s, struct session *ss, struct mini_err *e)
 {
     struct stat st;
@@ -1311,13 +1326,8 @@ static int session_ids(struct server *s, struct session *ss, struct mini_err *e)
         ss->host_gid = ss->owner_gid = getegid();
         return 0;
     }
-    if (st.st_uid == 0)
-        return mini_err_set(e, MINI_E_WORKSPACE_INVALID,
-                            "workspace %s is owned by root: files a sandbox writes there would be root's on the "
-                            "host, and a root daemon never runs a sandbox as root; remedy: give the directory to an "
-                            "unprivileged user (chown -R USER: %s; the sandbox then writes as that user), or run "
-                            "mini-sandboxd (and mini) as that user",
-                            ss->workspace, ss->workspace);
+    if (st.st_uid == 0 && ss->assess.path == MINI_PATH_LANDLOCK)
+        return refuse_root_owned(ss, "without user namespaces (the Landlock path)", e);
     ss->owner_uid = ss->host_uid = st.st_uid;
     ss->owner_gid = ss->host_gid = mini_ws_owner_group(st.st_uid);
     if (ss->assess.path == MINI_PATH_LANDLOCK)
@@ -1342,6 +1352,8 @@ static int session_ids(struct server *s, struct session *ss, struct mini_err *e)
         int r = probe < 0 ? -1 : mount_setattr(probe, "", AT_EMPTY_PATH, &attr, sizeof attr);
         int err = errno;
         ss->probe_mount = probe;
+        if (r < 0 && (err == EINVAL || err == EOPNOTSUPP || err == ENOSYS) && ss->owner_uid == 0)
+            return refuse_root_owned(ss, "on a filesystem that cannot be idmapped", e);
         if (r < 0 && (err == EINVAL || err == EOPNOTSUPP || err == ENOSYS)) {
             log_warn("workspace %s: its filesystem cannot be idmapped (%s): the sandbox runs as its owner, uid %u",
                      ss->workspace, strerror(err), (unsigned)ss->owner_uid);

@@ -367,6 +367,8 @@ void mini_ws_guard_free(struct mini_ws_guard *g)
 
 gid_t mini_ws_owner_group(uid_t uid)
 {
+    if (uid == 0)
+        return 0;
     struct passwd *pw = getpwuid(uid);
     if (pw && (pw->pw_gid == 100 || (pw->pw_gid >= 1000 && pw->pw_gid < 65534)))
         return pw->pw_gid;

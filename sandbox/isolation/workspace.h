@@ -78,9 +78,11 @@ int mini_uid_range_peek(const struct mini_uid_range *r);
 void mini_uid_range_put(struct mini_uid_range *r, int slot);
 
 /* The on-disk group a root daemon's sandbox creates files with in a
- * workspace owned by uid: that user's primary group when it is an
- * ordinary one ("users", 100, or 1000 and above), else nogroup (65534):
- * never root's, never a system group, never the directory's own. */
+ * workspace owned by uid: root's (0) in root's workspace, as root itself
+ * would create them there; for any other owner that user's primary group
+ * when it is an ordinary one ("users", 100, or 1000 and above), else
+ * nogroup (65534): never root's, never a system group, never the
+ * directory's own. */
 gid_t mini_ws_owner_group(uid_t uid);
 
 /* Whether the filesystem holding the directory `dir` has project quotas

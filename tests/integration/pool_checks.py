@@ -151,8 +151,8 @@ class Ctx:
         self.tok = f"{os.getpid()}x{random.randrange(10 ** 9):09d}"
 
     def ws(self, name):
-        """A workspace below the given one, with the same owner: as root the
-        sandbox refuses a root-owned workspace, and the test's is not."""
+        """A workspace below the given one, with the same owner as the
+        test's (as root an ordinary user's, not root's)."""
         d = os.path.join(self.ws_root, name)
         os.makedirs(d, exist_ok=True)
         if os.geteuid() == 0:

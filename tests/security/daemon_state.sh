@@ -8,7 +8,7 @@
 mini_test_init "$@"
 TAG=$RUN_TAG
 if is_root; then
-    # A root daemon refuses root-owned workspaces.
+    # An ordinary user's workspace, as a project would be.
     chown 65534:65534 "$WS"
 fi
 
