@@ -183,14 +183,24 @@ struct mini_import_opts {
     enum mini_image_format format;
     const char *name;     /* NAME[:TAG] to give it, or NULL for the source's own */
     const char *tag;      /* for an OCI layout: which ref name to take (SRC:TAG) */
-    uint64_t max_bytes;   /* total bytes of file content (sparse holes count); 0: default */
+    uint64_t max_bytes;   /* total bytes of file content (sparse holes count); 0: the default,
+                           * mini_import_default_max_bytes */
     uint64_t max_entries; /* total entries of all layers; 0: default */
     /* Called now and then during a long import (may be NULL). */
     void (*progress)(void *arg, const char *what, uint64_t done, uint64_t total);
     void *progress_arg;
 };
 
+/* The default of max_bytes: half of what is free (to an unprivileged user)
+ * on the store's filesystem when the import starts, and never more than
+ * MINI_IMPORT_DEFAULT_MAX_BYTES.  Without it a small compressed layer
+ * (a gzip bomb: 64 MB expanding to 64 GiB) could fill the filesystem
+ * before any limit is reached; with it an import stops, on the file sizes
+ * in the tar headers and before their data is written, with at least half
+ * of the free space left.  *free_bytes gets that free space (UINT64_MAX
+ * when the filesystem cannot be asked: then the cap is the default). */
 #define MINI_IMPORT_DEFAULT_MAX_BYTES (64ull << 30)
+uint64_t mini_import_default_max_bytes(const struct mini_image_store *s, uint64_t *free_bytes);
 #define MINI_IMPORT_DEFAULT_MAX_ENTRIES 2000000ull
 
 struct mini_import_result {

@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -107,6 +108,10 @@ struct import {
     struct mini_err *e;
     bool root; /* running as root: ownership kept */
     uint64_t max_bytes, max_entries;
+    /* max_bytes is the default (half of free_bytes, at most 64 GiB); free_bytes:
+     * what was free to us on the store's filesystem at the start (UINT64_MAX: unknown). */
+    bool max_bytes_default;
+    uint64_t free_bytes;
     char *tmp;    /* STORE/tmp/import-XXXXXX */
     int tmpfd;    /* O_PATH of it */
     int lockfd;   /* its owner lock */
@@ -596,10 +601,23 @@ static int extract_entry(struct layer *l, struct archive *tar, struct archive_en
         int64_t size = archive_entry_size_is_set(ent) ? archive_entry_size(ent) : -1;
         if (size < 0)
             return mini_err_set(e, MINI_E_BAD_REQUEST, "%s: %.*s has no size", im->what, MINI_JSON_SHOW(path));
-        if ((uint64_t)size > im->max_bytes || im->res->bytes + (uint64_t)size > im->max_bytes)
+        if ((uint64_t)size > im->max_bytes || im->res->bytes + (uint64_t)size > im->max_bytes) {
+            if (!im->max_bytes_default)
+                return mini_err_set(e, MINI_E_LIMIT,
+                                    "%s: %.*s (%lld bytes) takes the image past its limit of %llu bytes (--max-size)",
+                                    im->what, MINI_JSON_SHOW(path), (long long)size, (unsigned long long)im->max_bytes);
+            if (im->free_bytes == UINT64_MAX)
+                return mini_err_set(e, MINI_E_LIMIT,
+                                    "%s: %.*s (%lld bytes) takes the image past its limit of %llu bytes (the "
+                                    "default; --max-size sets another)",
+                                    im->what, MINI_JSON_SHOW(path), (long long)size, (unsigned long long)im->max_bytes);
             return mini_err_set(e, MINI_E_LIMIT,
-                                "%s: %.*s (%lld bytes) takes the image past its limit of %llu bytes (--max-size)",
-                                im->what, MINI_JSON_SHOW(path), (long long)size, (unsigned long long)im->max_bytes);
+                                "%s: %.*s (%lld bytes) takes the image past its limit of %llu bytes (by default "
+                                "half of the %llu bytes free in the store's filesystem, at most 64 GiB; --max-size "
+                                "sets another)",
+                                im->what, MINI_JSON_SHOW(path), (long long)size, (unsigned long long)im->max_bytes,
+                                (unsigned long long)im->free_bytes);
+        }
         im->res->bytes += (uint64_t)size;
         l->bytes += (uint64_t)size;
         if (remove_at(parent, name, e) < 0)
@@ -1852,6 +1870,19 @@ static char *name_from_path(const char *path)
 
 void mini_import_result_free(struct mini_import_result *r) { free(r->name); }
 
+uint64_t mini_import_default_max_bytes(const struct mini_image_store *s, uint64_t *free_bytes)
+{
+    struct statvfs sv;
+    if (statvfs(s->root, &sv) < 0 || !sv.f_frsize) {
+        *free_bytes = UINT64_MAX;
+        return MINI_IMPORT_DEFAULT_MAX_BYTES;
+    }
+    uint64_t avail = (uint64_t)sv.f_bavail;
+    *free_bytes = avail > UINT64_MAX / sv.f_frsize ? UINT64_MAX - 1 : avail * sv.f_frsize;
+    uint64_t half = *free_bytes / 2;
+    return half < MINI_IMPORT_DEFAULT_MAX_BYTES ? half : MINI_IMPORT_DEFAULT_MAX_BYTES;
+}
+
 int mini_image_import(struct mini_image_store *s, const char *src, const struct mini_import_opts *opts,
                       struct mini_import_result *res, struct mini_err *e)
 {
@@ -1865,7 +1896,9 @@ int mini_image_import(struct mini_image_store *s, const char *src, const struct 
         .res = res,
         .e = e,
         .root = geteuid() == 0,
-        .max_bytes = opts->max_bytes ? opts->max_bytes : MINI_IMPORT_DEFAULT_MAX_BYTES,
+        .max_bytes = opts->max_bytes,
+        .max_bytes_default = !opts->max_bytes,
+        .free_bytes = UINT64_MAX,
         .max_entries = opts->max_entries ? opts->max_entries : MINI_IMPORT_DEFAULT_MAX_ENTRIES,
         .tmpfd = -1,
         .lockfd = -1,
@@ -1917,6 +1950,8 @@ int mini_image_import(struct mini_image_store *s, const char *src, const struct 
     gl = mini_image_lock(s, "lock", LOCK_SH, e);
     if (gl < 0)
         goto out;
+    if (im.max_bytes_default)
+        im.max_bytes = mini_import_default_max_bytes(s, &im.free_bytes);
     if (asprintf(&im.tmp, "%s/tmp/import-XXXXXX", s->root) < 0 || !mkdtemp(im.tmp)) {
         mini_err_sys(e, MINI_E_IO, errno, "creating a directory in %s/tmp", s->root);
         goto out;

@@ -324,12 +324,69 @@ static __attribute__((format(printf, 3, 4))) int decide(struct mini_approval *ou
     return 0;
 }
 
-/* The answer: one JSON object, {"decision": "allow"|"deny", ...}. */
-static int parse_answer(const char *text, size_t len, struct mini_approval *out)
+/* What makes an answer unacceptable before cJSON reads it, or NULL.
+ * cJSON would cut a string at a NUL (raw, or written \u0000: "allow\u0000x"
+ * reads as "allow"), take raw control characters into strings, and skip
+ * any byte up to a space as if it were whitespace; none of that is JSON. */
+static const char *answer_flaw(const char *text, size_t len)
 {
-    _cleanup_cjson_ cJSON *a = cJSON_ParseWithLength(text, len);
+    bool in_string = false;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c == '\0')
+            return "a NUL byte";
+        if (in_string) {
+            if (c < 0x20)
+                return "a control character in a string";
+            if (c == '"') {
+                in_string = false;
+            } else if (c == '\\' && i + 1 < len) {
+                i++;
+                if (text[i] == 'u' && i + 4 < len && memcmp(text + i + 1, "0000", 4) == 0)
+                    return "a NUL character (\\u0000) in a string";
+            }
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
+            return "a control character";
+        }
+    }
+    return NULL;
+}
+
+static bool json_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+/* The answer: exactly one JSON object, {"decision": "allow"|"deny", ...},
+ * with whitespace around it and nothing else. */
+int mini_policy_parse_approval(const char *text, size_t len, struct mini_approval *out)
+{
+    *out = (struct mini_approval){ 0 };
+    const char *flaw = answer_flaw(text, len);
+    if (flaw)
+        return decide(out, false, "the approver's answer has %s", flaw);
+    size_t shown = len; /* what a reason quotes: without the whitespace at the end */
+    while (shown && json_space(text[shown - 1]))
+        shown--;
+    const char *end = NULL;
+    _cleanup_cjson_ cJSON *a = cJSON_ParseWithLengthOpts(text, len, &end, false);
     if (!cJSON_IsObject(a))
-        return decide(out, false, "the approver's answer is not a JSON object: %.*s", (int)(len > 80 ? 80 : len), text);
+        return decide(out, false, "the approver's answer is not a JSON object: %.*s", (int)(shown > 80 ? 80 : shown),
+                      text);
+    size_t at = end && end >= text && end <= text + len ? (size_t)(end - text) : len;
+    while (at < len && json_space(text[at]))
+        at++;
+    if (at < len)
+        return decide(out, false, "the approver's answer is not one JSON object: more after the object: %.*s",
+                      (int)(shown - at > 80 ? 80 : shown - at), text + at);
+    /* A name given twice: which one counts would be up to the parser. */
+    static const char *const names[] = { "decision", "reason", "by" };
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        unsigned n = 0;
+        for (const cJSON *c = a->child; c; c = c->next)
+            n += c->string && strcmp(c->string, names[i]) == 0;
+        if (n > 1)
+            return decide(out, false, "the approver's answer has \"%s\" more than once", names[i]);
+    }
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(a, "decision");
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(a, "reason");
     const cJSON *by = cJSON_GetObjectItemCaseSensitive(a, "by");
@@ -481,7 +538,7 @@ int mini_policy_ask_approver(const char *command, double timeout, const cJSON *r
     else if (!ans.data || !ans.len)
         rc = decide(out, false, "the approver gave no answer");
     else
-        rc = parse_answer(ans.data, ans.len, out);
+        rc = mini_policy_parse_approval(ans.data, ans.len, out);
     mini_buf_free(&ans);
     return rc;
 }

@@ -83,6 +83,12 @@ struct mini_approval {
 int mini_policy_ask_approver(const char *command, double timeout, const cJSON *request, const volatile int *cancel,
                              struct mini_approval *out);
 void mini_approval_free(struct mini_approval *a);
+/* An approver's answer, text (len bytes, NUL or not at the end; the length
+ * counts): exactly one JSON object with whitespace around it, "decision"
+ * the string "allow" or "deny" and no name given twice, no NUL and no raw
+ * control character anywhere.  Anything else is a deny whose reason says
+ * what was wrong.  0, or -1 when out of memory. */
+int mini_policy_parse_approval(const char *text, size_t len, struct mini_approval *out);
 
 /* ---- the audit log ---- */
 

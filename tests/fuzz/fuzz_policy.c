@@ -2,7 +2,9 @@
  * the first line-separated part) and commands to match (the other lines).
  * Nothing may crash or leak; an invalid policy must be a config error
  * naming a key under `policy`; a valid one must give every command a
- * verdict and a rule name. */
+ * verdict and a rule name.  The same bytes are also read as an approver's
+ * answer (mini_policy_parse_approval): always a verdict with a reason and
+ * a "by", and never an allow from an answer with a NUL in it. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *text = (const char *)data;
+    struct mini_approval ap;
+    if (mini_policy_parse_approval(text, size, &ap) == 0) {
+        if (!ap.reason || !ap.by || (ap.allow && memchr(text, '\0', size)))
+            abort();
+        mini_approval_free(&ap);
+    }
     const char *sep = memmem(text, size, "\n--\n", 4);
     size_t head = sep ? (size_t)(sep - text) : size;
     struct mini_err e;

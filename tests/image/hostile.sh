@@ -36,7 +36,7 @@ expect_import_fails "a name with a newline is rejected" "control character" "$H/
 mk whiteout-dot "$H/whiteout-dot.tar"
 expect_import_fails "a whiteout of .. is rejected" "invalid whiteout" "$H/whiteout-dot.tar"
 mk huge "$H/huge.tar"
-expect_import_fails "a 100 GiB file is rejected (default limit 64 GiB)" "limit" "$H/huge.tar"
+expect_import_fails "a 100 GiB file is rejected (default limit at most 64 GiB)" "limit" "$H/huge.tar"
 if truncate -s 1T "$H/sparse" 2>/dev/null && tar -C "$H" -cSf "$H/sparse.tar" sparse 2>/dev/null; then
     rm -f "$H/sparse"
     expect_import_fails "a 1 TiB sparse file is rejected" "limit" "$H/sparse.tar"

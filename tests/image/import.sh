@@ -2,8 +2,9 @@
 # Image import end to end (docs/images.md): an OCI layout and a
 # docker-archive of the same two-layer busybox image (tests/image/mkimage.py),
 # whiteouts and opaque directories applied, layers shared, names, inspect,
-# rm, prune, a root filesystem tarball, two imports at once, and an import
-# killed half-way (nothing half-imported is ever listed).
+# rm, prune, a root filesystem tarball, two imports at once, an import
+# killed half-way (nothing half-imported is ever listed), and a gzip bomb
+# stopped by the default --max-size on a small filesystem.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 mini_test_init "$@"
 . "$(dirname "${BASH_SOURCE[0]}")/image_lib.sh"
@@ -117,5 +118,42 @@ assert c["format"] == "docker-archive-legacy", c["format"]
 assert "IMAGE_VAR=from-image" in c["config"]["config"]["Env"] and c["config"]["config"]["WorkingDir"] == "/work"
 assert len(c["config"]["rootfs"]["diff_ids"]) == 2' "$OUT"
 check "legacy: its layers are the same as the others' (shared)" test "$(ls "$STORE/layers" | wc -l)" = 2
+
+# A gzip bomb (three files of 100 MiB of zeros, ~300 KiB) imported without
+# --max-size into a store on a 256 MiB filesystem: the default limit, half
+# of what is free, stops it at the second file's header, long before the
+# filesystem is full, and nothing is left in the store.  Root only (it
+# mounts a tmpfs, unmounted at the end or by the exit trap).
+SMALL=$T/small
+if ! is_root; then
+    skip "gzip bomb into a small filesystem" "mounting a tmpfs needs root"
+elif ! { mkdir -p "$SMALL" && mount -t tmpfs -o size=256m,mode=0755 mini-test-small "$SMALL"; }; then
+    skip "gzip bomb into a small filesystem" "cannot mount a tmpfs here"
+else
+    cleanup_cmd "umount -l '$SMALL'"
+    python3 "$MKIMAGE" hostile bomb-files "$T/bomb3.tar.gz" 3
+    S=$STORE
+    export MINI_IMAGE_STORE=$SMALL/store
+    STORE=$MINI_IMAGE_STORE
+    used() { df --output=used -B1 "$SMALL" | tail -n 1 | tr -d ' '; }
+    # the filesystem's use while the import runs, every 20 ms
+    (while :; do used; sleep 0.02; done) >"$T/small-used" 2>/dev/null &
+    sampler=$!
+    BG_PIDS+=("$sampler")
+    expect_import_fails "a gzip bomb without --max-size stops at the default limit (half the free space)" \
+        "bytes free in the store's filesystem" "$T/bomb3.tar.gz"
+    kill "$sampler" 2>/dev/null || true
+    wait "$sampler" 2>/dev/null || true
+    check "it stopped on the limit, not on a full filesystem" test "${ERR/No space left/}" = "$ERR"
+    peak=$(sort -n "$T/small-used" | tail -n 1)
+    check "the filesystem never got near full during the import (peak ${peak:-?} of 268435456 bytes)" \
+        test "${peak:-268435456}" -lt $((160 << 20))
+    check "nothing of it is left in the store (layers, images, tmp)" \
+        test -z "$(find "$STORE/layers" "$STORE/images" "$STORE/tmp" -mindepth 1 2>&1 | head -n 1)"
+    check "the filesystem is nearly empty after it ($(used) bytes used)" test "$(used)" -lt $((1 << 20))
+    export MINI_IMAGE_STORE=$S
+    STORE=$S
+    check "the tmpfs is unmounted" umount "$SMALL"
+fi
 
 finish

@@ -289,6 +289,16 @@ def hostile(kind, out, arg):
                 big.size = 200 << 20
                 t.addfile(big, ZeroReader(big.size))
         return
+    elif kind == "bomb-files":  # arg (default 3) files of 100 MiB of zeros each, gzip'd to ~100 KiB each
+        with gzip.open(out, "wb") as g:
+            with tarfile.open(fileobj=g, mode="w|") as t:
+                for e, d in base:
+                    t.addfile(e, io.BytesIO(d) if d is not None else None)
+                for i in range(int(arg or 3)):
+                    big = tarfile.TarInfo("etc/zeros%d" % i)
+                    big.size = 100 << 20
+                    t.addfile(big, ZeroReader(big.size))
+        return
     elif kind == "many":  # more entries than --max-entries
         ents = base + [ti("etc/f%05d" % i, data=b"") for i in range(int(arg or 3000))]
     elif kind == "whiteout-dot":

@@ -1,7 +1,9 @@
 /* Unit tests of agent/policy: rule matching (first match wins, the
  * default, the whitelist), config errors naming the key, the external
- * approver (allow, deny, crash, hang, garbage) and concurrent writers to
- * one audit log (8 processes x 200 lines: none torn, none lost). */
+ * approver (allow, deny, crash, hang, garbage, answers that are nearly an
+ * allow: a NUL, text after the object, "decision" twice) and concurrent
+ * writers to one audit log (8 processes x 200 lines: none torn, none
+ * lost). */
 #include "check.h"
 #include "policy/policy.h"
 #include "mini/buf.h"
@@ -141,6 +143,47 @@ static void test_approver(void)
     /* a hang (and a child of it holding stdout) is killed at the timeout */
     ask("sleep 30 & sleep 30", 0.5, false, "did not answer within 0.5 seconds", NULL);
     ask("/nonexistent/approver", 5, false, "exit status 127", NULL);
+    /* Exactly one JSON object, then only whitespace; anything else is a
+     * deny whose reason says what was wrong with the answer. */
+    ask("printf '%s' '{\"decision\":\"allow\\u0000x\"}'", 5, false, "NUL", NULL);
+    ask("printf '%s' '{\"decision\":\"allow\",\"reason\":\"ok\\u0000\"}'", 5, false, "NUL", NULL);
+    ask("printf '{\"decision\":\"allow\\000x\"}'", 5, false, "NUL", NULL);
+    ask("printf '{\"decision\":\"allow\"}\\000'", 5, false, "NUL", NULL);
+    ask("echo '{\"decision\":\"allow\"} trailing garbage'", 5, false, "after the object", NULL);
+    ask("echo '{\"decision\":\"allow\"}{\"decision\":\"deny\"}'", 5, false, "after the object", NULL);
+    ask("printf '{\"decision\":\"allow\"}\\n{\"decision\":\"deny\"}\\n'", 5, false, "after the object", NULL);
+    ask("echo '{\"decision\":\"deny\",\"decision\":\"allow\"}'", 5, false, "\"decision\" more than once", NULL);
+    ask("echo '{\"decision\":\"allow\",\"decision\":\"allow\"}'", 5, false, "\"decision\" more than once", NULL);
+    ask("echo '\"allow\"'", 5, false, "not a JSON object", NULL);
+    ask("echo '[{\"decision\":\"allow\"}]'", 5, false, "not a JSON object", NULL);
+    ask("printf '\\001{\"decision\":\"allow\"}'", 5, false, "control character", NULL);
+    ask("printf '{\"decision\":\"allow\",\"reason\":\"a\\tb\"}'", 5, false, "control character", NULL);
+    ask("echo '{\"decision\":true}'", 5, false, "no decision allow or deny", NULL);
+    ask("echo '{\"decision\":\"ALLOW\"}'", 5, false, "no decision allow or deny", NULL);
+    ask("echo '{\"decision\":\"allow \"}'", 5, false, "no decision allow or deny", NULL);
+    ask("echo '{\"decision\":\"ask\"}'", 5, false, "no decision allow or deny", NULL);
+    ask("echo '{\"reason\":\"no decision\"}'", 5, false, "no decision allow or deny", NULL);
+    /* valid answers: whitespace around the object, several lines, escapes */
+    ask("printf ' \\n{\"decision\":\"allow\"}\\n\\n \\t\\r\\n'", 5, true, "allowed by the approver", NULL);
+    ask("printf '{\\n  \"decision\": \"deny\",\\n  \"reason\": \"two\\\\nlines\"\\n}\\n'", 5, false, "two\nlines",
+        NULL);
+    ask("printf '%s' '{\"decision\":\"allow\",\"reason\":\"C:\\\\u0000 is a path\",\"by\":\"b\"}'", 5, true,
+        "C:\\u0000 is a path", "b");
+    ask("printf '%s' '{\"decision\":\"allow\",\"reason\":\"caf\\u00e9\"}'", 5, true, "caf\xc3\xa9", NULL);
+    /* the length limit on the answer as before: an 8 MiB reason is too
+     * long, a 60 KB one is whole */
+    ask("printf '{\"decision\":\"allow\",\"reason\":\"'; head -c 8388608 /dev/zero | tr '\\0' x; printf '\"}'", 10,
+        false, "longer than 65536 bytes", NULL);
+    {
+        struct mini_approval a;
+        cJSON *req = cJSON_CreateObject();
+        CHECK(mini_policy_ask_approver(
+                  "printf '{\"decision\":\"allow\",\"reason\":\"'; head -c 60000 /dev/zero | tr '\\0' x; printf '\"}'",
+                  10, req, NULL, &a) == 0);
+        CHECK_MSG(a.allow && strlen(a.reason) == 60000, "60 KB reason: allow=%d, %zu bytes", a.allow, strlen(a.reason));
+        mini_approval_free(&a);
+        cJSON_Delete(req);
+    }
     /* an approver that never reads a large request still gets killed */
     cJSON *big = cJSON_CreateObject();
     char *pad = malloc(300000);
