@@ -763,6 +763,14 @@ static int run_batch(struct opts *o)
         }
         b.ctx.chown_ws = b.ctx.ws_uid != 0;
     }
+    /* What a task's workspace is never copied from: the sandbox daemon's
+     * list (mini/ws.h), with the workspace owner's home as the daemon adds it. */
+    const struct passwd *owner = b.ctx.chown_ws ? getpwuid(b.ctx.ws_uid) : NULL;
+    if (mini_ws_guard_init(&b.ctx.guard, NULL, NULL, &e) < 0 ||
+        (owner && mini_ws_guard_add_home(&b.ctx.guard, owner->pw_dir) < 0)) {
+        fprintf(stderr, "mini batch: %s\n", e.msg[0] ? e.msg : "out of memory");
+        goto out;
+    }
     b.queue = calloc(b.tasks.n ? b.tasks.n : 1, sizeof *b.queue);
     b.pending = cJSON_CreateArray();
     if (!b.queue || !b.pending)
@@ -840,6 +848,7 @@ out:
             unlink(sock);
     }
     mini_close(lock);
+    mini_ws_guard_free(&b.ctx.guard);
     free(b.queue);
     cJSON_Delete(b.pending);
     batch_out_free(&b.out);

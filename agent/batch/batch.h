@@ -16,6 +16,7 @@
 #include <cjson/cJSON.h>
 #include "batch/tasks.h"
 #include "mini/err.h"
+#include "mini/ws.h"
 
 /* `mini batch ...`: argv[0] is "batch".  The exit code. */
 int mini_batch_main(int argc, char **argv);
@@ -25,10 +26,11 @@ struct batch_ctx {
     cJSON *cfg;          /* the merged config; each task gets a copy */
     const char *out_dir; /* absolute */
     bool sandbox;        /* environment_class sandbox */
-    bool chown_ws;       /* root with a sandbox: workspaces go to ws_uid:ws_gid */
+    bool chown_ws;       /* root with a sandbox: workspaces are made as, and go to, ws_uid:ws_gid */
     uid_t ws_uid;
     gid_t ws_gid;
-    int progress_fd; /* the worker writes "P calls cost\n" here, or -1 */
+    int progress_fd;            /* the worker writes "P calls cost\n" here, or -1 */
+    struct mini_ws_guard guard; /* what a task's workspace may not be copied from */
 };
 
 /* Run one task in this (worker) process: its directory OUT/ID is made

@@ -3,12 +3,13 @@
  * fresh sandbox, and OUT/ID/result.json for the batch to record. */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,10 +18,12 @@
 #include "config/config.h"
 #include "environment.h"
 #include "mini/buf.h"
+#include "mini/client.h"
 #include "mini/clock.h"
 #include "mini/cleanup.h"
 #include "mini/io.h"
 #include "mini/json.h"
+#include "mini/ws.h"
 #include "model.h"
 #include "policy/policy.h"
 
@@ -44,94 +47,244 @@ static void on_signal(int sig)
         mini_environment_interrupt(w_env);
 }
 
-/* Run argv (no shell) with stdout and stderr appended to log; 0 when it
- * exits 0, else -1 with e naming it and the log. */
-static int host_run(char *const argv[], const char *log, struct mini_err *e)
+/* How a command that makes a workspace runs (host_run). */
+struct host_as {
+    bool drop; /* as uid:gid, with no supplementary groups (root making a workspace for them) */
+    uid_t uid;
+    gid_t gid;
+    int cwd_fd;        /* its working directory, or -1 */
+    int keep_fd;       /* an fd it inherits (named /proc/self/fd/N in argv), or -1 */
+    const char *src;   /* or this directory, opened as that user: the one checked, */
+    dev_t src_dev;     /* by identity, so that a path changed since the check is */
+    ino_t src_ino;     /* refused */
+    mode_t umask;      /* or (mode_t)-1: unchanged */
+    char *const *envp; /* or NULL: this process's */
+};
+
+/* "mini batch: WHAT: WHY" on stderr (the log), then _exit. */
+static _Noreturn void child_fail(const char *what, const char *why)
 {
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    pid_t pid;
-    int r = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (r != 0)
-        return mini_err_sys(e, MINI_E_IO, r, "running %s", argv[0]);
+    (void)!write(2, "mini batch: ", 12);
+    (void)!write(2, what, strlen(what));
+    (void)!write(2, ": ", 2);
+    (void)!write(2, why, strlen(why));
+    (void)!write(2, "\n", 1);
+    _exit(127);
+}
+
+/* The child's side of host_run, between fork and exec: system calls only
+ * (and strerror), then exec or _exit. */
+static _Noreturn void host_child(char *const argv[], const char *log, const struct host_as *as)
+{
+    const char *what = "/dev/null";
+    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+        _exit(126);
+    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null < 0 || dup2(null, 0) < 0)
+        goto fail;
+    what = "dropping to the workspace's owner";
+    if (as->drop &&
+        (setgroups(0, NULL) < 0 || setresgid(as->gid, as->gid, as->gid) < 0 ||
+         setresuid(as->uid, as->uid, as->uid) < 0))
+        goto fail;
+    if (as->keep_fd >= 0 && fcntl(as->keep_fd, F_SETFD, 0) < 0)
+        goto fail;
+    what = "entering the workspace";
+    if (as->cwd_fd >= 0 && fchdir(as->cwd_fd) < 0)
+        goto fail;
+    if (as->src) {
+        what = as->src;
+        int d = open(as->src, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        if (d < 0 || fstat(d, &st) < 0)
+            goto fail;
+        if (st.st_dev != as->src_dev || st.st_ino != as->src_ino)
+            child_fail(as->src, "not the directory that was checked (it changed since)");
+        what = "entering the source directory";
+        if (fchdir(d) < 0)
+            goto fail;
+    }
+    if (as->umask != (mode_t)-1)
+        umask(as->umask);
+    what = argv[0];
+    execvpe(argv[0], argv, as->envp ? as->envp : environ);
+fail:
+    child_fail(what, strerror(errno));
+}
+
+/* The last line of the log, for the task's error. */
+static void log_tail(const char *log, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    _cleanup_close_ int fd = open(log, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0 || size < 2)
+        return;
+    off_t from = st.st_size > (off_t)size - 1 ? st.st_size - ((off_t)size - 1) : 0;
+    ssize_t n = pread(fd, buf, size - 1, from);
+    if (n <= 0)
+        return;
+    while (n > 0 && buf[n - 1] == '\n')
+        n--;
+    buf[n] = '\0';
+    char *nl = strrchr(buf, '\n');
+    if (nl)
+        memmove(buf, nl + 1, strlen(nl + 1) + 1);
+}
+
+/* Run argv (no shell) as `as` says, with stdout and stderr appended to
+ * log; 0 when it exits 0, else -1 with e naming it, its last line and the
+ * log. */
+static int host_run(char *const argv[], const char *log, const struct host_as *as, struct mini_err *e)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return mini_err_sys(e, MINI_E_IO, errno, "running %s", argv[0]);
+    if (pid == 0)
+        host_child(argv, log, as);
     int st;
     while (waitpid(pid, &st, 0) < 0)
         if (errno != EINTR)
             return mini_err_sys(e, MINI_E_IO, errno, "waiting for %s", argv[0]);
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        return mini_err_set(e, MINI_E_IO, "%s failed (status %d); see %s", argv[0],
-                            WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), log);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        char last[512], who[64] = "";
+        log_tail(log, last, sizeof last);
+        if (as->drop)
+            snprintf(who, sizeof who, " (as %u:%u, the workspace's owner)", (unsigned)as->uid, (unsigned)as->gid);
+        return mini_err_set(e, MINI_E_IO, "%s%s failed (status %d)%s%s; see %s", argv[0], who,
+                            WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), last[0] ? ": " : "", last, log);
+    }
     return 0;
 }
 
-/* chown of a tree this process has just made (nothing else writes there
- * yet): symlinks themselves, never what they name; one filesystem. */
-static uid_t give_uid;
-static gid_t give_gid;
-static int give_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+/* The directory a task's workspace is copied from: resolved without
+ * following any symlink and checked as the sandbox daemon checks a
+ * workspace (mini/ws.h: no system directory, no home directory, nothing
+ * that holds mini's configuration directory).  *canon and *st of it, or
+ * -1 with e. */
+static int open_source(const struct batch_ctx *b, const char *path, char **canon, struct stat *st, struct mini_err *e)
 {
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return lchown(path, give_uid, give_gid);
+    _cleanup_free_ char *abs = mini_client_abspath(path);
+    if (!abs)
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    _cleanup_close_ int fd = -1;
+    if (mini_ws_open(abs, canon, &fd, e) < 0 || mini_ws_check(&b->guard, NULL, *canon, fd, e) < 0)
+        return -1;
+    if (fstat(fd, st) < 0)
+        return mini_err_sys(e, MINI_E_IO, errno, "%s", *canon);
+    return 0;
 }
 
-static int give_tree(const char *dir, uid_t uid, gid_t gid)
+/* Git's global config for a clone as the workspace's owner (an fd of a
+ * memfd): safe.directory for a local repository at url owned by this
+ * process's user, else nothing.  -1 with e. */
+static int git_config_as_owner(const char *url, struct mini_err *e)
 {
-    give_uid = uid;
-    give_gid = gid;
-    return nftw(dir, give_one, 64, FTW_PHYS | FTW_MOUNT);
+    int fd = memfd_create("mini-batch-gitconfig", MFD_CLOEXEC);
+    if (fd < 0)
+        return mini_err_sys(e, MINI_E_IO, errno, "memfd_create");
+    _cleanup_free_ char *real = url[0] == '/' ? realpath(url, NULL) : NULL;
+    struct stat st;
+    if (real && !strpbrk(real, "\"\\\n") && stat(real, &st) == 0 && st.st_uid == geteuid())
+        dprintf(fd, "[safe]\n\tdirectory = \"%s\"\n\tdirectory = \"%s/.git\"\n", real, real);
+    return fd;
 }
 
 /* The task's workspace, made fresh: a copy of a directory, a clone at a
- * commit, or empty; given to the sandbox's user when root runs a sandbox. */
+ * commit, or empty.  When root runs a sandbox, the workspace belongs to
+ * the sandbox's user (ws_uid), and what fills it runs as that user: it
+ * reads the source with that user's rights, never root's. */
 static int make_workspace(const struct batch_ctx *b, const struct mini_task *t, const char *ws, const char *log,
                           struct mini_err *e)
 {
     if (mini_rm_rf(ws, e) < 0)
         return mini_err_prefix(e, "removing the last run's workspace");
-    if (t->ws_git) {
-        char *clone[] = {
-            "git",      "-c", "core.hooksPath=/dev/null", "clone", "--quiet", "--no-hardlinks", "--", (char *)t->ws_git,
-            (char *)ws, NULL
-        };
-        if (host_run(clone, log, e) < 0)
-            return mini_err_prefix(e, "workspace: cloning %s", t->ws_git);
-        if (t->ws_commit) {
-            char *co[] = { "git",
-                           "-C",
-                           (char *)ws,
-                           "-c",
-                           "core.hooksPath=/dev/null",
-                           "-c",
-                           "advice.detachedHead=false",
-                           "checkout",
-                           "--quiet",
-                           (char *)t->ws_commit,
-                           "--",
-                           NULL };
-            if (host_run(co, log, e) < 0)
-                return mini_err_prefix(e, "workspace: checking out %s", t->ws_commit);
-        }
-    } else {
-        if (mkdir(ws, 0755) < 0)
-            return mini_err_sys(e, MINI_E_IO, errno, "creating %s", ws);
-        if (t->ws_path) {
-            _cleanup_free_ char *src = NULL;
-            if (asprintf(&src, "%s/.", t->ws_path) < 0)
-                return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-            char *cp[] = { "cp", "-a", "--", src, (char *)ws, NULL };
-            if (host_run(cp, log, e) < 0)
-                return mini_err_prefix(e, "workspace: copying %s", t->ws_path);
-        }
-    }
-    if (b->chown_ws && give_tree(ws, b->ws_uid, b->ws_gid) < 0)
+    _cleanup_free_ char *src = NULL;
+    struct stat sst;
+    if (t->ws_path && open_source(b, t->ws_path, &src, &sst, e) < 0)
+        return -1;
+    /* The directory itself: made by this process in OUT/ID, which nobody
+     * else writes, then given to the owner before anything goes in. */
+    if (mkdir(ws, 0755) < 0)
+        return mini_err_sys(e, MINI_E_IO, errno, "creating %s", ws);
+    _cleanup_close_ int wfd = open(ws, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (wfd < 0)
+        return mini_err_sys(e, MINI_E_IO, errno, "opening %s", ws);
+    if (b->chown_ws && fchownat(wfd, "", b->ws_uid, b->ws_gid, AT_EMPTY_PATH) < 0)
         return mini_err_sys(e, MINI_E_IO, errno, "workspace: giving %s to %u:%u", ws, (unsigned)b->ws_uid,
                             (unsigned)b->ws_gid);
+    struct host_as as = {
+        .drop = b->chown_ws, .uid = b->ws_uid, .gid = b->ws_gid, .cwd_fd = wfd, .keep_fd = -1, .umask = (mode_t)-1
+    };
+    if (t->ws_git) {
+        _cleanup_free_ char *url = NULL;
+        /* A relative local path is relative to where mini batch runs, not to the workspace. */
+        if (t->ws_git[0] != '/' && !strchr(t->ws_git, ':'))
+            url = mini_client_abspath(t->ws_git);
+        else
+            url = strdup(t->ws_git);
+        if (!url)
+            return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+        /* As the workspace's owner: that user's home, and a global config
+         * of the batch's.  Git refuses a local repository its user does not
+         * own (its config could run commands); the owner may clone one of
+         * the batch's user's own, as that user could before. */
+        _cleanup_close_ int gcfg = -1;
+        _cleanup_free_ char **envp = NULL;
+        _cleanup_free_ char *home = NULL, *global = NULL;
+        if (as.drop) {
+            if ((gcfg = git_config_as_owner(url, e)) < 0)
+                return -1;
+            const struct passwd *pw = getpwuid(as.uid);
+            size_t n = 0;
+            while (environ[n])
+                n++;
+            if (asprintf(&home, "HOME=%s", pw && pw->pw_dir[0] == '/' ? pw->pw_dir : "/nonexistent") < 0 ||
+                asprintf(&global, "GIT_CONFIG_GLOBAL=/proc/self/fd/%d", gcfg) < 0 ||
+                !(envp = calloc(n + 3, sizeof *envp))) {
+                home = global = NULL;
+                return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+            }
+            size_t k = 0;
+            for (size_t i = 0; i < n; i++)
+                if (strncmp(environ[i], "HOME=", 5) != 0 && strncmp(environ[i], "GIT_CONFIG_GLOBAL=", 18) != 0)
+                    envp[k++] = environ[i];
+            envp[k++] = home;
+            envp[k++] = global;
+            as.envp = envp;
+            as.keep_fd = gcfg;
+        }
+        char *clone[] = { "git", "-c", "core.hooksPath=/dev/null", "clone", "--quiet", "--no-hardlinks", "--", url,
+                          ".",   NULL };
+        if (host_run(clone, log, &as, e) < 0)
+            return mini_err_prefix(e, "workspace: cloning %s", t->ws_git);
+        if (t->ws_commit) {
+            char *co[] = { "git",      "-c",      "core.hooksPath=/dev/null", "-c", "advice.detachedHead=false",
+                           "checkout", "--quiet", (char *)t->ws_commit,       "--", NULL };
+            if (host_run(co, log, &as, e) < 0)
+                return mini_err_prefix(e, "workspace: checking out %s", t->ws_commit);
+        }
+    } else if (src) {
+        /* The copy: recursive, symlinks copied as symlinks, hard links and
+         * timestamps kept.  Not the owner (the copy is the copier's) nor
+         * --preserve=mode: with umask 0, GNU cp gives a new file the
+         * source's permission bits without setuid and setgid. */
+        _cleanup_free_ char *dest = NULL;
+        if (asprintf(&dest, "/proc/self/fd/%d", wfd) < 0) {
+            dest = NULL;
+            return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+        }
+        char *cp[] = { "cp", "-R", "--no-dereference", "--preserve=timestamps,links", "--", ".", dest, NULL };
+        as.cwd_fd = -1;
+        as.keep_fd = wfd;
+        as.src = src;
+        as.src_dev = sst.st_dev;
+        as.src_ino = sst.st_ino;
+        as.umask = 0;
+        if (host_run(cp, log, &as, e) < 0)
+            return mini_err_prefix(e, "workspace: copying %s", src);
+    }
     return 0;
 }
 
