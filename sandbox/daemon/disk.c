@@ -74,6 +74,7 @@ static int measure(const struct disk_watch *w, uint64_t max_entries, uint64_t *t
 /* What a measuring process writes to its pipe: one write, under PIPE_BUF. */
 struct measure_result {
     int rc;
+    int code, sys_errno; /* rc < 0: the error's */
     uint64_t total;
     char msg[512];
 };
@@ -124,8 +125,11 @@ static struct measure *measure_start(struct server *s, struct session *ss, enum 
         struct measure_result r = { 0 };
         struct mini_err e;
         r.rc = measure(w, DISK_MAX_ENTRIES, &r.total, &e);
-        if (r.rc < 0)
+        if (r.rc < 0) {
+            r.code = e.code;
+            r.sys_errno = e.sys_errno;
             snprintf(r.msg, sizeof r.msg, "%.500s", e.msg);
+        }
         _exit(write(p[1], &r, sizeof r) == sizeof r ? 0 : 1);
     }
     int err = errno;
@@ -200,7 +204,22 @@ static void watch_on(struct disk_watch *w)
              DISK_POLL_MS);
 }
 
-int disk_open(struct server *s, struct client *c, struct session *ss, int64_t req_id)
+/* Why an open's watch could not be set up, as the open's error: the
+ * daemon's resources (fds, memory, processes) are busy, to try again;
+ * a workspace that cannot be measured (unreadable, too many entries) is
+ * said as such.  Either way the open fails: a disk_mb is never dropped. */
+static int open_refused(struct session *ss, int code, int err, const char *why, struct mini_err *e)
+{
+    bool resources =
+        code == MINI_E_NOMEM || err == EMFILE || err == ENFILE || err == ENOMEM || err == EAGAIN || err == 0;
+    mini_err_set(e, resources ? MINI_E_BUSY : MINI_E_WORKSPACE_INVALID,
+                 "disk_mb (%" PRIu64 " MiB) cannot be enforced: %.600s", ss->disk.limit >> 20, why);
+    e->sys_errno = err;
+    log_warn("session %s: %s", ss->id, e->msg);
+    return -1;
+}
+
+int disk_open(struct server *s, struct client *c, struct session *ss, int64_t req_id, struct mini_err *e)
 {
     struct disk_watch *w = &ss->disk;
     w->fd[0] = w->fd[1] = -1;
@@ -219,8 +238,10 @@ int disk_open(struct server *s, struct client *c, struct session *ss, int64_t re
     for (int i = 0; i < w->n; i++) {
         struct stat st;
         if (w->fd[i] < 0 || fstat(w->fd[i], &st) < 0) {
-            watch_off(w, "the session's trees could not be opened", strerror(errno));
-            return 0;
+            int err = errno;
+            char why[160];
+            snprintf(why, sizeof why, "the session's trees could not be opened: %s", strerror(err));
+            return open_refused(ss, MINI_E_IO, err, why, e);
         }
         w->dev[i] = st.st_dev;
     }
@@ -241,10 +262,10 @@ int disk_open(struct server *s, struct client *c, struct session *ss, int64_t re
     }
     struct measure *m = measure_start(s, ss, MEASURE_OPEN);
     if (!m) {
-        watch_off(w, "disk_mb is not enforced: no process could be started to measure the workspace",
-                  strerror(errno));
-        log_warn("session %s: %s", ss->id, w->why);
-        return 0;
+        int err = errno;
+        char why[160];
+        snprintf(why, sizeof why, "no process could be started to measure the workspace: %s", strerror(err));
+        return open_refused(ss, MINI_E_IO, err, why, e);
     }
     m->client = c;
     m->req_id = req_id;
@@ -344,16 +365,25 @@ void disk_measured(struct server *s, struct measure *m)
         session_unref(ss);      /* the open's own reference: its client left */
     } else if (m->kind == MEASURE_OPEN) {
         if (!got || r.rc < 0) {
-            watch_off(w, "disk_mb is not enforced: the workspace could not be measured at open",
-                      got ? r.msg : "the measuring process died");
-            log_warn("session %s: %s", ss->id, w->why);
+            /* The open fails, as do_open's own failures do: the session
+             * was never the client's. */
+            struct mini_err e;
+            char why[600];
+            snprintf(why, sizeof why, "the workspace could not be measured (%.500s)",
+                     got ? r.msg : "the measuring process died");
+            open_refused(ss, got ? r.code : MINI_E_IO, got ? r.sys_errno : 0, why, &e);
+            send_error(s, m->client, m->req_id, &e);
+            m->client->n_sessions--;
+            s->n_sessions--;
+            pool_retire_all(s, ss);
+            session_unref(ss); /* the open's own reference */
         } else {
             w->base = w->total = r.total;
             watch_on(w);
             log_debug("session %s: %" PRIu64 " bytes at open, measured in %lld ms", ss->id, w->base,
                       (long long)((mini_mono_ns() - w->t_open) / 1000000));
+            open_finish(s, m->client, ss, m->req_id);
         }
-        open_finish(s, m->client, ss, m->req_id);
     } else {
         bool live = !ss->closed && !m->abandoned;
         if (live)
