@@ -137,6 +137,9 @@ struct session_net {
 /* A tree of at most this many entries is measured at open on the loop
  * itself (well under a millisecond), not in a forked process. */
 #define DISK_INLINE_ENTRIES 256u
+/* A measure looks at the processes of at most this many of a session's
+ * sandboxes (more counts as a measure that failed). */
+#define DISK_MAX_INITS MAX_RUNNING
 
 /* A process measuring a session's trees (disk.c): at open, the session's
  * `opened` waits for it; while commands run, it checks the limit. */
@@ -160,6 +163,9 @@ struct disk_watch {
     uint64_t limit; /* the profile's disk_bytes; 0: none */
     int fd[2], n;   /* the trees: the workspace, the overlay's upper */
     dev_t dev[2];
+    bool overlay; /* the session has an overlay root: its files have the overlay's st_dev */
+    uid_t uid[3];  /* the host uids the session's files may have (held files of others are not its) */
+    int n_uid;
     uint64_t base, total; /* the trees' bytes at open, and at the last measure */
     uint64_t mark;        /* filesystems' used bytes at which to measure again */
     char *note;           /* while over the limit: said in every exit */
