@@ -130,12 +130,16 @@ struct session_net {
 
 /* The disk watch (disk.c): how often the filesystems' use is polled while
  * a command runs, and the most entries a session's trees may hold to be
- * measured (past it, disk_mb is reported as not enforced). */
+ * measured (past it, an open with disk_mb is refused, and a measure while
+ * commands run counts as over the limit). */
 #define DISK_POLL_MS 50
 #define DISK_MAX_ENTRIES 2000000u
 /* A tree of at most this many entries is measured at open on the loop
  * itself (well under a millisecond), not in a forked process. */
 #define DISK_INLINE_ENTRIES 256u
+/* A measure looks at the processes of at most this many of a session's
+ * sandboxes (more counts as a measure that failed). */
+#define DISK_MAX_INITS MAX_RUNNING
 
 /* A process measuring a session's trees (disk.c): at open, the session's
  * `opened` waits for it; while commands run, it checks the limit. */
@@ -159,6 +163,9 @@ struct disk_watch {
     uint64_t limit; /* the profile's disk_bytes; 0: none */
     int fd[2], n;   /* the trees: the workspace, the overlay's upper */
     dev_t dev[2];
+    bool overlay; /* the session has an overlay root: its files have the overlay's st_dev */
+    uid_t uid[3];  /* the host uids the session's files may have (held files of others are not its) */
+    int n_uid;
     uint64_t base, total; /* the trees' bytes at open, and at the last measure */
     uint64_t mark;        /* filesystems' used bytes at which to measure again */
     char *note;           /* while over the limit: said in every exit */
@@ -493,9 +500,12 @@ void kill_all(struct server *s);
 /* -------------------------------------------------------------- disk.c */
 
 /* Set up the session's disk watch (after its overlay).  1: its trees are
- * being measured, and open_finish(c, req_id) follows when they are; 0: no measure
- * (not watched, said in disk_json). */
-int disk_open(struct server *s, struct client *c, struct session *ss, int64_t req_id);
+ * being measured, and open_finish(c, req_id) follows when they are (or
+ * the open's error, the session dropped); 0: no measure (measured here,
+ * or not watched: said in disk_json); -1: the watch could not be set up
+ * (e: busy for the daemon's resources, else why the workspace cannot be
+ * watched), and the open must fail: a disk_mb is never silently off. */
+int disk_open(struct server *s, struct client *c, struct session *ss, int64_t req_id, struct mini_err *e);
 void disk_close(struct session *ss);
 /* isolation.workspace_quota of `opened`. */
 void disk_json(const struct session *ss, cJSON *o);

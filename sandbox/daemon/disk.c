@@ -14,7 +14,11 @@
  * every exit says so in a note until the session is back under it, so a
  * later command may clean up.  A walk that fails (a directory the daemon
  * may not read, one moved during the walk twice) counts as over: the
- * watch fails closed, and only once the filesystems have grown. */
+ * watch fails closed, and only once the filesystems have grown.  A walk
+ * while commands run also counts the files their processes hold with no
+ * name (held_usage), found through /proc.  An open whose watch cannot be
+ * set up fails (open_refused): a disk_mb is never silently off. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -26,6 +30,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/sysmacros.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <limits.h>
@@ -52,10 +57,322 @@ static uint64_t fs_used(const struct disk_watch *w)
     return sum;
 }
 
-/* The trees' total now, or -1 with e filled; one retry for a walk that a
- * rearranged tree cut short.  Runs in a measuring process (below), or on
- * the loop for a small tree at open (max_entries DISK_INLINE_ENTRIES). */
-static int measure(const struct disk_watch *w, uint64_t max_entries, uint64_t *total, struct mini_err *e)
+/* Files the session's processes hold with no name: unlinked while open,
+ * or made with O_TMPFILE.  Their blocks are on the trees' filesystems and
+ * in no tree, until the last holder closes them; so a measure adds those
+ * it finds through /proc: every fd (stat follows /proc/PID/fd/N to the
+ * open file) and every mapping marked deleted in /proc/PID/maps (stat
+ * through /proc/PID/map_files), each inode once.  Only regular files with
+ * st_nlink 0 on the trees' filesystems count (for an overlay root, also
+ * the overlay's own st_dev, which its files show). */
+struct held_file {
+    dev_t dev;
+    ino_t ino;
+    uint64_t bytes;
+};
+struct held {
+    const struct disk_watch *w;
+    dev_t *dev;
+    size_t ndev, devcap;
+    struct held_file *v;
+    size_t n, cap;
+    struct mini_err *e;
+};
+
+static int proc_stat(struct held *h, const char *path, struct stat *st);
+
+static bool held_dev(const struct held *h, dev_t d)
+{
+    for (size_t i = 0; i < h->ndev; i++)
+        if (h->dev[i] == d)
+            return true;
+    return false;
+}
+
+static int held_add_dev(struct held *h, dev_t d)
+{
+    if (held_dev(h, d))
+        return 0;
+    if (h->ndev == h->devcap) {
+        size_t cap = h->devcap ? h->devcap * 2 : 8;
+        dev_t *nd = realloc(h->dev, cap * sizeof *nd);
+        if (!nd)
+            return mini_err_set(h->e, MINI_E_NOMEM, "out of memory");
+        h->dev = nd;
+        h->devcap = cap;
+    }
+    h->dev[h->ndev++] = d;
+    return 0;
+}
+
+/* An overlay root is several overlay mounts (/, or /usr, /etc, ...), and
+ * their files show the overlay's st_dev, not the upper directory's: the
+ * devices of the overlays mounted in the sandbox of init count too. */
+static int held_overlays(struct held *h, pid_t init)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/mountinfo", (long)init);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return errno == ENOENT || errno == ESRCH ? 0 : proc_stat(h, path, &(struct stat){ 0 });
+    char *line = NULL;
+    size_t cap = 0;
+    int rc = 0;
+    while (rc == 0 && getline(&line, &cap, f) > 0) {
+        unsigned maj, min;
+        const char *sep = strstr(line, " - ");
+        if (sep && !strncmp(sep, " - overlay ", 11) && sscanf(line, "%*s %*s %u:%u", &maj, &min) == 2)
+            rc = held_add_dev(h, makedev(maj, min));
+    }
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+static bool held_known(const struct held *h, dev_t d, ino_t ino)
+{
+    for (size_t i = 0; i < h->n; i++)
+        if (h->v[i].dev == d && h->v[i].ino == ino)
+            return true;
+    return false;
+}
+
+static int held_add(struct held *h, const struct stat *st)
+{
+    bool mine = false;
+    for (int i = 0; i < h->w->n_uid; i++)
+        mine |= st->st_uid == h->w->uid[i];
+    if (!S_ISREG(st->st_mode) || st->st_nlink != 0 || !mine || !held_dev(h, st->st_dev))
+        return 0;
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? h->cap * 2 : 16;
+        struct held_file *nv = realloc(h->v, cap * sizeof *nv);
+        if (!nv)
+            return mini_err_set(h->e, MINI_E_NOMEM, "out of memory");
+        h->v = nv;
+        h->cap = cap;
+    }
+    h->v[h->n++] = (struct held_file){ st->st_dev, st->st_ino, (uint64_t)st->st_blocks * 512u };
+    return 0;
+}
+
+/* stat through one of /proc's links: 1, or 0 when it is gone (the
+ * process or its fd), or -1 with e filled: the daemon may not look, and
+ * the measure fails (closed). */
+static int proc_stat(struct held *h, const char *path, struct stat *st)
+{
+    if (stat(path, st) == 0)
+        return 1;
+    if (errno == ENOENT || errno == ESRCH)
+        return 0;
+    return mini_err_sys(h->e, MINI_E_IO, errno, "looking at the session's processes: %s", path);
+}
+
+/* One process of the session: its fds and its mappings. */
+static int held_proc(struct held *h, long pid)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/proc/%ld/fd", pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return errno == ENOENT || errno == ESRCH ? 0 : proc_stat(h, path, &(struct stat){ 0 });
+    int rc = 0;
+    for (struct dirent *de; rc == 0 && (de = readdir(d));) {
+        if (de->d_name[0] == '.')
+            continue;
+        struct stat st;
+        snprintf(path, sizeof path, "/proc/%ld/fd/%.20s", pid, de->d_name);
+        int r = proc_stat(h, path, &st);
+        rc = r < 0 ? -1 : r ? held_add(h, &st) : 0;
+    }
+    closedir(d);
+    if (rc < 0)
+        return -1;
+    /* A mapping holds its file too, fd closed or not. */
+    snprintf(path, sizeof path, "/proc/%ld/maps", pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return errno == ENOENT || errno == ESRCH ? 0 : proc_stat(h, path, &(struct stat){ 0 });
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    static const char del[] = " (deleted)\n";
+    while (rc == 0 && (len = getline(&line, &cap, f)) > 0) {
+        unsigned long lo, hi, ino;
+        unsigned maj, min;
+        if ((size_t)len < sizeof del || strcmp(line + len - (sizeof del - 1), del) ||
+            sscanf(line, "%lx-%lx %*s %*s %x:%x %lu", &lo, &hi, &maj, &min, &ino) != 5 ||
+            !held_dev(h, makedev(maj, min)) || held_known(h, makedev(maj, min), (ino_t)ino))
+            continue;
+        struct stat st;
+        snprintf(path, sizeof path, "/proc/%ld/map_files/%lx-%lx", pid, lo, hi);
+        int r = proc_stat(h, path, &st);
+        rc = r < 0 ? -1 : r ? held_add(h, &st) : 0;
+    }
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+static int by_inode(const void *a, const void *b)
+{
+    const struct held_file *x = a, *y = b;
+    if (x->dev != y->dev)
+        return x->dev < y->dev ? -1 : 1;
+    return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+/* The processes of a sandbox without a pid namespace of its own (the
+ * Landlock fallback): init's descendants, through /proc's children lists. */
+static int held_tree(struct held *h, pid_t init)
+{
+    size_t n = 1, cap = 64;
+    long *q = malloc(cap * sizeof *q);
+    if (!q)
+        return mini_err_set(h->e, MINI_E_NOMEM, "out of memory");
+    q[0] = init;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        char path[96];
+        snprintf(path, sizeof path, "/proc/%ld/task", q[i]);
+        DIR *d = opendir(path);
+        for (struct dirent *de; d && rc == 0 && (de = readdir(d));) {
+            if (de->d_name[0] == '.')
+                continue;
+            snprintf(path, sizeof path, "/proc/%ld/task/%.20s/children", q[i], de->d_name);
+            FILE *f = fopen(path, "re");
+            for (long c; f && rc == 0 && fscanf(f, "%ld", &c) == 1;) {
+                long *nq = n == cap ? realloc(q, (cap *= 2) * sizeof *q) : q;
+                if (!nq)
+                    rc = mini_err_set(h->e, MINI_E_NOMEM, "out of memory");
+                else
+                    (q = nq)[n++] = c;
+            }
+            if (f)
+                fclose(f);
+        }
+        if (d)
+            closedir(d);
+        if (rc == 0 && i > 0) /* not init itself (held_usage) */
+            rc = held_proc(h, q[i]);
+    }
+    free(q);
+    return rc;
+}
+
+/* The pid namespace of init's sandbox: 1, or 0 when it has gone.  A
+ * rootless daemon may not look at init (it is not dumpable, and was made
+ * in the daemon's user namespace), but at the command it started, which
+ * was exec'd in the sandbox's: the namespace of a child of init then. */
+static int init_ns(struct held *h, pid_t init, struct stat *st)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/proc/%ld/ns/pid", (long)init);
+    if (stat(path, st) == 0)
+        return 1;
+    if (errno != EACCES && errno != EPERM)
+        return proc_stat(h, path, st);
+    snprintf(path, sizeof path, "/proc/%ld/task/%ld/children", (long)init, (long)init);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return proc_stat(h, path, st);
+    int r = 0;
+    for (long c; r == 0 && fscanf(f, "%ld", &c) == 1;) {
+        snprintf(path, sizeof path, "/proc/%ld/ns/pid", c);
+        r = proc_stat(h, path, st);
+    }
+    fclose(f);
+    return r;
+}
+
+/* What the processes of the sandboxes whose inits are inits[] hold with
+ * no name on the trees' filesystems, in bytes; -1 with e filled when
+ * they could not all be looked at. */
+static int held_usage(const struct disk_watch *w, const pid_t *inits, int n, uint64_t *bytes, struct mini_err *e)
+{
+    struct held h = { .w = w, .e = e };
+    struct stat ns[DISK_MAX_INITS], self;
+    int nns = 0, rc = 0;
+    *bytes = 0;
+    if (n == 0)
+        return 0;
+    for (int i = 0; i < w->n && rc == 0; i++)
+        rc = held_add_dev(&h, w->dev[i]);
+    if (rc == 0 && stat("/proc/self/ns/pid", &self) < 0)
+        rc = mini_err_sys(e, MINI_E_IO, errno, "looking at the session's processes: /proc/self/ns/pid");
+    for (int i = 0; i < n && rc == 0; i++)
+        if (w->overlay)
+            rc = held_overlays(&h, inits[i]);
+    for (int i = 0; i < n && rc == 0; i++) {
+        struct stat st;
+        int r = init_ns(&h, inits[i], &st);
+        if (r < 0)
+            rc = -1;
+        else if (r > 0 && st.st_dev == self.st_dev && st.st_ino == self.st_ino)
+            rc = held_tree(&h, inits[i]);
+        else if (r > 0)
+            ns[nns++] = st;
+    }
+    /* Every process in the sandboxes' pid namespaces: those that left
+     * init's tree (a double fork) are still there. */
+    DIR *d = nns && rc == 0 ? opendir("/proc") : NULL;
+    if (nns && rc == 0 && !d)
+        rc = mini_err_sys(e, MINI_E_IO, errno, "looking at the session's processes: /proc");
+    for (struct dirent *de; d && rc == 0 && (de = readdir(d));) {
+        char *end;
+        long pid = strtol(de->d_name, &end, 10);
+        if (*end || pid <= 0)
+            continue;
+        char path[64];
+        struct stat st;
+        snprintf(path, sizeof path, "/proc/%ld/ns/pid", pid);
+        if (stat(path, &st) < 0) {
+            /* Gone, or someone else's: a process of the session's runs
+             * as one of its uids (/proc/PID is owned by it).  Its init
+             * (the daemon's uid) is not looked at. */
+            int err = errno;
+            snprintf(path, sizeof path, "/proc/%ld", pid);
+            struct stat ps;
+            bool theirs = false;
+            for (int i = 0; i < w->n_uid; i++)
+                theirs |= err != ENOENT && err != ESRCH && stat(path, &ps) == 0 && ps.st_uid == w->uid[i];
+            for (int i = 0; i < n; i++)
+                theirs &= inits[i] != pid;
+            if (theirs)
+                rc = mini_err_sys(e, MINI_E_IO, err, "looking at the session's processes: process %ld", pid);
+            continue;
+        }
+        /* A sandbox's init is the daemon's clone: what it maps and holds
+         * is the daemon's (its executable, replaced by an upgrade, say),
+         * and nothing of the command's reaches it. */
+        bool init = false;
+        for (int i = 0; i < n; i++)
+            init |= inits[i] == pid;
+        for (int i = 0; i < nns && rc == 0 && !init; i++)
+            if (st.st_dev == ns[i].st_dev && st.st_ino == ns[i].st_ino) {
+                rc = held_proc(&h, pid);
+                break;
+            }
+    }
+    if (d)
+        closedir(d);
+    if (rc == 0 && h.n) {
+        qsort(h.v, h.n, sizeof *h.v, by_inode);
+        for (size_t i = 0; i < h.n; i++)
+            if (i == 0 || by_inode(&h.v[i - 1], &h.v[i]))
+                *bytes += h.v[i].bytes;
+    }
+    free(h.v);
+    free(h.dev);
+    return rc;
+}
+
+/* The trees' total now, with what the processes of inits[] hold unnamed,
+ * or -1 with e filled; one retry for a walk that a rearranged tree cut
+ * short.  Runs in a measuring process (below), or on the loop for a small
+ * tree at open (max_entries DISK_INLINE_ENTRIES, no processes yet). */
+static int measure(const struct disk_watch *w, uint64_t max_entries, const pid_t *inits, int n_inits, uint64_t *total,
+                   struct mini_err *e)
 {
     static const char *const what[] = { "the workspace", "the session overlay" };
     *total = 0;
@@ -68,12 +385,17 @@ static int measure(const struct disk_watch *w, uint64_t max_entries, uint64_t *t
             return -1;
         *total += b;
     }
+    uint64_t held;
+    if (held_usage(w, inits, n_inits, &held, e) < 0)
+        return -1;
+    *total += held;
     return 0;
 }
 
 /* What a measuring process writes to its pipe: one write, under PIPE_BUF. */
 struct measure_result {
     int rc;
+    int code, sys_errno; /* rc < 0: the error's */
     uint64_t total;
     char msg[512];
 };
@@ -100,6 +422,18 @@ static void close_all_but(const int *keep, int n)
 static struct measure *measure_start(struct server *s, struct session *ss, enum measure_kind kind)
 {
     struct disk_watch *w = &ss->disk;
+    /* The sandboxes whose processes may hold files: the session's
+     * commands' (a sandbox prepared for a command holds none of its own). */
+    pid_t inits[DISK_MAX_INITS];
+    int n_inits = 0;
+    bool too_many = false;
+    for (struct exec *x = s->execs; x && kind == MEASURE_CHECK; x = x->next)
+        if (x->session == ss && !x->reaped && x->slot.sb.pid > 0) {
+            if (n_inits < DISK_MAX_INITS)
+                inits[n_inits++] = x->slot.sb.pid;
+            else
+                too_many = true;
+        }
     struct measure *m = calloc(1, sizeof *m);
     int p[2];
     if (!m || pipe2(p, O_CLOEXEC) < 0) {
@@ -123,9 +457,13 @@ static struct measure *measure_start(struct server *s, struct session *ss, enum 
         close_all_but(keep, nk);
         struct measure_result r = { 0 };
         struct mini_err e;
-        r.rc = measure(w, DISK_MAX_ENTRIES, &r.total, &e);
-        if (r.rc < 0)
+        r.rc = too_many ? mini_err_set(&e, MINI_E_LIMIT, "more than %d sandboxes to look at", DISK_MAX_INITS)
+                        : measure(w, DISK_MAX_ENTRIES, inits, n_inits, &r.total, &e);
+        if (r.rc < 0) {
+            r.code = e.code;
+            r.sys_errno = e.sys_errno;
             snprintf(r.msg, sizeof r.msg, "%.500s", e.msg);
+        }
         _exit(write(p[1], &r, sizeof r) == sizeof r ? 0 : 1);
     }
     int err = errno;
@@ -200,7 +538,22 @@ static void watch_on(struct disk_watch *w)
              DISK_POLL_MS);
 }
 
-int disk_open(struct server *s, struct client *c, struct session *ss, int64_t req_id)
+/* Why an open's watch could not be set up, as the open's error: the
+ * daemon's resources (fds, memory, processes) are busy, to try again;
+ * a workspace that cannot be measured (unreadable, too many entries) is
+ * said as such.  Either way the open fails: a disk_mb is never dropped. */
+static int open_refused(struct session *ss, int code, int err, const char *why, struct mini_err *e)
+{
+    bool resources =
+        code == MINI_E_NOMEM || err == EMFILE || err == ENFILE || err == ENOMEM || err == EAGAIN || err == 0;
+    mini_err_set(e, resources ? MINI_E_BUSY : MINI_E_WORKSPACE_INVALID,
+                 "disk_mb (%" PRIu64 " MiB) cannot be enforced: %.600s", ss->disk.limit >> 20, why);
+    e->sys_errno = err;
+    log_warn("session %s: %s", ss->id, e->msg);
+    return -1;
+}
+
+int disk_open(struct server *s, struct client *c, struct session *ss, int64_t req_id, struct mini_err *e)
 {
     struct disk_watch *w = &ss->disk;
     w->fd[0] = w->fd[1] = -1;
@@ -215,12 +568,22 @@ int disk_open(struct server *s, struct client *c, struct session *ss, int64_t re
         char up[4096];
         snprintf(up, sizeof up, "%s/upper", ss->overlay_dir);
         w->fd[w->n++] = open(up, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        w->overlay = true;
     }
+    /* What the session's files are owned by on the host: its ids, and the
+     * workspace owner's (an idmapped workspace).  No other uid is mapped
+     * in its sandboxes, so it cannot make a file of anyone else's. */
+    w->uid[w->n_uid++] = ss->host_uid;
+    w->uid[w->n_uid++] = ss->owner_uid;
+    if (ss->root_host_uid >= 0)
+        w->uid[w->n_uid++] = (uid_t)ss->root_host_uid;
     for (int i = 0; i < w->n; i++) {
         struct stat st;
         if (w->fd[i] < 0 || fstat(w->fd[i], &st) < 0) {
-            watch_off(w, "the session's trees could not be opened", strerror(errno));
-            return 0;
+            int err = errno;
+            char why[160];
+            snprintf(why, sizeof why, "the session's trees could not be opened: %s", strerror(err));
+            return open_refused(ss, MINI_E_IO, err, why, e);
         }
         w->dev[i] = st.st_dev;
     }
@@ -234,17 +597,17 @@ int disk_open(struct server *s, struct client *c, struct session *ss, int64_t re
      * starts over and says why it failed. */
     uint64_t total;
     struct mini_err ie;
-    if (measure(w, DISK_INLINE_ENTRIES, &total, &ie) == 0) {
+    if (measure(w, DISK_INLINE_ENTRIES, NULL, 0, &total, &ie) == 0) {
         w->base = w->total = total;
         watch_on(w);
         return 0;
     }
     struct measure *m = measure_start(s, ss, MEASURE_OPEN);
     if (!m) {
-        watch_off(w, "disk_mb is not enforced: no process could be started to measure the workspace",
-                  strerror(errno));
-        log_warn("session %s: %s", ss->id, w->why);
-        return 0;
+        int err = errno;
+        char why[160];
+        snprintf(why, sizeof why, "no process could be started to measure the workspace: %s", strerror(err));
+        return open_refused(ss, MINI_E_IO, err, why, e);
     }
     m->client = c;
     m->req_id = req_id;
@@ -344,16 +707,25 @@ void disk_measured(struct server *s, struct measure *m)
         session_unref(ss);      /* the open's own reference: its client left */
     } else if (m->kind == MEASURE_OPEN) {
         if (!got || r.rc < 0) {
-            watch_off(w, "disk_mb is not enforced: the workspace could not be measured at open",
-                      got ? r.msg : "the measuring process died");
-            log_warn("session %s: %s", ss->id, w->why);
+            /* The open fails, as do_open's own failures do: the session
+             * was never the client's. */
+            struct mini_err e;
+            char why[600];
+            snprintf(why, sizeof why, "the workspace could not be measured (%.500s)",
+                     got ? r.msg : "the measuring process died");
+            open_refused(ss, got ? r.code : MINI_E_IO, got ? r.sys_errno : 0, why, &e);
+            send_error(s, m->client, m->req_id, &e);
+            m->client->n_sessions--;
+            s->n_sessions--;
+            pool_retire_all(s, ss);
+            session_unref(ss); /* the open's own reference */
         } else {
             w->base = w->total = r.total;
             watch_on(w);
             log_debug("session %s: %" PRIu64 " bytes at open, measured in %lld ms", ss->id, w->base,
                       (long long)((mini_mono_ns() - w->t_open) / 1000000));
+            open_finish(s, m->client, ss, m->req_id);
         }
-        open_finish(s, m->client, ss, m->req_id);
     } else {
         bool live = !ss->closed && !m->abandoned;
         if (live)

@@ -1450,9 +1450,13 @@ void do_open(struct server *s, struct client *c, const struct mini_req *req)
     /* It counts from here, also while the disk watch measures it. */
     c->n_sessions++;
     s->n_sessions++;
-    if (disk_open(s, c, ss, req->id) == 0)
+    int d = disk_open(s, c, ss, req->id, &e);
+    if (d == 0)
         open_finish(s, c, ss, req->id);
-    return;
+    if (d >= 0)
+        return;
+    c->n_sessions--;
+    s->n_sessions--;
 fail:
     if (e.code == MINI_E_PROFILE_INVALID && o->profile && !o->profile_data)
         mini_err_prefix(&e, "profile %s", o->profile);
