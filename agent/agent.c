@@ -8,6 +8,8 @@
 #include "mini/io.h"
 #include "mini/json.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +120,26 @@ static int env_vars(const cJSON *config, cJSON *ev)
     return 0;
 }
 
+/* The trajectory's directory, held by an fd: the saves go there by name
+ * (mini_write_file_replace_at), whatever is at its path meanwhile.  No
+ * directory in path: the current one, likewise held. */
+static int hold_output_dir(struct mini_agent *a, const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    _cleanup_free_ char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    if (!dir) {
+        errno = ENOMEM;
+        return -1;
+    }
+    int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    a->output_dirfd = fd;
+    a->output_dir_held = true;
+    a->output_name = slash ? slash + 1 : path;
+    return 0;
+}
+
 int mini_agent_init(struct mini_agent *a, cJSON *config, struct mini_model *model, struct mini_environment *env,
                     const char *output_path, struct mini_err *e)
 {
@@ -126,6 +148,10 @@ int mini_agent_init(struct mini_agent *a, cJSON *config, struct mini_model *mode
     a->model = model;
     a->env = env;
     a->output_path = output_path;
+    a->output_name = output_path;
+    a->output_dirfd = AT_FDCWD;
+    if (output_path && hold_output_dir(a, output_path) < 0)
+        return mini_err_sys(e, MINI_E_IO, errno, "trajectory %s: opening its directory", output_path);
     a->ops = &default_ops;
     const cJSON *agent = cJSON_GetObjectItemCaseSensitive(config, "agent");
     const cJSON *mcfg = cJSON_GetObjectItemCaseSensitive(config, "model");
@@ -154,6 +180,8 @@ int mini_agent_init(struct mini_agent *a, cJSON *config, struct mini_model *mode
 
 void mini_agent_fini(struct mini_agent *a)
 {
+    if (a->output_dir_held)
+        close(a->output_dirfd);
     cJSON_Delete(a->messages);
     cJSON_Delete(a->template_vars);
     free(a->exit_status);
@@ -345,10 +373,11 @@ static int save(struct mini_agent *a, struct mini_err *e)
     /* Synced to disk once the run has ended: the saves before it only
      * need to survive the process (a kill at any moment leaves the last
      * whole one); a power loss costs at most the unfinished run's. */
-    if (mini_write_file_replace(a->output_path, text.data, text.len, 0644, run_ended(a) && !a->no_sync, e) < 0)
-        return mini_err_prefix(e, "saving the trajectory");
+    if (mini_write_file_replace_at(a->output_dirfd, a->output_name, text.data, text.len, 0644,
+                                   run_ended(a) && !a->no_sync, e) < 0)
+        return mini_err_prefix(e, "saving the trajectory %s", a->output_path);
     if (run_ended(a))
-        mini_write_file_done(a->output_path); /* the earlier saves' spare */
+        mini_write_file_done_at(a->output_dirfd, a->output_name); /* the earlier saves' spare */
     return 0;
 }
 

@@ -51,6 +51,13 @@ struct mini_agent {
     struct mini_model *model;         /* borrowed */
     struct mini_environment *env;     /* borrowed */
     const char *output_path;          /* trajectory file; NULL: not saved */
+    /* Its directory, held from mini_agent_init on (before any command of
+     * the run), and its name in it: a sandboxed command that replaces the
+     * directory with a symlink between two saves (it may lie in the
+     * workspace) does not redirect them. */
+    int output_dirfd;
+    bool output_dir_held;
+    const char *output_name;
     const struct mini_agent_ops *ops; /* the plain agent's unless a front end sets its own */
     void *ops_arg;                    /* the front end's, for its ops */
     /* A batch run's (each may be NULL, all borrowed): told after each

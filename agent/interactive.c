@@ -4,6 +4,7 @@
 #include "display.h"
 #include "mini/buf.h"
 #include "mini/cleanup.h"
+#include "mini/io.h"
 #include "policy/policy.h"
 
 #include <histedit.h>
@@ -174,7 +175,9 @@ static void history_save(struct mini_ui *ui, enum hist h)
     _cleanup_free_ char *tmp = NULL;
     if (asprintf(&tmp, "%s.%ld.tmp", ui->hist_path[h], (long)getpid()) < 0)
         return;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    /* Created afresh (a name left there, a link or a hard link, is
+     * removed, never written through). */
+    int fd = mini_open_new(tmp, 0600);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     HistEvent ev;
     bool ok = f && history(ui->hist[h], &ev, H_SAVE_FP, f) >= 0;

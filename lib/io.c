@@ -100,28 +100,95 @@ int mini_read_file(const char *path, struct mini_buf *b, size_t max, struct mini
  * first, which gets that name only once it is complete and synced, just
  * before the rename: a writer killed mid-write leaves nothing behind.
  * Where O_TMPFILE or /proc is missing, the named file is written directly.
- * (A write that is not durable: replace_swapped.) */
-static int open_unnamed(const char *path, int mode)
+ * (A write that is not durable: replace_swapped.)
+ *
+ * Every name is looked up relative to dirfd (AT_FDCWD: the current
+ * directory), and none is ever followed when it is a symlink: the file
+ * written may lie where a sandboxed command writes too (a trajectory in
+ * the workspace), which may have planted links at PATH or PATH.tmp. */
+static int open_unnamed(int dirfd, const char *path, int mode)
 {
     const char *slash = strrchr(path, '/');
     _cleanup_free_ char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
     if (!dir)
         return -1;
-    return open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, (mode_t)mode);
+    return openat(dirfd, dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, (mode_t)mode);
 }
 
-static int give_name(int fd, const char *tmp)
+static int give_name(int fd, int dirfd, const char *tmp)
 {
     char proc[64];
     snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
-    return linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW);
+    return linkat(AT_FDCWD, proc, dirfd, tmp, AT_SYMLINK_FOLLOW);
 }
 
-static int unlink_stale(const char *tmp, struct mini_err *e)
+static int unlink_stale(int dirfd, const char *tmp, struct mini_err *e)
 {
-    if (unlink(tmp) < 0 && errno != ENOENT)
+    if (unlinkat(dirfd, tmp, 0) < 0 && errno != ENOENT)
         return mini_err_sys(e, MINI_E_IO, errno, "removing the stale %s", tmp);
     return 0;
+}
+
+int mini_open_new_at(int dirfd, const char *path, int mode)
+{
+    const int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC;
+    int fd = openat(dirfd, path, flags, (mode_t)mode);
+    for (int attempt = 0; fd < 0 && errno == EEXIST && attempt < 3; attempt++) {
+        if (unlinkat(dirfd, path, 0) < 0 && errno != ENOENT)
+            return -1;
+        fd = openat(dirfd, path, flags, (mode_t)mode);
+    }
+    return fd;
+}
+
+int mini_open_new(const char *path, int mode) { return mini_open_new_at(AT_FDCWD, path, mode); }
+
+int mini_open_append_log(const char *path, int mode, struct mini_err *e)
+{
+    /* O_NONBLOCK: a FIFO's open never waits for a reader (it is refused
+     * below); O_EXCL when missing, so that a link planted between the two
+     * opens is not followed either. */
+    int fd = -1;
+    for (int attempt = 0; fd < 0 && attempt < 3; attempt++) {
+        fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        if (fd < 0 && errno == ENOENT)
+            fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, (mode_t)mode);
+        if (fd < 0 && errno != EEXIST)
+            break;
+    }
+    if (fd < 0) {
+        if (errno == ELOOP)
+            return mini_err_set(e, MINI_E_IO, "%s: is a symbolic link; refusing to write through it", path);
+        if (errno == ENXIO)
+            return mini_err_set(e, MINI_E_IO, "%s: not a regular file; refusing to write to it", path);
+        return mini_err_sys(e, MINI_E_IO, errno, "%s", path);
+    }
+    struct stat st;
+    const char *why = NULL;
+    char owner[80];
+    if (fstat(fd, &st) < 0) {
+        int err = errno;
+        close(fd);
+        return mini_err_sys(e, MINI_E_IO, err, "%s", path);
+    }
+    if (!S_ISREG(st.st_mode))
+        why = "not a regular file";
+    else if (st.st_uid != geteuid()) {
+        snprintf(owner, sizeof owner, "owned by uid %u, not by this user (uid %u)", (unsigned)st.st_uid,
+                 (unsigned)geteuid());
+        why = owner;
+    } else if (st.st_nlink != 1)
+        why = "has other hard links";
+    if (why) {
+        close(fd);
+        return mini_err_set(e, MINI_E_IO, "%s: %s; refusing to write to it", path, why);
+    }
+    if (mini_set_nonblock(fd, 0) < 0) {
+        int err = errno;
+        close(fd);
+        return mini_err_sys(e, MINI_E_IO, err, "%s", path);
+    }
+    return fd;
 }
 
 int mini_write_file_atomic(const char *path, const void *p, size_t n, int mode, struct mini_err *e)
@@ -133,9 +200,9 @@ int mini_write_file_atomic(const char *path, const void *p, size_t n, int mode, 
  * regular file of ours with no other link (never through a symlink, never
  * a FIFO's open that waits).  -1 otherwise (errno ENOENT: there is none);
  * *size is its size. */
-static int open_spare(const char *tmp, off_t *size)
+static int open_spare(int dirfd, const char *tmp, off_t *size)
 {
-    int fd = open(tmp, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    int fd = openat(dirfd, tmp, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0)
         return -1;
     struct stat st;
@@ -169,74 +236,80 @@ static int fill(int fd, const void *p, size_t n, int mode)
  * filesystem cannot swap, a rename.  (So a file replaced is written over
  * two writes later: a reader that keeps it open that long, rather than
  * reading it whole at once, may see that.) */
-static int replace_swapped(const char *path, const char *tmp, const void *p, size_t n, int mode, struct mini_err *e)
+static int replace_swapped(int dirfd, const char *path, const char *tmp, const void *p, size_t n, int mode,
+                           struct mini_err *e)
 {
     off_t size = 0;
-    _cleanup_close_ int fd = open_spare(tmp, &size);
-    if (fd < 0 && errno != ENOENT && unlink_stale(tmp, e) < 0)
+    _cleanup_close_ int fd = open_spare(dirfd, tmp, &size);
+    if (fd < 0 && errno != ENOENT && unlink_stale(dirfd, tmp, e) < 0)
         return -1;
     if (fd < 0)
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, (mode_t)mode);
+        fd = mini_open_new_at(dirfd, tmp, mode);
     if (fd < 0)
         return mini_err_sys(e, MINI_E_IO, errno, "creating a temporary file beside %s", path);
     /* Written over, then cut where it was longer: a truncation to 0 would
      * have ext4 (auto_da_alloc) write the file out at its close. */
     if (fill(fd, p, n, mode) < 0 || (size > (off_t)n && ftruncate(fd, (off_t)n) < 0) || close(TAKE_FD(fd)) < 0) {
         int saved = errno;
-        unlink(tmp);
+        unlinkat(dirfd, tmp, 0);
         return mini_err_sys(e, MINI_E_IO, saved, "writing %s", tmp);
     }
     /* Only a regular file is swapped out to be the next spare (a rename
-     * fails over a directory, and replaces a symlink, as ever). */
+     * fails over a directory, and replaces a symlink, as ever; a file
+     * swapped out that is not ours alone is refused as a spare next
+     * time). */
     struct stat old;
-    if (lstat(path, &old) == 0 && S_ISREG(old.st_mode) &&
-        renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE) == 0)
+    if (fstatat(dirfd, path, &old, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(old.st_mode) &&
+        renameat2(dirfd, tmp, dirfd, path, RENAME_EXCHANGE) == 0)
         return 0;
-    if (rename(tmp, path) < 0) {
+    if (renameat(dirfd, tmp, dirfd, path) < 0) {
         int saved = errno;
-        unlink(tmp);
+        unlinkat(dirfd, tmp, 0);
         return mini_err_sys(e, MINI_E_IO, saved, "renaming %s to %s", tmp, path);
     }
     return 0;
 }
 
-void mini_write_file_done(const char *path)
+void mini_write_file_done(const char *path) { mini_write_file_done_at(AT_FDCWD, path); }
+
+void mini_write_file_done_at(int dirfd, const char *path)
 {
     _cleanup_free_ char *tmp = NULL;
     if (asprintf(&tmp, "%s.tmp", path) >= 0)
-        unlink(tmp);
+        unlinkat(dirfd, tmp, 0);
 }
 
 int mini_write_file_replace(const char *path, const void *p, size_t n, int mode, bool durable, struct mini_err *e)
+{
+    return mini_write_file_replace_at(AT_FDCWD, path, p, n, mode, durable, e);
+}
+
+int mini_write_file_replace_at(int dirfd, const char *path, const void *p, size_t n, int mode, bool durable,
+                               struct mini_err *e)
 {
     _cleanup_free_ char *tmp = NULL;
     if (asprintf(&tmp, "%s.tmp", path) < 0)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     if (!durable)
-        return replace_swapped(path, tmp, p, n, mode, e);
+        return replace_swapped(dirfd, path, tmp, p, n, mode, e);
     /* A stale PATH.tmp (a killed writer's, or a spare) is removed when it
      * is in the way, not looked for every time. */
     bool named = false;
-    _cleanup_close_ int fd = open_unnamed(path, mode);
+    _cleanup_close_ int fd = open_unnamed(dirfd, path, mode);
     if (fd < 0) {
         named = true;
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0 && errno == EEXIST) {
-            if (unlink_stale(tmp, e) < 0)
-                return -1;
-            fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        }
+        fd = mini_open_new_at(dirfd, tmp, 0600);
     }
     if (fd < 0)
         return mini_err_sys(e, MINI_E_IO, errno, "creating a temporary file beside %s", path);
     if (fill(fd, p, n, mode) < 0 || fsync(fd) < 0)
         goto fail;
     if (!named) {
-        int r = give_name(fd, tmp);
+        int r = give_name(fd, dirfd, tmp);
         if (r < 0 && errno == EEXIST) {
-            if (unlink_stale(tmp, e) < 0)
+            if (unlink_stale(dirfd, tmp, e) < 0)
                 return -1;
-            r = give_name(fd, tmp);
+            r = give_name(fd, dirfd, tmp);
         }
         if (r < 0)
             goto fail;
@@ -244,16 +317,16 @@ int mini_write_file_replace(const char *path, const void *p, size_t n, int mode,
     }
     if (close(TAKE_FD(fd)) < 0)
         goto fail;
-    if (rename(tmp, path) < 0) {
+    if (renameat(dirfd, tmp, dirfd, path) < 0) {
         int saved = errno;
-        unlink(tmp);
+        unlinkat(dirfd, tmp, 0);
         return mini_err_sys(e, MINI_E_IO, saved, "renaming %s to %s", tmp, path);
     }
     return 0;
 fail : {
     int saved = errno;
     if (named)
-        unlink(tmp);
+        unlinkat(dirfd, tmp, 0);
     return mini_err_sys(e, MINI_E_IO, saved, "writing %s", tmp);
 }
 }

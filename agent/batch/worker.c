@@ -74,11 +74,10 @@ static _Noreturn void child_fail(const char *what, const char *why)
 
 /* The child's side of host_run, between fork and exec: system calls only
  * (and strerror), then exec or _exit. */
-static _Noreturn void host_child(char *const argv[], const char *log, const struct host_as *as)
+static _Noreturn void host_child(char *const argv[], int log, const struct host_as *as)
 {
     const char *what = "/dev/null";
-    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+    if (dup2(log, 1) < 0 || dup2(log, 2) < 0)
         _exit(126);
     int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (null < 0 || dup2(null, 0) < 0)
@@ -138,11 +137,15 @@ static void log_tail(const char *log, char *buf, size_t size)
  * log. */
 static int host_run(char *const argv[], const char *log, const struct host_as *as, struct mini_err *e)
 {
+    /* Opened here, never through a link or into a file not ours. */
+    _cleanup_close_ int lfd = mini_open_append_log(log, 0644, e);
+    if (lfd < 0)
+        return -1;
     pid_t pid = fork();
     if (pid < 0)
         return mini_err_sys(e, MINI_E_IO, errno, "running %s", argv[0]);
     if (pid == 0)
-        host_child(argv, log, as);
+        host_child(argv, lfd, as);
     int st;
     while (waitpid(pid, &st, 0) < 0)
         if (errno != EINTR)

@@ -2,6 +2,7 @@
 #include "inspect/inspect.h"
 #include "internal.h"
 #include "mini/cleanup.h"
+#include "mini/io.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -51,9 +52,18 @@ static int write_html(const char *out, struct insp_set *set, bool prompts)
         fprintf(stderr, "mini inspect: out of memory\n");
         return -1;
     }
-    FILE *f = fopen(tmp, "we");
+    /* Created afresh, never through a symlink: the report may be written
+     * where a sandboxed command wrote (a workspace), which may have planted
+     * a link at OUT.html.tmp. */
+    int fd = mini_open_new(tmp, 0666);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!f) {
-        fprintf(stderr, "mini inspect: %s: %s\n", out, strerror(errno));
+        int ferr = errno;
+        if (fd >= 0) {
+            close(fd);
+            unlink(tmp);
+        }
+        fprintf(stderr, "mini inspect: %s: %s\n", out, strerror(ferr));
         return -1;
     }
     int rc = insp_html_render(f, set, prompts);

@@ -1,6 +1,7 @@
 /* The audit log (policy.h): in a file of its own, so that a program that
  * only writes audit lines (mini-sandbox run) links no PCRE2. */
 #include "policy/policy.h"
+#include "mini/io.h"
 #include "mini/json.h"
 
 #include <errno.h>
@@ -11,9 +12,11 @@
 
 int mini_audit_open(const char *path, struct mini_err *e)
 {
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    /* It may lie where a sandboxed command writes (the workspace): never
+     * through a link planted there, never into a file not ours alone. */
+    int fd = mini_open_append_log(path, 0644, e);
     if (fd < 0)
-        return mini_err_sys(e, MINI_E_IO, errno, "opening the audit log %s", path);
+        return mini_err_prefix(e, "the audit log");
     return fd;
 }
 

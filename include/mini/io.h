@@ -41,6 +41,33 @@ int mini_write_file_atomic(const char *path, const void *p, size_t n, int mode, 
 int mini_write_file_replace(const char *path, const void *p, size_t n, int mode, bool durable, struct mini_err *e);
 /* The last write of path is done: its spare goes. */
 void mini_write_file_done(const char *path);
+/* The same, with path relative to dirfd (AT_FDCWD: the current directory):
+ * a writer that opened the file's directory before anyone else could
+ * write there (a trajectory's, before the first sandboxed command) keeps
+ * writing into that directory even when a symlink has since replaced it
+ * at its path. */
+int mini_write_file_replace_at(int dirfd, const char *path, const void *p, size_t n, int mode, bool durable,
+                               struct mini_err *e);
+void mini_write_file_done_at(int dirfd, const char *path);
+
+/* Files written where others may write too (a sandboxed command's
+ * workspace): never through a symlink that may have been planted there.
+ *
+ * mini_open_new: create path for writing, exclusively and never through
+ * a symlink; whatever is in the way (a stale temporary file, a planted
+ * link or hard link) is unlinked first -- the name, never what it points
+ * to.  The fd, or -1 with errno set.  For a temporary file renamed over
+ * the real one once written.
+ *
+ * mini_open_append_log: open the log at path for appending (O_APPEND),
+ * creating it with `mode` (O_EXCL) when missing.  Refused, with a clear
+ * message and nothing written: a symlink (never followed), anything but a
+ * regular file (a FIFO's open never waits), a file owned by another user
+ * than the euid, a file with more than one link (a hard link to a file
+ * elsewhere).  The fd, or -1 with e filled (MINI_E_IO). */
+int mini_open_new(const char *path, int mode);
+int mini_open_new_at(int dirfd, const char *path, int mode);
+int mini_open_append_log(const char *path, int mode, struct mini_err *e);
 /* close(2) that preserves errno and ignores fd < 0. */
 void mini_close(int fd);
 /* Remove a directory tree (never following symlinks, staying on its

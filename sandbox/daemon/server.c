@@ -4,6 +4,7 @@
 #include "daemon.h"
 #include "mini/cleanup.h"
 #include "mini/clock.h"
+#include "mini/io.h"
 #include "mini/log.h"
 #include "mini/proto.h"
 
@@ -794,9 +795,17 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
     s.sweep_pending = true;
     if (cfg->inherit_fd < 0)
         sweep_sessions(&s);
-    if (cfg->audit_log && !(s.audit = fopen(cfg->audit_log, "ae"))) {
-        mini_err_sys(e, MINI_E_IO, errno, "opening the audit log %s", cfg->audit_log);
-        goto out;
+    if (cfg->audit_log) {
+        /* Never through a link, nor into a file not ours alone: the path
+         * may lie where sandboxed commands write. */
+        int afd = mini_open_append_log(cfg->audit_log, 0644, e);
+        if (afd < 0 || !(s.audit = fdopen(afd, "a"))) {
+            if (afd >= 0)
+                mini_err_sys(e, MINI_E_IO, errno, "%s", cfg->audit_log);
+            mini_close(afd);
+            mini_err_prefix(e, "the audit log");
+            goto out;
+        }
     }
     s.ep = epoll_create1(EPOLL_CLOEXEC);
     /* Kept for the moment the fds run out (accept_clients). */

@@ -188,6 +188,120 @@ static void test_atomic_stale_tmp(void)
     CHECK(mini_rm_rf(dir, &e) == 0);
 }
 
+/* ---- writes where a sandbox writes too: never through what it planted ---- */
+
+static bool file_is(const char *path, const char *want)
+{
+    struct mini_buf b = MINI_BUF_INIT;
+    struct mini_err e;
+    bool same =
+        mini_read_file(path, &b, 1000, &e) == 0 && b.len == strlen(want) && memcmp(b.data ?: "", want, b.len) == 0;
+    mini_buf_free(&b);
+    return same;
+}
+
+static void test_host_writes(void)
+{
+    char dir[] = "/tmp/mini-hostw.XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char victim[128], log[128], tmp[128], sub[128], moved[128], other[128];
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    snprintf(log, sizeof log, "%s/audit.jsonl", dir);
+    snprintf(tmp, sizeof tmp, "%s/report.tmp", dir);
+    snprintf(sub, sizeof sub, "%s/out", dir);
+    snprintf(moved, sizeof moved, "%s/out.real", dir);
+    snprintf(other, sizeof other, "%s/elsewhere", dir);
+    struct mini_err e;
+    int fd = open(victim, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    CHECK(fd >= 0 && mini_write_all(fd, "victim", 6) == 0);
+    close(fd);
+
+    /* Missing: created (a regular file of ours), then appended to. */
+    fd = mini_open_append_log(log, 0600, &e);
+    CHECK(fd >= 0 && mini_write_all(fd, "a\n", 2) == 0);
+    close(fd);
+    fd = mini_open_append_log(log, 0600, &e);
+    CHECK(fd >= 0 && mini_write_all(fd, "b\n", 2) == 0);
+    CHECK((fcntl(fd, F_GETFL) & (O_APPEND | O_NONBLOCK)) == O_APPEND);
+    close(fd);
+    CHECK(file_is(log, "a\nb\n"));
+    struct stat st;
+    CHECK(lstat(log, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0777) == 0600);
+    CHECK(unlink(log) == 0);
+
+    /* A symlink, to a file or dangling: refused, nothing written or made. */
+    CHECK(symlink(victim, log) == 0);
+    CHECK(mini_open_append_log(log, 0644, &e) == -1 && strstr(e.msg, "is a symbolic link"));
+    CHECK(file_is(victim, "victim"));
+    CHECK(unlink(log) == 0);
+    CHECK(symlink(other, log) == 0);
+    CHECK(mini_open_append_log(log, 0644, &e) == -1 && strstr(e.msg, "is a symbolic link"));
+    CHECK(access(other, F_OK) < 0 && errno == ENOENT);
+    CHECK(unlink(log) == 0);
+
+    /* A hard link to a file of ours elsewhere. */
+    CHECK(link(victim, log) == 0);
+    CHECK(mini_open_append_log(log, 0644, &e) == -1 && strstr(e.msg, "has other hard links"));
+    CHECK(file_is(victim, "victim"));
+    CHECK(unlink(log) == 0);
+
+    /* A FIFO nobody reads: refused at once, not waited on. */
+    CHECK(mkfifo(log, 0644) == 0);
+    double t0 = mini_mono_s();
+    CHECK(mini_open_append_log(log, 0644, &e) == -1 && strstr(e.msg, "not a regular file"));
+    CHECK(mini_mono_s() - t0 < 5);
+    CHECK(unlink(log) == 0);
+    /* A directory. */
+    CHECK(mkdir(log, 0755) == 0);
+    CHECK(mini_open_append_log(log, 0644, &e) == -1 && e.code == MINI_E_IO);
+    CHECK(rmdir(log) == 0);
+
+    /* Another user's file (as root only: nobody else can make one). */
+    if (geteuid() == 0) {
+        fd = open(log, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        CHECK(fd >= 0 && fchown(fd, 65534, 65534) == 0);
+        close(fd);
+        CHECK(mini_open_append_log(log, 0644, &e) == -1 && strstr(e.msg, "owned by uid 65534"));
+        CHECK(lstat(log, &st) == 0 && st.st_size == 0);
+        CHECK(unlink(log) == 0);
+    }
+
+    /* mini_open_new: a planted symlink or hard link is replaced, never
+     * written through. */
+    for (int hard = 0; hard < 2; hard++) {
+        CHECK((hard ? link(victim, tmp) : symlink(victim, tmp)) == 0);
+        fd = mini_open_new(tmp, 0644);
+        CHECK(fd >= 0 && mini_write_all(fd, "new", 3) == 0);
+        close(fd);
+        CHECK(file_is(victim, "victim") && file_is(tmp, "new"));
+        CHECK(lstat(tmp, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1);
+        CHECK(unlink(tmp) == 0);
+    }
+
+    /* mini_write_file_replace_at: the directory held by an fd keeps the
+     * writes when a symlink replaced it at its path, durable or not. */
+    CHECK(mkdir(sub, 0755) == 0 && mkdir(other, 0755) == 0);
+    int dfd = open(sub, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    CHECK(dfd >= 0);
+    CHECK(mini_write_file_replace_at(dfd, "t.json", "1", 1, 0644, false, &e) == 0);
+    CHECK(rename(sub, moved) == 0 && symlink(other, sub) == 0);
+    CHECK(mini_write_file_replace_at(dfd, "t.json", "22", 2, 0644, false, &e) == 0);
+    CHECK(mini_write_file_replace_at(dfd, "t.json", "333", 3, 0644, true, &e) == 0);
+    mini_write_file_done_at(dfd, "t.json");
+    close(dfd);
+    char path[160];
+    snprintf(path, sizeof path, "%s/t.json", moved);
+    CHECK(file_is(path, "333"));
+    DIR *d = opendir(other);
+    int n = 0;
+    for (struct dirent *de; d && (de = readdir(d));)
+        n += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+    if (d)
+        closedir(d);
+    CHECK(n == 0);
+    CHECK(mini_rm_rf(dir, &e) == 0);
+}
+
 /* ---- atomic writes killed at random moments ---- */
 
 /* Entries of dir other than "." and "..", joined by spaces. */
@@ -422,6 +536,7 @@ int main(void)
     test_disk_usage();
     test_path_clock();
     test_atomic_stale_tmp();
+    test_host_writes();
     test_atomic_killed(true);
     test_atomic_killed(false);
     struct mini_err e;
