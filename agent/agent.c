@@ -121,22 +121,22 @@ static int env_vars(const cJSON *config, cJSON *ev)
 }
 
 /* The trajectory's directory, held by an fd: the saves go there by name
- * (mini_write_file_replace_at), whatever is at its path meanwhile.  No
- * directory in path: the current one, likewise held. */
-static int hold_output_dir(struct mini_agent *a, const char *path)
+ * (mini_write_file_replace_at), whatever is at its path meanwhile; and
+ * opened without following a link in the workspace (a command could have
+ * planted one there in an earlier run). */
+static int hold_output_dir(struct mini_agent *a, const char *path, struct mini_err *e)
 {
-    const char *slash = strrchr(path, '/');
-    _cleanup_free_ char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
-    if (!dir) {
-        errno = ENOMEM;
-        return -1;
-    }
-    int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    const char *ws = a->env ? mini_environment_workspace(a->env) : NULL;
+    _cleanup_close_ int guard = ws ? open(ws, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (ws && guard < 0)
+        return mini_err_sys(e, MINI_E_IO, errno, "trajectory %s: the workspace %s", path, ws);
+    const char *name;
+    int fd = mini_open_parent_guarded(path, guard, &name, e);
     if (fd < 0)
-        return -1;
+        return mini_err_prefix(e, "trajectory");
     a->output_dirfd = fd;
     a->output_dir_held = true;
-    a->output_name = slash ? slash + 1 : path;
+    a->output_name = name;
     return 0;
 }
 
@@ -150,8 +150,8 @@ int mini_agent_init(struct mini_agent *a, cJSON *config, struct mini_model *mode
     a->output_path = output_path;
     a->output_name = output_path;
     a->output_dirfd = AT_FDCWD;
-    if (output_path && hold_output_dir(a, output_path) < 0)
-        return mini_err_sys(e, MINI_E_IO, errno, "trajectory %s: opening its directory", output_path);
+    if (output_path && hold_output_dir(a, output_path, e) < 0)
+        return -1;
     a->ops = &default_ops;
     const cJSON *agent = cJSON_GetObjectItemCaseSensitive(config, "agent");
     const cJSON *mcfg = cJSON_GetObjectItemCaseSensitive(config, "model");

@@ -618,6 +618,8 @@ static void env_free(struct mini_environment *env, bool close_sessions)
 }
 
 void mini_environment_free(struct mini_environment *env) { env_free(env, true); }
+
+const char *mini_environment_workspace(const struct mini_environment *env) { return env->workspace; }
 void mini_environment_drop(struct mini_environment *env) { env_free(env, false); }
 
 char *mini_submission(const cJSON *result)

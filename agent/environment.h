@@ -48,6 +48,10 @@ cJSON *mini_environment_serialize(const struct mini_environment *env);
 /* Close the sandbox sessions (waiting for the daemon to answer each), the
  * connection, and free env. */
 void mini_environment_free(struct mini_environment *env);
+/* The directory the commands may write on the host: the sandbox's
+ * workspace (environment.workspace, else cwd, else mini's own working
+ * directory); for local, that same directory. */
+const char *mini_environment_workspace(const struct mini_environment *env);
 /* The same without the close requests: the connection's end closes the
  * sessions, the daemon's side of it in its own time (the commands are over;
  * what it has left to kill never ran one). */

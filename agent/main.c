@@ -434,16 +434,18 @@ static int run(struct args *o)
     _cleanup_(policy_freep) struct mini_policy *policy = mini_policy_from_config(cfg, &e);
     if (!policy)
         return fail(&e);
-    const char *audit_path = o->audit_log ? o->audit_log : mini_policy_audit_log(policy);
-    _cleanup_close_ int audit_fd = audit_path ? mini_audit_open(audit_path, &e) : -1;
-    if (audit_path && audit_fd < 0)
-        return fail(&e);
     _cleanup_(model_freep) struct mini_model *model = mini_model_new(mini_config_get(cfg, "model"), NULL, &e);
     if (!model)
         return fail(&e);
     _cleanup_(env_freep) struct mini_environment *env = mini_environment_new(
         mini_config_get(cfg, "environment"), cJSON_IsString(ecls) ? ecls->valuestring : "local", &e);
     if (!env)
+        return fail(&e);
+    /* Opened before any command runs, guarded by the workspace that the
+     * commands may write. */
+    const char *audit_path = o->audit_log ? o->audit_log : mini_policy_audit_log(policy);
+    _cleanup_close_ int audit_fd = audit_path ? mini_audit_open(audit_path, mini_environment_workspace(env), &e) : -1;
+    if (audit_path && audit_fd < 0)
         return fail(&e);
     _cleanup_(ui_freep) struct mini_ui *ui = new_ui(cfg, tty, o->quiet, &e);
     if (!ui)

@@ -143,16 +143,17 @@ int mini_open_new_at(int dirfd, const char *path, int mode)
 
 int mini_open_new(const char *path, int mode) { return mini_open_new_at(AT_FDCWD, path, mode); }
 
-int mini_open_append_log(const char *path, int mode, struct mini_err *e)
+int mini_open_append_log_at(int dirfd, const char *name, const char *path, int mode, struct mini_err *e)
 {
     /* O_NONBLOCK: a FIFO's open never waits for a reader (it is refused
      * below); O_EXCL when missing, so that a link planted between the two
      * opens is not followed either. */
     int fd = -1;
     for (int attempt = 0; fd < 0 && attempt < 3; attempt++) {
-        fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        fd = openat(dirfd, name, O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
         if (fd < 0 && errno == ENOENT)
-            fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, (mode_t)mode);
+            fd = openat(dirfd, name, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC,
+                        (mode_t)mode);
         if (fd < 0 && errno != EEXIST)
             break;
     }
@@ -189,6 +190,132 @@ int mini_open_append_log(const char *path, int mode, struct mini_err *e)
         return mini_err_sys(e, MINI_E_IO, err, "%s", path);
     }
     return fd;
+}
+
+int mini_open_append_log(const char *path, int mode, struct mini_err *e)
+{
+    return mini_open_append_log_at(AT_FDCWD, path, path, mode, e);
+}
+
+/* Whether the directory dfd is `guard` (st_dev, st_ino) or lies below it:
+ * up through ".." to the root.  -1 with errno when a step fails. */
+static int dir_within(int dfd, const struct stat *guard)
+{
+    _cleanup_close_ int cur = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
+    if (cur < 0)
+        return -1;
+    for (int depth = 0; depth < 4096; depth++) {
+        struct stat st, up;
+        if (fstat(cur, &st) < 0)
+            return -1;
+        if (st.st_dev == guard->st_dev && st.st_ino == guard->st_ino)
+            return 1;
+        int parent = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (parent < 0)
+            return -1;
+        if (fstat(parent, &up) < 0) {
+            close(parent);
+            return -1;
+        }
+        close(cur);
+        cur = parent;
+        if (up.st_dev == st.st_dev && up.st_ino == st.st_ino)
+            return 0; /* the root */
+    }
+    errno = ELOOP;
+    return -1;
+}
+
+int mini_open_dir_guarded(const char *dir, int guard, struct mini_err *e)
+{
+    struct stat gst;
+    if (guard >= 0 && fstat(guard, &gst) < 0)
+        return mini_err_sys(e, MINI_E_IO, errno, "the workspace");
+    /* What is left to resolve, rebuilt when a link is followed. */
+    size_t cap = strlen(dir) + 2;
+    _cleanup_free_ char *rest = malloc(cap);
+    if (!rest)
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    memcpy(rest, dir, cap - 1);
+    rest[cap - 1] = '\0';
+    _cleanup_close_ int cur = open(dir[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (cur < 0)
+        return mini_err_sys(e, MINI_E_IO, errno, "%s", dir);
+    int links = 0;
+    size_t at = 0;
+    for (;;) {
+        while (rest[at] == '/')
+            at++;
+        if (!rest[at])
+            return TAKE_FD(cur);
+        size_t len = strcspn(rest + at, "/");
+        char comp[NAME_MAX + 1];
+        if (len > NAME_MAX)
+            return mini_err_sys(e, MINI_E_IO, ENAMETOOLONG, "%s", dir);
+        memcpy(comp, rest + at, len);
+        comp[len] = '\0';
+        at += len;
+        int next = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        if (next < 0 || fstat(next, &st) < 0) {
+            int err = errno;
+            if (next >= 0)
+                close(next);
+            return mini_err_sys(e, MINI_E_IO, err, "%s", dir);
+        }
+        if (S_ISDIR(st.st_mode)) {
+            close(cur);
+            cur = next;
+            continue;
+        }
+        _cleanup_close_ int link = next;
+        if (!S_ISLNK(st.st_mode))
+            return mini_err_sys(e, MINI_E_IO, ENOTDIR, "%s", dir);
+        int in = guard >= 0 ? dir_within(cur, &gst) : 0;
+        if (in != 0)
+            return in < 0 ? mini_err_sys(e, MINI_E_IO, errno, "%s", dir)
+                          : mini_err_set(e, MINI_E_IO,
+                                         "%s: %s is a symbolic link in the workspace, which sandboxed commands can "
+                                         "write; refusing to follow it (name the directory by its real path)",
+                                         dir, comp);
+        if (++links > 40)
+            return mini_err_sys(e, MINI_E_IO, ELOOP, "%s", dir);
+        char target[PATH_MAX];
+        ssize_t n = readlinkat(link, "", target, sizeof target - 1);
+        if (n <= 0)
+            return mini_err_sys(e, MINI_E_IO, n < 0 ? errno : ENOENT, "%s", dir);
+        target[n] = '\0';
+        /* The target, then what was left after the link. */
+        size_t tail = strlen(rest + at);
+        char *nr = malloc((size_t)n + tail + 2);
+        if (!nr)
+            return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+        memcpy(nr, target, (size_t)n);
+        nr[n] = '/';
+        memcpy(nr + n + 1, rest + at, tail + 1);
+        free(rest);
+        rest = nr;
+        at = 0;
+        if (target[0] == '/') {
+            close(cur);
+            if ((cur = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+                return mini_err_sys(e, MINI_E_IO, errno, "%s", dir);
+        }
+    }
+}
+
+int mini_open_parent_guarded(const char *path, int guard, const char **name, struct mini_err *e)
+{
+    const char *slash = strrchr(path, '/');
+    *name = slash ? slash + 1 : path;
+    if (!**name)
+        return mini_err_set(e, MINI_E_IO, "%s: names a directory, not a file", path);
+    if (!slash)
+        return mini_open_dir_guarded(".", guard, e);
+    _cleanup_free_ char *dir = strndup(path, slash == path ? 1 : (size_t)(slash - path));
+    if (!dir)
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    return mini_open_dir_guarded(dir, guard, e);
 }
 
 int mini_write_file_atomic(const char *path, const void *p, size_t n, int mode, struct mini_err *e)

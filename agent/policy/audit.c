@@ -1,6 +1,7 @@
 /* The audit log (policy.h): in a file of its own, so that a program that
  * only writes audit lines (mini-sandbox run) links no PCRE2. */
 #include "policy/policy.h"
+#include "mini/cleanup.h"
 #include "mini/io.h"
 #include "mini/json.h"
 
@@ -10,11 +11,19 @@
 #include <sys/time.h>
 #include <time.h>
 
-int mini_audit_open(const char *path, struct mini_err *e)
+int mini_audit_open(const char *path, const char *workspace, struct mini_err *e)
 {
     /* It may lie where a sandboxed command writes (the workspace): never
-     * through a link planted there, never into a file not ours alone. */
-    int fd = mini_open_append_log(path, 0644, e);
+     * through a link planted there, in its name or its directories, never
+     * into a file not ours alone. */
+    _cleanup_close_ int guard = workspace ? open(workspace, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (workspace && guard < 0)
+        return mini_err_sys(e, MINI_E_IO, errno, "the audit log %s: the workspace %s", path, workspace);
+    const char *name;
+    _cleanup_close_ int dir = mini_open_parent_guarded(path, guard, &name, e);
+    if (dir < 0)
+        return mini_err_prefix(e, "the audit log");
+    int fd = mini_open_append_log_at(dir, name, path, 0644, e);
     if (fd < 0)
         return mini_err_prefix(e, "the audit log");
     return fd;

@@ -94,8 +94,10 @@ int mini_policy_parse_approval(const char *text, size_t len, struct mini_approva
 
 /* Open path for appending (O_APPEND|O_CLOEXEC, created 0644, never
  * truncated), as mini_open_append_log: refused when a symlink, not a
- * regular file, another user's or hard-linked.  The fd, or -1 with e. */
-int mini_audit_open(const char *path, struct mini_err *e);
+ * regular file, another user's or hard-linked; and when a directory on
+ * its way is a symlink in the workspace (NULL: none), as
+ * mini_open_parent_guarded.  The fd, or -1 with e. */
+int mini_audit_open(const char *path, const char *workspace, struct mini_err *e);
 /* Append obj as one line with a single write(), so that concurrent
  * writers never tear or interleave lines.  -1 with e. */
 int mini_audit_write(int fd, const cJSON *obj, struct mini_err *e);

@@ -68,6 +68,21 @@ void mini_write_file_done_at(int dirfd, const char *path);
 int mini_open_new(const char *path, int mode);
 int mini_open_new_at(int dirfd, const char *path, int mode);
 int mini_open_append_log(const char *path, int mode, struct mini_err *e);
+/* The same for name in dirfd; path is how messages name it. */
+int mini_open_append_log_at(int dirfd, const char *name, const char *path, int mode, struct mini_err *e);
+
+/* Open the directory dir (O_PATH) as the kernel would resolve it, except
+ * that a symbolic link met in the directory `guard` (an fd; -1: none) or
+ * below it is refused, never followed: a file the host side writes in a
+ * sandbox's workspace can be held by its directory's fd without a link
+ * that a sandboxed command planted in the path sending it elsewhere.
+ * Links outside the workspace (the user's own) are followed.  The fd, or
+ * -1 with e filled (MINI_E_IO).
+ *
+ * mini_open_parent_guarded: the same for the directory of the file path,
+ * with *name set to its last component (in path). */
+int mini_open_dir_guarded(const char *dir, int guard, struct mini_err *e);
+int mini_open_parent_guarded(const char *path, int guard, const char **name, struct mini_err *e);
 /* close(2) that preserves errno and ignores fd < 0. */
 void mini_close(int fd);
 /* Remove a directory tree (never following symlinks, staying on its

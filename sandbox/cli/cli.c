@@ -374,7 +374,7 @@ static int cmd_run(int argc, char **argv)
             return rc;
         }
         const char *alog = verdict_str(verdict, "audit_log");
-        if (alog && (audit_fd = mini_audit_open(alog, &e)) < 0) {
+        if (alog && (audit_fd = mini_audit_open(alog, ws, &e)) < 0) {
             cJSON_Delete(verdict);
             mini_env_free(&env);
             return fail(&e);

@@ -17,7 +17,8 @@
 #  4. the trajectory (-o ws/out/traj.json): traj.json.tmp and traj.json
 #     planted as links; and the sandboxed command swaps the directory `out`
 #     for a symlink between two saves: the saves stay in the directory the
-#     run started with.
+#     run started with; a directory link planted by an earlier run
+#     (ws/out -> elsewhere) is refused, for the trajectory and the audit log.
 #  5. mini batch's output folder: summary.json and preds.json planted as
 #     links, and its lock file as a dangling link (nothing is created where
 #     it points).
@@ -164,6 +165,29 @@ else fail "out/ swapped for a symlink mid-run: the saves stay in the directory t
     "$(ls -la "$WS" "$WS/out.real" 2>&1)"; fi
 victim_same "nothing was written into the directory the symlink points to"
 rm -rf "$VDIR"/* "${WS:?}/out" "$WS/out.real"
+
+# An earlier run's command planted out -> a directory outside the
+# workspace; the next run names out/traj.json (and an audit log in it):
+# neither is written there, and the run says which link it refused.
+minirun -o "$T/p1.traj.json" -c "model.outputs=$(outputs "ln -sfn $VDIR out")"
+if [[ $RC == 0 && -L $WS/out ]]; then pass "the sandboxed command planted out -> a directory outside"
+else fail "the sandboxed command planted out -> a directory outside"; fi
+minirun -o "$WS/out/traj.json" -c "model.outputs=$(outputs "echo hi")"
+refused "a trajectory below a planted directory link is refused" "out is a symbolic link in the workspace"
+victim_same "nothing was written through the planted directory link (trajectory)"
+minirun -o "$T/p2.traj.json" -c policy.audit_log=out/audit.jsonl -c "model.outputs=$(outputs "echo hi")"
+refused "an audit log below a planted directory link is refused" "out is a symbolic link in the workspace"
+victim_same "nothing was written through the planted directory link (audit log)"
+minirun -o "$WS/./sub/../out/traj.json" -c "model.outputs=$(outputs "echo hi")"
+refused "the same link reached through sub/.. is refused too" "symbolic link in the workspace"
+victim_same "nothing was written through the planted directory link (sub/..)"
+rm -f "$WS/out"
+# Control: the user's own link outside the workspace is followed.
+mkdir -p "$T/mine"
+ln -sfn "$T/mine" "$T/mylink"
+minirun -o "$T/mylink/traj.json" -c "model.outputs=$(outputs "echo hi")"
+if [[ $RC == 0 && -f $T/mine/traj.json ]]; then pass "control: a link of the user's outside the workspace is followed"
+else fail "control: a link of the user's outside the workspace is followed" "status $RC: $ERR"; fi
 
 # ==== 5. mini batch's output folder =========================================
 log "# -- mini batch output folder"

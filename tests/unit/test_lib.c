@@ -200,6 +200,82 @@ static bool file_is(const char *path, const char *want)
     return same;
 }
 
+/* Same directory as path (O_PATH fds compared by device and inode). */
+static bool same_dir(int fd, const char *path)
+{
+    struct stat a, b;
+    return fd >= 0 && fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* mini_open_dir_guarded: links outside the guard followed, any link in it
+ * or below it refused, whichever way the path reaches it. */
+static void test_dir_guarded(void)
+{
+    char t[] = "/tmp/mini-guard.XXXXXX";
+    CHECK(mkdtemp(t) != NULL);
+    char ws[160], sub[160], out[160], elsewhere[160], mine[160], p[320];
+    snprintf(ws, sizeof ws, "%s/ws", t);
+    snprintf(sub, sizeof sub, "%s/ws/sub", t);
+    snprintf(out, sizeof out, "%s/ws/out", t);
+    snprintf(elsewhere, sizeof elsewhere, "%s/elsewhere", t);
+    snprintf(mine, sizeof mine, "%s/mine", t);
+    CHECK(mkdir(ws, 0755) == 0 && mkdir(sub, 0755) == 0 && mkdir(elsewhere, 0755) == 0);
+    int g = open(ws, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    CHECK(g >= 0);
+    struct mini_err e;
+    int fd;
+
+    /* Plain directories, inside and outside, absolute and with "..". */
+    CHECK(same_dir(fd = mini_open_dir_guarded(sub, g, &e), sub));
+    close(fd);
+    snprintf(p, sizeof p, "%s/sub/../sub", ws);
+    CHECK(same_dir(fd = mini_open_dir_guarded(p, g, &e), sub));
+    close(fd);
+    CHECK(same_dir(fd = mini_open_dir_guarded(elsewhere, g, &e), elsewhere));
+    close(fd);
+
+    /* A link planted in the workspace: refused, also reached through
+     * sub/..; with no guard it is followed. */
+    CHECK(symlink(elsewhere, out) == 0);
+    CHECK(mini_open_dir_guarded(out, g, &e) == -1 && strstr(e.msg, "out is a symbolic link in the workspace"));
+    snprintf(p, sizeof p, "%s/sub/../out", ws);
+    CHECK(mini_open_dir_guarded(p, g, &e) == -1 && strstr(e.msg, "symbolic link in the workspace"));
+    CHECK(same_dir(fd = mini_open_dir_guarded(out, -1, &e), elsewhere));
+    close(fd);
+    /* One deeper: ws/sub/deep -> elsewhere. */
+    snprintf(p, sizeof p, "%s/deep", sub);
+    CHECK(symlink(elsewhere, p) == 0);
+    CHECK(mini_open_dir_guarded(p, g, &e) == -1 && strstr(e.msg, "deep is a symbolic link in the workspace"));
+
+    /* The user's own link outside, into the workspace: followed to the
+     * workspace, and a planted link behind it still refused. */
+    CHECK(symlink(ws, mine) == 0);
+    snprintf(p, sizeof p, "%s/sub", mine);
+    CHECK(same_dir(fd = mini_open_dir_guarded(p, g, &e), sub));
+    close(fd);
+    snprintf(p, sizeof p, "%s/out", mine);
+    CHECK(mini_open_dir_guarded(p, g, &e) == -1 && strstr(e.msg, "symbolic link in the workspace"));
+
+    /* The parent of a file path, and its name. */
+    const char *name = NULL;
+    snprintf(p, sizeof p, "%s/traj.json", sub);
+    CHECK(same_dir(fd = mini_open_parent_guarded(p, g, &name, &e), sub) && strcmp(name, "traj.json") == 0);
+    close(fd);
+    snprintf(p, sizeof p, "%s/traj.json", out);
+    CHECK(mini_open_parent_guarded(p, g, &name, &e) == -1);
+    CHECK(mini_open_parent_guarded("dir/", g, &name, &e) == -1 && strstr(e.msg, "names a directory"));
+    /* A loop of links outside the guard: ELOOP, no hang. */
+    char l1[160], l2[160];
+    snprintf(l1, sizeof l1, "%s/l1", t);
+    snprintf(l2, sizeof l2, "%s/l2", t);
+    CHECK(symlink(l2, l1) == 0 && symlink(l1, l2) == 0);
+    CHECK(mini_open_dir_guarded(l1, g, &e) == -1 && e.sys_errno == ELOOP);
+    close(g);
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", t);
+    CHECK(system(cmd) == 0);
+}
+
 static void test_host_writes(void)
 {
     char dir[] = "/tmp/mini-hostw.XXXXXX";
@@ -537,6 +613,7 @@ int main(void)
     test_path_clock();
     test_atomic_stale_tmp();
     test_host_writes();
+    test_dir_guarded();
     test_atomic_killed(true);
     test_atomic_killed(false);
     struct mini_err e;

@@ -220,7 +220,7 @@ static void test_audit_concurrent(void)
         pid_t pid = fork();
         if (pid == 0) {
             struct mini_err e;
-            int fd = mini_audit_open(path, &e);
+            int fd = mini_audit_open(path, NULL, &e);
             if (fd < 0)
                 _exit(1);
             char *pad = malloc(6001);
@@ -275,7 +275,7 @@ static void test_audit_concurrent(void)
     CHECK_MSG(lines == WRITERS * LINES && bad == 0 && missing == 0, "%d lines, %d torn, %d missing or doubled", lines,
               bad, missing);
     /* reopening appends, never truncates */
-    int fd = mini_audit_open(path, &e);
+    int fd = mini_audit_open(path, NULL, &e);
     cJSON *l = cJSON_CreateObject();
     CHECK(fd >= 0 && mini_audit_write(fd, l, &e) == 0);
     cJSON_Delete(l);
