@@ -29,13 +29,28 @@
 
 /* Directory of the built-in configs: $MINI_CONFIG_DIR when set, else
  * share/mini/configs relative to the running program (mini_exe_relative;
- * in the build tree a link to agent/configs).  Newly allocated; NULL only
- * when out of memory. */
+ * in the build tree a link to agent/configs).  Newly allocated; NULL when
+ * out of memory or when the program's own path cannot be read (never a
+ * path relative to the current directory). */
 char *mini_config_builtin_dir(void);
 
-/* mini-swe-agent's global config directory: $MSWEA_GLOBAL_CONFIG_DIR when
- * set and not empty, else $XDG_CONFIG_HOME/mini-swe-agent (when not blank),
- * else ~/.config/mini-swe-agent (~ from $HOME, else the password database),
+/* The workspace named on the command line (--workspace), for the check
+ * below; NULL: none.  Process-wide, copied. */
+void mini_config_set_workspace(const char *dir);
+
+/* Whether `path` lies in the current directory (the default workspace) or
+ * in the workspace set above, as written or resolved: a file there may
+ * have been written by a sandboxed command. */
+bool mini_config_in_workspace(const char *path);
+
+/* When it does, warn (through the hook below) "reading WHAT PATH from the
+ * workspace, which sandboxed commands can write".  Every config file read
+ * is checked (mini_config_read_spec). */
+void mini_config_check_place(const char *what, const char *path);
+
+/* mini-swe-agent's global config directory: $MSWEA_GLOBAL_CONFIG_DIR
+ * (made absolute) when set and not empty, else
+ * $XDG_CONFIG_HOME/mini-swe-agent (when absolute), else ~/.config/mini-swe-agent (~ from $HOME, else the password database),
  * as platformdirs computes it on Linux.  With `create`, the directory (and
  * missing parents) is created, mode 0700.  Newly allocated; NULL with e. */
 char *mini_config_global_dir_new(bool create, struct mini_err *e);
@@ -48,10 +63,14 @@ char *mini_config_global_dir_new(bool create, struct mini_err *e);
 const char *mini_config_global_dir(void);
 
 /* The file a -c spec that is not KEY=VALUE names: the spec itself when it
- * is an existing file; else, with its suffix replaced by (or given) .yaml
- * as mini-swe-agent does, the first existing one of: that path,
- * $MSWEA_CONFIG_DIR (default ".") / it, <builtin dir> / it,
- * <builtin dir>/extra / it, <builtin dir>/benchmarks / it.  Newly allocated; NULL with e listing the
+ * is an existing file with a suffix other than .yaml; else, with its
+ * suffix replaced by (or given) .yaml as mini-swe-agent does, the first
+ * existing one of: that path (only when the spec names a file: it holds a
+ * '/' or has a suffix; a bare name such as "mini" is never looked for in
+ * the current directory, which sandboxed commands write),
+ * $MSWEA_CONFIG_DIR / it (when set; mini-swe-agent's default "." is not
+ * used), <builtin dir> / it, <builtin dir>/extra / it,
+ * <builtin dir>/benchmarks / it.  Newly allocated; NULL with e listing the
  * places tried. */
 char *mini_config_find(const char *spec, struct mini_err *e);
 
@@ -63,7 +82,7 @@ cJSON *mini_config_read_spec(const char *spec, struct mini_err *e);
 
 /* mini-swe-agent's `mini -c` rule: with no specs (n == 0) the default
  * config alone is loaded ($MSWEA_MINI_CONFIG_PATH, else the built-in
- * "mini"); with specs, only they are, in order - the default is NOT loaded
+ * mini.yaml by its absolute path); with specs, only they are, in order - the default is NOT loaded
  * underneath (write `-c mini -c key=value` to change one key of it).  Each
  * is merged into the result: mappings recursively, anything else (lists
  * included) replaced, the later spec winning.  A file whose top level is

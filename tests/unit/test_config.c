@@ -226,10 +226,18 @@ static void test_find_and_load(void)
     _cleanup_free_ char *p2 = mini_config_find("mini.yaml", &e);
     CHECK(p1 && contains(p1, "/agent/configs/mini.yaml"));
     CHECK(p2 && contains(p2, "/agent/configs/mini.yaml"));
-    CHECK(!mini_config_find("no_such_config", &e) && contains(e.msg, "not found (tried: no_such_config.yaml"));
-    /* Each place once: "x.yaml" and "./x.yaml" are one; an absolute name is
-     * the same path in every directory; a directory is named as such. */
-    CHECK(!mini_config_find("no_such_config", &e) && !contains(e.msg, "./no_such_config.yaml"));
+    /* A bare name is never looked for in the current directory (the
+     * workspace); MSWEA_CONFIG_DIR unset is not ".". */
+    CHECK(!mini_config_find("no_such_config", &e) && contains(e.msg, "not found (tried: ") &&
+          contains(e.msg, "/agent/configs/no_such_config.yaml, ") && !strstr(e.msg, "tried: no_such_config.yaml") &&
+          !strstr(e.msg, ", no_such_config.yaml") && !strstr(e.msg, "./"));
+    /* A name with a suffix or a '/' is a file name: looked for as given
+     * first.  Each place once: "x.yaml" and "./x.yaml" are one; an
+     * absolute name is the same path in every directory; a directory is
+     * named as such. */
+    CHECK(!mini_config_find("no_such_config.yaml", &e) && contains(e.msg, "not found (tried: no_such_config.yaml, "));
+    CHECK(!mini_config_find("./no_such_config", &e) && contains(e.msg, "not found (tried: no_such_config.yaml, "));
+    CHECK(!mini_config_find("no_such_config.yaml", &e) && !contains(e.msg, "./no_such_config.yaml"));
     CHECK(!mini_config_find("/no-such-dir-mini/x", &e));
     CHECK_STR(e.msg, "config \"/no-such-dir-mini/x\" not found (tried: /no-such-dir-mini/x.yaml)");
     CHECK(!mini_config_find(cfgdir, &e) && contains(e.msg, " is a directory, not a config file (tried: "));
@@ -280,6 +288,53 @@ static void test_find_and_load(void)
     _cleanup_free_ char *p4 = mini_config_find(f2, &e);
     CHECK_STR(p4, f2);
     unsetenv("MSWEA_CONFIG_DIR");
+
+    /* Files of the current directory: a planted ./mini.yaml is never the
+     * default nor `-c mini`; `-c mini.yaml` and `-c ./mini.yaml` name it,
+     * and reading it warns. */
+    {
+        _cleanup_free_ char *here = getcwd(NULL, 0), *ws = tpath("ws"), *sub = tpath("ws/sub");
+        _cleanup_free_ char *planted = tpath("ws/mini.yaml"), *outside = tpath("outside.yaml");
+        _cleanup_free_ char *link = tpath("ws/link.yaml"), *in_sub = tpath("ws/sub/x.yaml");
+        mkdir(ws, 0700);
+        mkdir(sub, 0700);
+        write_file(planted, "agent:\n  mode: yolo\n  system_template: PLANTED\n");
+        write_file(outside, "agent:\n  mode: yolo\n");
+        write_file(in_sub, "agent:\n  mode: yolo\n");
+        CHECK(symlink(outside, link) == 0);
+        CHECK(chdir(ws) == 0);
+        _cleanup_free_ char *q1 = mini_config_find("mini", &e);
+        CHECK(q1 && contains(q1, "/agent/configs/mini.yaml"));
+        _cleanup_free_ char *q2 = mini_config_find("mini.yaml", &e);
+        CHECK_STR(q2, "mini.yaml");
+        _cleanup_free_ char *q3 = mini_config_find("./mini", &e);
+        CHECK_STR(q3, "./mini.yaml");
+        cfg = mini_config_load(NULL, 0, &e);
+        CHECK_MSG(cfg, "%s", e.msg);
+        CHECK(cfg && !strstr(mini_config_get_string(cfg, "agent.system_template"), "PLANTED"));
+        cJSON_Delete(cfg);
+        /* MSWEA_CONFIG_DIR, when the user sets it, is used as set. */
+        setenv("MSWEA_CONFIG_DIR", "sub", 1);
+        _cleanup_free_ char *q4 = mini_config_find("x", &e);
+        CHECK_STR(q4, "sub/x.yaml");
+        unsetenv("MSWEA_CONFIG_DIR");
+        /* In the workspace: as written or resolved; the current directory
+         * and the one set as the workspace. */
+        CHECK(mini_config_in_workspace("mini.yaml") && mini_config_in_workspace(planted));
+        CHECK(mini_config_in_workspace("link.yaml") && mini_config_in_workspace("sub/../mini.yaml"));
+        CHECK(!mini_config_in_workspace(outside) && !mini_config_in_workspace("../outside.yaml"));
+        CHECK(chdir(tmpdir) == 0);
+        CHECK(mini_config_in_workspace(outside));
+        _cleanup_free_ char *elsewhere = tpath("elsewhere");
+        mkdir(elsewhere, 0700);
+        CHECK(chdir(elsewhere) == 0);
+        CHECK(!mini_config_in_workspace(in_sub));
+        mini_config_set_workspace(ws);
+        CHECK(mini_config_in_workspace(in_sub) && !mini_config_in_workspace(outside));
+        mini_config_set_workspace(NULL);
+        CHECK(!mini_config_in_workspace(in_sub));
+        CHECK(chdir(here) == 0);
+    }
 
     /* An empty file adds nothing; a list at the top is an error. */
     _cleanup_free_ char *f3 = tpath("empty.yaml"), *f4 = tpath("list.yaml");
@@ -556,10 +611,23 @@ static void test_global_dir(void)
     setenv("HOME", "/home/someone/", 1);
     _cleanup_free_ char *d3 = mini_config_global_dir_new(false, &e);
     CHECK_STR(d3, "/home/someone/.config/mini-swe-agent");
+    /* A relative XDG_CONFIG_HOME is ignored (the XDG spec): it would be a
+     * directory under the current one, the workspace. */
+    setenv("XDG_CONFIG_HOME", ".", 1);
+    _cleanup_free_ char *d3b = mini_config_global_dir_new(false, &e);
+    CHECK_STR(d3b, "/home/someone/.config/mini-swe-agent");
     unsetenv("XDG_CONFIG_HOME");
     setenv("HOME", "/", 1);
     _cleanup_free_ char *d4 = mini_config_global_dir_new(false, &e);
     CHECK_STR(d4, "/.config/mini-swe-agent");
+    /* A relative MSWEA_GLOBAL_CONFIG_DIR is made absolute (the sandbox
+     * hides it by that path). */
+    _cleanup_free_ char *here = getcwd(NULL, 0), *rel_want = NULL;
+    if (asprintf(&rel_want, "%s/rel/g", here) < 0)
+        abort();
+    setenv("MSWEA_GLOBAL_CONFIG_DIR", "rel/g", 1);
+    _cleanup_free_ char *d4b = mini_config_global_dir_new(false, &e);
+    CHECK_STR(d4b, rel_want);
     /* The cached form creates the directory. */
     _cleanup_free_ char *want2 = tpath("global2/x");
     setenv("MSWEA_GLOBAL_CONFIG_DIR", want2, 1);
