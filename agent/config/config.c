@@ -1250,16 +1250,21 @@ static int fill_environment(cJSON *env, bool container, struct mini_err *e)
         { "minisweagent.environments.local.LocalEnvironment", "local" },
     };
     static const char *const supported[] = { "local", "sandbox", NULL };
-    /* An image is the sandbox's root (mini-sandbox image import); another
-     * class (docker's image names a registry's) runs on this machine. */
+    /* An image is the sandbox's root (mini-sandbox image import).  With
+     * any other class the commands would run on this machine instead of
+     * in the image: refused, never taken to mean the host. */
     const char *img = mini_config_get_string(env, "image");
     const char *ecls = mini_config_get_string(env, "environment_class");
-    if (img && !(ecls && !strcmp(ecls, "sandbox"))) {
-        cfg_warn("environment.image: container images are used only by the sandbox (environment_class sandbox, "
-                 "mini --image NAME; images come from mini-sandbox image import); ignored: the commands run on "
-                 "this machine");
-        cJSON_DeleteItemFromObjectCaseSensitive(env, "image");
-        container = true;
+    if (img && *img && !(ecls && !strcmp(ecls, "sandbox"))) {
+        const char *shown = ecls ? ecls : "local";
+        for (size_t i = 0; i < MINI_ARRAY_SIZE(container_classes); i++)
+            if (!strcmp(shown, container_classes[i][1]))
+                shown = container_classes[i][0];
+        return mini_err_set(e, MINI_E_CONFIG,
+                            "environment.image: \"%.*s\" is a container image, but environment_class %.*s would run "
+                            "the commands on this machine, not in it; use --sandbox PROFILE (images come from "
+                            "mini-sandbox image import), or drop the image",
+                            MINI_JSON_SHOW(img), MINI_JSON_SHOW(shown));
     }
     cJSON *cls = cJSON_GetObjectItemCaseSensitive(env, "environment_class");
     for (size_t i = 0; cls && i < MINI_ARRAY_SIZE(container_classes); i++)

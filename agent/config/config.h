@@ -108,9 +108,11 @@ int mini_config_merge(cJSON *dst, const cJSON *src, struct mini_err *e);
  *   - environment_class and agent_class given as mini-swe-agent import
  *     paths are shortened to "local", "default", "interactive";
  *   - mini-swe-agent's container environments (docker, swerex_modal, ...)
- *     become "local", and their own keys (image, interpreter, run_args,
- *     ...) are dropped, each reported through the warning hook below, as
- *     is a container cwd that does not exist here;
+ *     become "local", and their own keys (interpreter, run_args, ...) are
+ *     dropped, each reported through the warning hook below, as is a
+ *     container cwd that does not exist here;
+ *   - environment.image with any class but sandbox is an error: the
+ *     commands would run on this machine instead of in the image;
  *   - pydantic's float fields get the float mark, its int fields lose it.
  * 0, or -1 with e (cfg may then be partly converted). */
 int mini_config_validate(cJSON *cfg, struct mini_err *e);

@@ -718,7 +718,7 @@ static void test_compat(void)
                "agent:\n  system_template: s\n  instance_template: '{{task}}'\n  step_limit: 250\n"
                "  cost_limit: 3.\nenvironment:\n  cwd: /no/such/testbed\n  timeout: 60\n"
                "  interpreter: [bash, -c]\n  env:\n    PAGER: cat\n  environment_class: docker\n"
-               "  image: python:3.11\n  container_timeout: 2h\n  executable: docker\n"
+               "  container_timeout: 2h\n  executable: docker\n"
                "  run_args: [--rm]\n  pull_timeout: 120\nmodel:\n  model_name: anthropic/x\n"
                "  model_class: portkey\n  provider: '@openai'\n  model_kwargs:\n    drop_params: true\n"
                "    temperature: 0.0\n");
@@ -734,19 +734,13 @@ static void test_compat(void)
     cJSON *cfg = load_validated(specs, 1, &e);
     CHECK_MSG(cfg, "%s", e.msg);
     const char *w = warnings.data ? warnings.data : "";
-    static const char *const keys[] = { "environment.image:",
-                                        "environment.interpreter:",
-                                        "environment.container_timeout:",
-                                        "environment.executable:",
-                                        "environment.run_args:",
-                                        "environment.pull_timeout:",
-                                        "environment.environment_class:",
-                                        "environment.cwd:",
-                                        "model.provider:" };
+    static const char *const keys[] = { "environment.interpreter:",  "environment.container_timeout:",
+                                        "environment.executable:",   "environment.run_args:",
+                                        "environment.pull_timeout:", "environment.environment_class:",
+                                        "environment.cwd:",          "model.provider:" };
     for (size_t i = 0; i < MINI_ARRAY_SIZE(keys); i++)
         CHECK_MSG(count(w, keys[i]) == 1, "%s: warned %zu times in:\n%s", keys[i], count(w, keys[i]), w);
     CHECK(count(w, "\n") == MINI_ARRAY_SIZE(keys));
-    CHECK(contains(w, "environment.image: container images are used only by the sandbox"));
     CHECK(contains(w, "environment.run_args: ignored (a setting of mini-swe-agent's docker environment"));
     CHECK(contains(w, "environment.environment_class: docker is not available in mini"));
     CHECK_STR(mini_config_get_string(cfg, "environment.environment_class"), "local");
@@ -793,6 +787,36 @@ static void test_compat(void)
     CHECK(contains(w, "environment.environment_class: swerex_modal is not available"));
     CHECK(contains(w, "environment.startup_timeout: ignored (a setting of mini-swe-agent's swerex_modal"));
     CHECK(count(w, "environment.install_pipx:") == 1 && count(w, "environment.modal_sandbox_kwargs:") == 1);
+    cJSON_Delete(cfg);
+
+    /* An image is the sandbox's root: with any other class (which runs the
+     * commands on this machine) it is refused, never dropped. */
+    static const char *const img_classes[][2] = {
+        { "docker", "docker" },
+        { "local", "local" },
+        { "minisweagent.environments.docker.DockerEnvironment", "docker" },
+        { NULL, "local" },
+    };
+    for (size_t i = 0; i < MINI_ARRAY_SIZE(img_classes); i++) {
+        _cleanup_free_ char *cls = NULL;
+        if (img_classes[i][0] && asprintf(&cls, "environment.environment_class=%s", img_classes[i][0]) < 0)
+            abort();
+        const char *specs5[] = { "agent.system_template=s", "agent.instance_template=t", "model.model_name=m",
+                                 "environment.image=python:3.11", cls ? cls : "agent.step_limit=1" };
+        reset_warnings();
+        cfg = load_validated(specs5, MINI_ARRAY_SIZE(specs5), &e);
+        CHECK_MSG(!cfg && e.code == MINI_E_CONFIG &&
+                      contains(e.msg, "environment.image: \"python:3.11\" is a container image"),
+                  "%s", cfg ? "loaded" : e.msg);
+        char want[128];
+        snprintf(want, sizeof want, "environment_class %s would run the commands on this machine", img_classes[i][1]);
+        CHECK(cfg || contains(e.msg, want));
+        cJSON_Delete(cfg);
+    }
+    const char *specs6[] = { "swebench", "environment.image=python:3.11", "environment.environment_class=sandbox" };
+    cfg = load_validated(specs6, MINI_ARRAY_SIZE(specs6), &e);
+    CHECK_MSG(cfg, "%s", e.msg);
+    CHECK_STR(mini_config_get_string(cfg, "environment.image"), "python:3.11");
     cJSON_Delete(cfg);
 
     /* Without a handler, nothing is said and the config still loads. */
