@@ -177,12 +177,22 @@ __attribute__((format(printf, 1, 2))) static void cfg_warn(const char *fmt, ...)
 
 /* ---- files a sandboxed command could have written ---- */
 
-static char *config_workspace;
+static char *watched[4];
 
-void mini_config_set_workspace(const char *dir)
+void mini_config_watch_workspace(const char *dir)
 {
-    free(config_workspace);
-    config_workspace = dir && *dir ? strdup(dir) : NULL;
+    if (!dir) {
+        for (size_t i = 0; i < MINI_ARRAY_SIZE(watched); i++) {
+            free(watched[i]);
+            watched[i] = NULL;
+        }
+        return;
+    }
+    for (size_t i = 0; i < MINI_ARRAY_SIZE(watched); i++)
+        if (!watched[i]) {
+            watched[i] = strdup(*dir ? dir : ".");
+            return;
+        }
 }
 
 /* `path` made absolute against `cwd` and normalised as text: no "//", "."
@@ -232,11 +242,16 @@ static bool within_dir(const char *path, const char *real, const char *cwd, cons
 
 bool mini_config_in_workspace(const char *path)
 {
+    if (!watched[0])
+        return false;
     _cleanup_free_ char *cwd = getcwd(NULL, 0);
     if (!cwd)
-        return path[0] != '/'; /* relative to a directory we cannot name */
+        return true; /* the workspaces cannot be named: assume the worst */
     _cleanup_free_ char *real = realpath(path, NULL);
-    return within_dir(path, real, cwd, cwd) || (config_workspace && within_dir(path, real, cwd, config_workspace));
+    for (size_t i = 0; i < MINI_ARRAY_SIZE(watched); i++)
+        if (watched[i] && within_dir(path, real, cwd, watched[i]))
+            return true;
+    return false;
 }
 
 void mini_config_check_place(const char *what, const char *path)

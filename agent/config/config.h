@@ -34,13 +34,16 @@
  * path relative to the current directory). */
 char *mini_config_builtin_dir(void);
 
-/* The workspace named on the command line (--workspace), for the check
- * below; NULL: none.  Process-wide, copied. */
-void mini_config_set_workspace(const char *dir);
+/* Add a directory sandboxed commands may write (`mini`: the current
+ * directory, which is the default workspace, and --workspace DIR) for the
+ * check below; a relative one is taken relative to the current directory
+ * when checking.  Up to four; NULL forgets them all.  Process-wide. */
+void mini_config_watch_workspace(const char *dir);
 
-/* Whether `path` lies in the current directory (the default workspace) or
- * in the workspace set above, as written or resolved: a file there may
- * have been written by a sandboxed command. */
+/* Whether `path` lies in one of those directories, as written (made
+ * absolute, "." and ".." taken as text) or resolved (symbolic links
+ * followed, either side): a file there may have been written by a
+ * sandboxed command.  None watched: false. */
 bool mini_config_in_workspace(const char *path);
 
 /* When it does, warn (through the hook below) "reading WHAT PATH from the

@@ -319,7 +319,9 @@ static void test_find_and_load(void)
         CHECK_STR(q4, "sub/x.yaml");
         unsetenv("MSWEA_CONFIG_DIR");
         /* In the workspace: as written or resolved; the current directory
-         * and the one set as the workspace. */
+         * and another one, when watched. */
+        CHECK(!mini_config_in_workspace("mini.yaml"));
+        mini_config_watch_workspace(".");
         CHECK(mini_config_in_workspace("mini.yaml") && mini_config_in_workspace(planted));
         CHECK(mini_config_in_workspace("link.yaml") && mini_config_in_workspace("sub/../mini.yaml"));
         CHECK(!mini_config_in_workspace(outside) && !mini_config_in_workspace("../outside.yaml"));
@@ -329,10 +331,10 @@ static void test_find_and_load(void)
         mkdir(elsewhere, 0700);
         CHECK(chdir(elsewhere) == 0);
         CHECK(!mini_config_in_workspace(in_sub));
-        mini_config_set_workspace(ws);
+        mini_config_watch_workspace(ws);
         CHECK(mini_config_in_workspace(in_sub) && !mini_config_in_workspace(outside));
-        mini_config_set_workspace(NULL);
-        CHECK(!mini_config_in_workspace(in_sub));
+        mini_config_watch_workspace(NULL);
+        CHECK(!mini_config_in_workspace(in_sub) && !mini_config_in_workspace(outside));
         CHECK(chdir(here) == 0);
     }
 
