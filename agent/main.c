@@ -282,6 +282,10 @@ static cJSON *load_config(const struct args *o, int *rc)
     struct mini_err e;
     mini_err_clear(&e);
     mini_config_set_warn(print_warning, NULL);
+    /* Config files there may come from sandboxed commands: warned about. */
+    mini_config_watch_workspace(".");
+    if (o->workspace)
+        mini_config_watch_workspace(o->workspace);
     _cleanup_cjson_ cJSON *cfg = mini_config_setup(o->specs, o->n_specs, &e);
     if (!cfg) {
         *rc = fail(&e);

@@ -58,8 +58,9 @@ char *mini_config_builtin_dir(void)
     const char *env = getenv("MINI_CONFIG_DIR");
     if (env && *env)
         return strdup(env);
-    char *dir = mini_exe_relative(MINI_BIN_TO_DATA "/configs");
-    return dir ? dir : strdup(MINI_BIN_TO_DATA "/configs");
+    /* Never the relative MINI_BIN_TO_DATA on its own: that would be a
+     * directory under the current one, which sandboxed commands write. */
+    return mini_exe_relative(MINI_BIN_TO_DATA "/configs");
 }
 
 /* The global directory (it holds API keys: 0700), as a config error. */
@@ -86,8 +87,15 @@ char *mini_config_global_dir_new(bool create, struct mini_err *e)
     const char *env = getenv("MSWEA_GLOBAL_CONFIG_DIR");
     const char *xdg = getenv("XDG_CONFIG_HOME");
     if (env && *env) {
-        dir = strdup(env);
-    } else if (xdg && !blank(xdg)) {
+        /* Absolute, so that it is hidden from the sandbox (environment.c)
+         * and the same directory wherever the commands run. */
+        _cleanup_free_ char *cwd = env[0] == '/' ? NULL : getcwd(NULL, 0);
+        if (env[0] != '/' && !cwd)
+            return mini_err_sys(e, MINI_E_CONFIG, errno, "MSWEA_GLOBAL_CONFIG_DIR %s", env), NULL;
+        dir = cwd ? path_join(cwd, env) : strdup(env);
+    } else if (xdg && !blank(xdg) && xdg[0] == '/') {
+        /* (A relative XDG_CONFIG_HOME is invalid, the XDG spec says, and
+         * would name a directory under the current one: ignored.) */
         dir = path_join(xdg, "mini-swe-agent");
     } else {
         /* os.path.expanduser("~/.config"): $HOME when set (even empty),
@@ -167,6 +175,91 @@ __attribute__((format(printf, 1, 2))) static void cfg_warn(const char *fmt, ...)
     warn_fn(msg, warn_ud);
 }
 
+/* ---- files a sandboxed command could have written ---- */
+
+static char *watched[4];
+
+void mini_config_watch_workspace(const char *dir)
+{
+    if (!dir) {
+        for (size_t i = 0; i < MINI_ARRAY_SIZE(watched); i++) {
+            free(watched[i]);
+            watched[i] = NULL;
+        }
+        return;
+    }
+    for (size_t i = 0; i < MINI_ARRAY_SIZE(watched); i++)
+        if (!watched[i]) {
+            watched[i] = strdup(*dir ? dir : ".");
+            return;
+        }
+}
+
+/* `path` made absolute against `cwd` and normalised as text: no "//", "."
+ * or ".." (which goes up one name, as the path was written). */
+static char *lexical_abs(const char *cwd, const char *path)
+{
+    _cleanup_free_ char *joined = path_join(cwd, path);
+    if (!joined)
+        return NULL;
+    char *out = malloc(strlen(joined) + 2), *w = out;
+    if (!out)
+        return NULL;
+    for (const char *r = joined; *r;) {
+        while (*r == '/')
+            r++;
+        size_t n = strcspn(r, "/");
+        if (!n)
+            break;
+        if (n == 2 && r[0] == '.' && r[1] == '.') {
+            while (w > out && *--w != '/')
+                ;
+        } else if (n != 1 || r[0] != '.') {
+            *w++ = '/';
+            memcpy(w, r, n);
+            w += n;
+        }
+        r += n;
+    }
+    if (w == out)
+        *w++ = '/';
+    *w = '\0';
+    return out;
+}
+
+/* Whether `path` is inside `dir` (as written, or either resolved). */
+static bool within_dir(const char *path, const char *real, const char *cwd, const char *dir)
+{
+    _cleanup_free_ char *ldir = lexical_abs(cwd, dir), *rdir = realpath(dir, NULL);
+    _cleanup_free_ char *lpath = lexical_abs(cwd, path);
+    const char *paths[] = { lpath, real }, *dirs[] = { ldir, rdir };
+    for (size_t i = 0; i < 2; i++)
+        for (size_t j = 0; j < 2; j++)
+            if (paths[i] && dirs[j] && mini_path_within(paths[i], dirs[j]))
+                return true;
+    return false;
+}
+
+bool mini_config_in_workspace(const char *path)
+{
+    if (!watched[0])
+        return false;
+    _cleanup_free_ char *cwd = getcwd(NULL, 0);
+    if (!cwd)
+        return true; /* the workspaces cannot be named: assume the worst */
+    _cleanup_free_ char *real = realpath(path, NULL);
+    for (size_t i = 0; i < MINI_ARRAY_SIZE(watched); i++)
+        if (watched[i] && within_dir(path, real, cwd, watched[i]))
+            return true;
+    return false;
+}
+
+void mini_config_check_place(const char *what, const char *path)
+{
+    if (mini_config_in_workspace(path))
+        cfg_warn("reading %s %s from the workspace, which sandboxed commands can write", what, path);
+}
+
 /* Forget the text: the number is an int (pydantic's int fields). */
 static void set_int(cJSON *n)
 {
@@ -228,8 +321,9 @@ static int mark_json_floats(cJSON *root, const char *text)
 /* ---- finding and reading config specs ---- */
 
 /* pathlib's with_suffix(".yaml") unless the suffix already is ".yaml";
- * *had_suffix tells whether the name had another suffix. */
-static char *with_yaml_suffix(const char *spec, bool *had_suffix, struct mini_err *e)
+ * *had_suffix tells whether the name had another suffix, *any_suffix
+ * whether it had one at all. */
+static char *with_yaml_suffix(const char *spec, bool *had_suffix, bool *any_suffix, struct mini_err *e)
 {
     size_t len = strlen(spec);
     while (len > 1 && spec[len - 1] == '/')
@@ -249,6 +343,7 @@ static char *with_yaml_suffix(const char *spec, bool *had_suffix, struct mini_er
     bool has_suffix = dot > 0 && dot < blen - 1;
     bool is_yaml = has_suffix && blen - dot == 5 && !memcmp(base + dot, ".yaml", 5);
     *had_suffix = has_suffix && !is_yaml;
+    *any_suffix = has_suffix;
     size_t keep = has_suffix && !is_yaml ? (size_t)(base - spec) + dot : len;
     struct mini_buf b = MINI_BUF_INIT;
     if (mini_buf_append(&b, spec, keep) < 0 || (!is_yaml && mini_buf_puts(&b, ".yaml") < 0)) {
@@ -287,52 +382,61 @@ char *mini_config_find(const char *spec, struct mini_err *e)
 {
     if (!spec || !*spec)
         return mini_err_set(e, MINI_E_CONFIG, "empty config name"), NULL;
-    bool had_suffix;
-    _cleanup_free_ char *name = with_yaml_suffix(spec, &had_suffix, e);
+    bool had_suffix, any_suffix;
+    _cleanup_free_ char *name = with_yaml_suffix(spec, &had_suffix, &any_suffix, e);
     if (!name)
         return NULL;
+    /* The current directory is the workspace, which sandboxed commands
+     * write: a file there is read only when the spec names a file (a path,
+     * or a name with a suffix), never for a bare name (`-c mini` is the
+     * built-in mini.yaml even next to a ./mini.yaml). */
+    bool as_file = strchr(spec, '/') || any_suffix;
     /* "my.yml" would become "my.yaml": an existing file of that name is
-     * taken as it is first.  (A bare name is not: `-c mini` next to the
-     * mini program must still find mini.yaml.) */
+     * taken as it is first. */
     if (had_suffix && is_file(spec)) {
         char *p = strdup(spec);
         return p ? p : (nomem(e), NULL);
     }
     const char *cdir = getenv("MSWEA_CONFIG_DIR");
     _cleanup_free_ char *builtin = mini_config_builtin_dir();
-    _cleanup_free_ char *extra = builtin ? path_join(builtin, "extra") : NULL;
-    _cleanup_free_ char *bench = builtin ? path_join(builtin, "benchmarks") : NULL;
     enum { N = 5 };
-    char *cands[N] = {
-        strdup(name),
-        path_join(cdir ? cdir : ".", name),
-        builtin ? path_join(builtin, name) : NULL,
-        extra ? path_join(extra, name) : NULL,
-        bench ? path_join(bench, name) : NULL,
-    };
-    char *found = NULL;
+    char *cands[N] = { NULL };
+    size_t n = 0;
     bool oom = false;
-    for (size_t i = 0; i < N; i++) {
-        if (!cands[i])
-            oom = true;
-        else if (!found && is_file(cands[i]))
-            found = cands[i];
+    if (as_file)
+        oom |= !(cands[n++] = strdup(name));
+    if (cdir && *cdir)
+        oom |= !(cands[n++] = path_join(cdir, name));
+    if (builtin) {
+        _cleanup_free_ char *extra = path_join(builtin, "extra"), *bench = path_join(builtin, "benchmarks");
+        oom |= !(cands[n++] = path_join(builtin, name));
+        oom |= !extra || !(cands[n++] = path_join(extra, name));
+        oom |= !bench || !(cands[n++] = path_join(bench, name));
     }
+    char *found = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (!found && cands[i] && is_file(cands[i]))
+            found = cands[i];
     if (found && !oom) {
-        for (size_t i = 0; i < N; i++)
+        for (size_t i = 0; i < n; i++)
             if (cands[i] != found)
                 free(cands[i]);
         return found;
     }
     if (oom) {
         nomem(e);
+    } else if (!n) {
+        mini_err_set(e, MINI_E_CONFIG,
+                     "config \"%.*s\" not found: the built-in configs cannot be located (/proc/self/exe); "
+                     "set MINI_CONFIG_DIR, or name a file (./%.*s)",
+                     MINI_JSON_SHOW(spec), MINI_JSON_SHOW(name));
     } else {
         /* Each place once ("x.yaml" and "./x.yaml" are one; an absolute
          * name is the same path in every directory), and a directory where
          * a file was expected named as such. */
         struct mini_buf tried = MINI_BUF_INIT;
         const char *dir = is_dir(spec) ? spec : NULL;
-        for (size_t i = 0; i < N; i++) {
+        for (size_t i = 0; i < n; i++) {
             tidy_path(cands[i]);
             bool seen = false;
             for (size_t j = 0; j < i; j++)
@@ -352,7 +456,7 @@ char *mini_config_find(const char *spec, struct mini_err *e)
                          tried.data ? tried.data : "");
         mini_buf_free(&tried);
     }
-    for (size_t i = 0; i < N; i++)
+    for (size_t i = 0; i < n; i++)
         free(cands[i]);
     return NULL;
 }
@@ -462,6 +566,7 @@ cJSON *mini_config_read_spec(const char *spec, struct mini_err *e)
     _cleanup_free_ char *path = mini_config_find(spec, e);
     if (!path)
         return NULL;
+    mini_config_check_place("config", path);
     _cleanup_buf_ struct mini_buf text = MINI_BUF_INIT;
     if (mini_read_file(path, &text, MINI_CONFIG_MAX_BYTES, e) < 0) {
         if (e)
@@ -496,10 +601,33 @@ int mini_config_merge(cJSON *dst, const cJSON *src, struct mini_err *e)
 
 cJSON *mini_config_load(const char *const *specs, size_t n, struct mini_err *e)
 {
+    /* The default is the built-in file by its absolute path, as
+     * mini-swe-agent's DEFAULT_CONFIG_FILE: never a file of the current
+     * directory, which sandboxed commands write. */
     const char *dflt[1];
+    _cleanup_free_ char *builtin = NULL;
     if (n == 0) {
         const char *env = getenv("MSWEA_MINI_CONFIG_PATH");
-        dflt[0] = env && *env ? env : MINI_CONFIG_DEFAULT_NAME;
+        if (env && *env) {
+            dflt[0] = env;
+        } else {
+            _cleanup_free_ char *dir = mini_config_builtin_dir();
+            if (!dir)
+                return mini_err_set(e, MINI_E_CONFIG,
+                                    "the built-in configs cannot be located (/proc/self/exe): set MINI_CONFIG_DIR"),
+                       NULL;
+            _cleanup_free_ char *abs = NULL;
+            if (dir[0] != '/') {
+                _cleanup_free_ char *cwd = getcwd(NULL, 0);
+                if (!cwd)
+                    return mini_err_sys(e, MINI_E_CONFIG, errno, "MINI_CONFIG_DIR %s", dir), NULL;
+                abs = path_join(cwd, dir);
+            }
+            builtin = path_join(abs ? abs : dir, MINI_CONFIG_DEFAULT_NAME ".yaml");
+            if (!builtin)
+                return nomem(e), NULL;
+            dflt[0] = builtin;
+        }
         specs = dflt;
         n = 1;
     }
@@ -1137,16 +1265,21 @@ static int fill_environment(cJSON *env, bool container, struct mini_err *e)
         { "minisweagent.environments.local.LocalEnvironment", "local" },
     };
     static const char *const supported[] = { "local", "sandbox", NULL };
-    /* An image is the sandbox's root (mini-sandbox image import); another
-     * class (docker's image names a registry's) runs on this machine. */
+    /* An image is the sandbox's root (mini-sandbox image import).  With
+     * any other class the commands would run on this machine instead of
+     * in the image: refused, never taken to mean the host. */
     const char *img = mini_config_get_string(env, "image");
     const char *ecls = mini_config_get_string(env, "environment_class");
-    if (img && !(ecls && !strcmp(ecls, "sandbox"))) {
-        cfg_warn("environment.image: container images are used only by the sandbox (environment_class sandbox, "
-                 "mini --image NAME; images come from mini-sandbox image import); ignored: the commands run on "
-                 "this machine");
-        cJSON_DeleteItemFromObjectCaseSensitive(env, "image");
-        container = true;
+    if (img && *img && !(ecls && !strcmp(ecls, "sandbox"))) {
+        const char *shown = ecls ? ecls : "local";
+        for (size_t i = 0; i < MINI_ARRAY_SIZE(container_classes); i++)
+            if (!strcmp(shown, container_classes[i][1]))
+                shown = container_classes[i][0];
+        return mini_err_set(e, MINI_E_CONFIG,
+                            "environment.image: \"%.*s\" is a container image, but environment_class %.*s would run "
+                            "the commands on this machine, not in it; use --sandbox PROFILE (images come from "
+                            "mini-sandbox image import), or drop the image",
+                            MINI_JSON_SHOW(img), MINI_JSON_SHOW(shown));
     }
     cJSON *cls = cJSON_GetObjectItemCaseSensitive(env, "environment_class");
     for (size_t i = 0; cls && i < MINI_ARRAY_SIZE(container_classes); i++)

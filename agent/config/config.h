@@ -29,13 +29,31 @@
 
 /* Directory of the built-in configs: $MINI_CONFIG_DIR when set, else
  * share/mini/configs relative to the running program (mini_exe_relative;
- * in the build tree a link to agent/configs).  Newly allocated; NULL only
- * when out of memory. */
+ * in the build tree a link to agent/configs).  Newly allocated; NULL when
+ * out of memory or when the program's own path cannot be read (never a
+ * path relative to the current directory). */
 char *mini_config_builtin_dir(void);
 
-/* mini-swe-agent's global config directory: $MSWEA_GLOBAL_CONFIG_DIR when
- * set and not empty, else $XDG_CONFIG_HOME/mini-swe-agent (when not blank),
- * else ~/.config/mini-swe-agent (~ from $HOME, else the password database),
+/* Add a directory sandboxed commands may write (`mini`: the current
+ * directory, which is the default workspace, and --workspace DIR) for the
+ * check below; a relative one is taken relative to the current directory
+ * when checking.  Up to four; NULL forgets them all.  Process-wide. */
+void mini_config_watch_workspace(const char *dir);
+
+/* Whether `path` lies in one of those directories, as written (made
+ * absolute, "." and ".." taken as text) or resolved (symbolic links
+ * followed, either side): a file there may have been written by a
+ * sandboxed command.  None watched: false. */
+bool mini_config_in_workspace(const char *path);
+
+/* When it does, warn (through the hook below) "reading WHAT PATH from the
+ * workspace, which sandboxed commands can write".  Every config file read
+ * is checked (mini_config_read_spec). */
+void mini_config_check_place(const char *what, const char *path);
+
+/* mini-swe-agent's global config directory: $MSWEA_GLOBAL_CONFIG_DIR
+ * (made absolute) when set and not empty, else
+ * $XDG_CONFIG_HOME/mini-swe-agent (when absolute), else ~/.config/mini-swe-agent (~ from $HOME, else the password database),
  * as platformdirs computes it on Linux.  With `create`, the directory (and
  * missing parents) is created, mode 0700.  Newly allocated; NULL with e. */
 char *mini_config_global_dir_new(bool create, struct mini_err *e);
@@ -48,10 +66,14 @@ char *mini_config_global_dir_new(bool create, struct mini_err *e);
 const char *mini_config_global_dir(void);
 
 /* The file a -c spec that is not KEY=VALUE names: the spec itself when it
- * is an existing file; else, with its suffix replaced by (or given) .yaml
- * as mini-swe-agent does, the first existing one of: that path,
- * $MSWEA_CONFIG_DIR (default ".") / it, <builtin dir> / it,
- * <builtin dir>/extra / it, <builtin dir>/benchmarks / it.  Newly allocated; NULL with e listing the
+ * is an existing file with a suffix other than .yaml; else, with its
+ * suffix replaced by (or given) .yaml as mini-swe-agent does, the first
+ * existing one of: that path (only when the spec names a file: it holds a
+ * '/' or has a suffix; a bare name such as "mini" is never looked for in
+ * the current directory, which sandboxed commands write),
+ * $MSWEA_CONFIG_DIR / it (when set; mini-swe-agent's default "." is not
+ * used), <builtin dir> / it, <builtin dir>/extra / it,
+ * <builtin dir>/benchmarks / it.  Newly allocated; NULL with e listing the
  * places tried. */
 char *mini_config_find(const char *spec, struct mini_err *e);
 
@@ -63,7 +85,7 @@ cJSON *mini_config_read_spec(const char *spec, struct mini_err *e);
 
 /* mini-swe-agent's `mini -c` rule: with no specs (n == 0) the default
  * config alone is loaded ($MSWEA_MINI_CONFIG_PATH, else the built-in
- * "mini"); with specs, only they are, in order - the default is NOT loaded
+ * mini.yaml by its absolute path); with specs, only they are, in order - the default is NOT loaded
  * underneath (write `-c mini -c key=value` to change one key of it).  Each
  * is merged into the result: mappings recursively, anything else (lists
  * included) replaced, the later spec winning.  A file whose top level is
@@ -89,9 +111,11 @@ int mini_config_merge(cJSON *dst, const cJSON *src, struct mini_err *e);
  *   - environment_class and agent_class given as mini-swe-agent import
  *     paths are shortened to "local", "default", "interactive";
  *   - mini-swe-agent's container environments (docker, swerex_modal, ...)
- *     become "local", and their own keys (image, interpreter, run_args,
- *     ...) are dropped, each reported through the warning hook below, as
- *     is a container cwd that does not exist here;
+ *     become "local", and their own keys (interpreter, run_args, ...) are
+ *     dropped, each reported through the warning hook below, as is a
+ *     container cwd that does not exist here;
+ *   - environment.image with any class but sandbox is an error: the
+ *     commands would run on this machine instead of in the image;
  *   - pydantic's float fields get the float mark, its int fields lose it.
  * 0, or -1 with e (cfg may then be partly converted). */
 int mini_config_validate(cJSON *cfg, struct mini_err *e);

@@ -17,6 +17,9 @@ cJSON *mini_config_setup(const char *const *specs, size_t n, struct mini_err *e)
 {
     _cleanup_free_ char *dotenv = NULL;
     const char *gdir = mini_config_global_dir();
+    /* Only the global directory's .env, as mini-swe-agent: never ./.env.
+     * (The directory is absolute and hidden from every sandboxed command:
+     * environment.c.) */
     if (gdir && asprintf(&dotenv, "%s/.env", gdir) >= 0 && access(dotenv, F_OK) == 0 &&
         mini_config_load_dotenv(dotenv, e) < 0)
         return NULL;

@@ -11,9 +11,11 @@
 #     here with the same keys and value shapes as the real ones (not their
 #     text: that is mini-swe-agent's), in a built-in config directory of
 #     the test's own ($MINI_CONFIG_DIR).
-#  2. Keys of environments mini does not have (docker's image, interpreter,
+#  2. Keys of environments mini does not have (docker's interpreter,
 #     container_timeout, executable, run_args, pull_timeout, modal's...):
-#     one warning line each, naming the key; the run goes on.
+#     one warning line each, naming the key; the run goes on.  An image
+#     with any class but the sandbox is refused (the commands would run on
+#     this machine instead of in it).
 #  3. Floats render as Python prints them (3.0, 1e-05, 1e+16).
 #  4. --agent-class: mini-swe-agent's names and class paths; others refused.
 #  5. `mini config set|unset|edit`: the exact bytes python-dotenv's set_key
@@ -184,16 +186,21 @@ fi
 # programbench without --sandbox: environment_class docker becomes local.
 N=$((N + 1)); WS=$T/ws.$N; mkws "$WS"; TRAJ=$T/traj.$N.json
 MRUN_CWD=$WS mrun -y -t "make out.txt" -o "$TRAJ" -c programbench --model-class deterministic \
-    -c "model.outputs=$(fenced)" -c environment.image=python:3.11 -c environment.pull_timeout=120
+    -c "model.outputs=$(fenced)" -c environment.pull_timeout=120
 submitted "programbench with environment_class docker: runs on this machine"
 warned_once "programbench: docker's keys warned once each" environment.container_timeout \
-    environment.executable environment.run_args environment.environment_class environment.image \
-    environment.pull_timeout
-if grep -q "^mini: warning: environment.image: container images are used only by the sandbox" <<<"$ERR"
-then pass "image: the warning says container images are used only by the sandbox"
-else fail "image: the warning says container images are used only by the sandbox" "$ERR"; fi
+    environment.executable environment.run_args environment.environment_class environment.pull_timeout
 if [[ -f $WS/out.txt ]]; then pass "programbench: the command ran in the workspace"
 else fail "programbench: the command ran in the workspace"; fi
+# With an image too, the commands would run on this machine instead of in
+# it: refused before anything runs.
+N=$((N + 1)); WS=$T/ws.$N; mkws "$WS"; TRAJ=$T/traj.$N.json
+MRUN_CWD=$WS mrun -y -t "make out.txt" -o "$TRAJ" -c programbench --model-class deterministic \
+    -c "model.outputs=$(fenced)" -c environment.image=python:3.11
+if [[ $RC == 2 ]] && grep -q '^mini: environment.image: "python:3.11" is a container image, but environment_class docker would run the commands on this machine' <<<"$ERR" &&
+    [[ ! -e $WS/out.txt && ! -e $TRAJ ]]
+then pass "docker with an image: refused (exit 2, one line), nothing ran"
+else fail "docker with an image: refused (exit 2, one line), nothing ran" "rc $RC: $ERR"; fi
 
 # An unknown key elsewhere is still an error with a suggestion.
 runcfg "$(fenced)" off swebench environment.timout=5

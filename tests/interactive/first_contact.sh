@@ -145,8 +145,11 @@ fi
 mini_env
 run bounded "${MINI_ENVV[@]}" "$MINI_BIN/mini" -c "no-such-config-$tag" -t hi </dev/null
 n=$(count "no-such-config-$tag.yaml" "$ERR")
-if [[ $RC == 2 ]] && contains "$ERR" "config \"no-such-config-$tag\" not found (tried: no-such-config-$tag.yaml, " &&
-   [[ $(count "./no-such" "$ERR") == 0 ]]; then
+# (A bare name is not looked for in the current directory: the places are
+# the built-in directories.)
+if [[ $RC == 2 ]] && contains "$ERR" "config \"no-such-config-$tag\" not found (tried: /" &&
+   contains "$ERR" "/extra/no-such-config-$tag.yaml, " && [[ $(count "./no-such" "$ERR") == 0 ]] &&
+   [[ $(count "tried: no-such" "$ERR") == 0 && $(count ", no-such" "$ERR") == 0 ]]; then
     pass "config not found: the name and the places ($n), status 2"
 else
     fail "config not found: the name and the places, status 2"

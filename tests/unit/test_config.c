@@ -226,10 +226,18 @@ static void test_find_and_load(void)
     _cleanup_free_ char *p2 = mini_config_find("mini.yaml", &e);
     CHECK(p1 && contains(p1, "/agent/configs/mini.yaml"));
     CHECK(p2 && contains(p2, "/agent/configs/mini.yaml"));
-    CHECK(!mini_config_find("no_such_config", &e) && contains(e.msg, "not found (tried: no_such_config.yaml"));
-    /* Each place once: "x.yaml" and "./x.yaml" are one; an absolute name is
-     * the same path in every directory; a directory is named as such. */
-    CHECK(!mini_config_find("no_such_config", &e) && !contains(e.msg, "./no_such_config.yaml"));
+    /* A bare name is never looked for in the current directory (the
+     * workspace); MSWEA_CONFIG_DIR unset is not ".". */
+    CHECK(!mini_config_find("no_such_config", &e) && contains(e.msg, "not found (tried: ") &&
+          contains(e.msg, "/agent/configs/no_such_config.yaml, ") && !strstr(e.msg, "tried: no_such_config.yaml") &&
+          !strstr(e.msg, ", no_such_config.yaml") && !strstr(e.msg, "./"));
+    /* A name with a suffix or a '/' is a file name: looked for as given
+     * first.  Each place once: "x.yaml" and "./x.yaml" are one; an
+     * absolute name is the same path in every directory; a directory is
+     * named as such. */
+    CHECK(!mini_config_find("no_such_config.yaml", &e) && contains(e.msg, "not found (tried: no_such_config.yaml, "));
+    CHECK(!mini_config_find("./no_such_config", &e) && contains(e.msg, "not found (tried: no_such_config.yaml, "));
+    CHECK(!mini_config_find("no_such_config.yaml", &e) && !contains(e.msg, "./no_such_config.yaml"));
     CHECK(!mini_config_find("/no-such-dir-mini/x", &e));
     CHECK_STR(e.msg, "config \"/no-such-dir-mini/x\" not found (tried: /no-such-dir-mini/x.yaml)");
     CHECK(!mini_config_find(cfgdir, &e) && contains(e.msg, " is a directory, not a config file (tried: "));
@@ -280,6 +288,55 @@ static void test_find_and_load(void)
     _cleanup_free_ char *p4 = mini_config_find(f2, &e);
     CHECK_STR(p4, f2);
     unsetenv("MSWEA_CONFIG_DIR");
+
+    /* Files of the current directory: a planted ./mini.yaml is never the
+     * default nor `-c mini`; `-c mini.yaml` and `-c ./mini.yaml` name it,
+     * and reading it warns. */
+    {
+        _cleanup_free_ char *here = getcwd(NULL, 0), *ws = tpath("ws"), *sub = tpath("ws/sub");
+        _cleanup_free_ char *planted = tpath("ws/mini.yaml"), *outside = tpath("outside.yaml");
+        _cleanup_free_ char *link = tpath("ws/link.yaml"), *in_sub = tpath("ws/sub/x.yaml");
+        mkdir(ws, 0700);
+        mkdir(sub, 0700);
+        write_file(planted, "agent:\n  mode: yolo\n  system_template: PLANTED\n");
+        write_file(outside, "agent:\n  mode: yolo\n");
+        write_file(in_sub, "agent:\n  mode: yolo\n");
+        CHECK(symlink(outside, link) == 0);
+        CHECK(chdir(ws) == 0);
+        _cleanup_free_ char *q1 = mini_config_find("mini", &e);
+        CHECK(q1 && contains(q1, "/agent/configs/mini.yaml"));
+        _cleanup_free_ char *q2 = mini_config_find("mini.yaml", &e);
+        CHECK_STR(q2, "mini.yaml");
+        _cleanup_free_ char *q3 = mini_config_find("./mini", &e);
+        CHECK_STR(q3, "./mini.yaml");
+        cfg = mini_config_load(NULL, 0, &e);
+        CHECK_MSG(cfg, "%s", e.msg);
+        CHECK(cfg && !strstr(mini_config_get_string(cfg, "agent.system_template"), "PLANTED"));
+        cJSON_Delete(cfg);
+        /* MSWEA_CONFIG_DIR, when the user sets it, is used as set. */
+        setenv("MSWEA_CONFIG_DIR", "sub", 1);
+        _cleanup_free_ char *q4 = mini_config_find("x", &e);
+        CHECK_STR(q4, "sub/x.yaml");
+        unsetenv("MSWEA_CONFIG_DIR");
+        /* In the workspace: as written or resolved; the current directory
+         * and another one, when watched. */
+        CHECK(!mini_config_in_workspace("mini.yaml"));
+        mini_config_watch_workspace(".");
+        CHECK(mini_config_in_workspace("mini.yaml") && mini_config_in_workspace(planted));
+        CHECK(mini_config_in_workspace("link.yaml") && mini_config_in_workspace("sub/../mini.yaml"));
+        CHECK(!mini_config_in_workspace(outside) && !mini_config_in_workspace("../outside.yaml"));
+        CHECK(chdir(tmpdir) == 0);
+        CHECK(mini_config_in_workspace(outside));
+        _cleanup_free_ char *elsewhere = tpath("elsewhere");
+        mkdir(elsewhere, 0700);
+        CHECK(chdir(elsewhere) == 0);
+        CHECK(!mini_config_in_workspace(in_sub));
+        mini_config_watch_workspace(ws);
+        CHECK(mini_config_in_workspace(in_sub) && !mini_config_in_workspace(outside));
+        mini_config_watch_workspace(NULL);
+        CHECK(!mini_config_in_workspace(in_sub) && !mini_config_in_workspace(outside));
+        CHECK(chdir(here) == 0);
+    }
 
     /* An empty file adds nothing; a list at the top is an error. */
     _cleanup_free_ char *f3 = tpath("empty.yaml"), *f4 = tpath("list.yaml");
@@ -556,10 +613,23 @@ static void test_global_dir(void)
     setenv("HOME", "/home/someone/", 1);
     _cleanup_free_ char *d3 = mini_config_global_dir_new(false, &e);
     CHECK_STR(d3, "/home/someone/.config/mini-swe-agent");
+    /* A relative XDG_CONFIG_HOME is ignored (the XDG spec): it would be a
+     * directory under the current one, the workspace. */
+    setenv("XDG_CONFIG_HOME", ".", 1);
+    _cleanup_free_ char *d3b = mini_config_global_dir_new(false, &e);
+    CHECK_STR(d3b, "/home/someone/.config/mini-swe-agent");
     unsetenv("XDG_CONFIG_HOME");
     setenv("HOME", "/", 1);
     _cleanup_free_ char *d4 = mini_config_global_dir_new(false, &e);
     CHECK_STR(d4, "/.config/mini-swe-agent");
+    /* A relative MSWEA_GLOBAL_CONFIG_DIR is made absolute (the sandbox
+     * hides it by that path). */
+    _cleanup_free_ char *here = getcwd(NULL, 0), *rel_want = NULL;
+    if (asprintf(&rel_want, "%s/rel/g", here) < 0)
+        abort();
+    setenv("MSWEA_GLOBAL_CONFIG_DIR", "rel/g", 1);
+    _cleanup_free_ char *d4b = mini_config_global_dir_new(false, &e);
+    CHECK_STR(d4b, rel_want);
     /* The cached form creates the directory. */
     _cleanup_free_ char *want2 = tpath("global2/x");
     setenv("MSWEA_GLOBAL_CONFIG_DIR", want2, 1);
@@ -650,7 +720,7 @@ static void test_compat(void)
                "agent:\n  system_template: s\n  instance_template: '{{task}}'\n  step_limit: 250\n"
                "  cost_limit: 3.\nenvironment:\n  cwd: /no/such/testbed\n  timeout: 60\n"
                "  interpreter: [bash, -c]\n  env:\n    PAGER: cat\n  environment_class: docker\n"
-               "  image: python:3.11\n  container_timeout: 2h\n  executable: docker\n"
+               "  container_timeout: 2h\n  executable: docker\n"
                "  run_args: [--rm]\n  pull_timeout: 120\nmodel:\n  model_name: anthropic/x\n"
                "  model_class: portkey\n  provider: '@openai'\n  model_kwargs:\n    drop_params: true\n"
                "    temperature: 0.0\n");
@@ -666,19 +736,13 @@ static void test_compat(void)
     cJSON *cfg = load_validated(specs, 1, &e);
     CHECK_MSG(cfg, "%s", e.msg);
     const char *w = warnings.data ? warnings.data : "";
-    static const char *const keys[] = { "environment.image:",
-                                        "environment.interpreter:",
-                                        "environment.container_timeout:",
-                                        "environment.executable:",
-                                        "environment.run_args:",
-                                        "environment.pull_timeout:",
-                                        "environment.environment_class:",
-                                        "environment.cwd:",
-                                        "model.provider:" };
+    static const char *const keys[] = { "environment.interpreter:",  "environment.container_timeout:",
+                                        "environment.executable:",   "environment.run_args:",
+                                        "environment.pull_timeout:", "environment.environment_class:",
+                                        "environment.cwd:",          "model.provider:" };
     for (size_t i = 0; i < MINI_ARRAY_SIZE(keys); i++)
         CHECK_MSG(count(w, keys[i]) == 1, "%s: warned %zu times in:\n%s", keys[i], count(w, keys[i]), w);
     CHECK(count(w, "\n") == MINI_ARRAY_SIZE(keys));
-    CHECK(contains(w, "environment.image: container images are used only by the sandbox"));
     CHECK(contains(w, "environment.run_args: ignored (a setting of mini-swe-agent's docker environment"));
     CHECK(contains(w, "environment.environment_class: docker is not available in mini"));
     CHECK_STR(mini_config_get_string(cfg, "environment.environment_class"), "local");
@@ -725,6 +789,36 @@ static void test_compat(void)
     CHECK(contains(w, "environment.environment_class: swerex_modal is not available"));
     CHECK(contains(w, "environment.startup_timeout: ignored (a setting of mini-swe-agent's swerex_modal"));
     CHECK(count(w, "environment.install_pipx:") == 1 && count(w, "environment.modal_sandbox_kwargs:") == 1);
+    cJSON_Delete(cfg);
+
+    /* An image is the sandbox's root: with any other class (which runs the
+     * commands on this machine) it is refused, never dropped. */
+    static const char *const img_classes[][2] = {
+        { "docker", "docker" },
+        { "local", "local" },
+        { "minisweagent.environments.docker.DockerEnvironment", "docker" },
+        { NULL, "local" },
+    };
+    for (size_t i = 0; i < MINI_ARRAY_SIZE(img_classes); i++) {
+        _cleanup_free_ char *cls = NULL;
+        if (img_classes[i][0] && asprintf(&cls, "environment.environment_class=%s", img_classes[i][0]) < 0)
+            abort();
+        const char *specs5[] = { "agent.system_template=s", "agent.instance_template=t", "model.model_name=m",
+                                 "environment.image=python:3.11", cls ? cls : "agent.step_limit=1" };
+        reset_warnings();
+        cfg = load_validated(specs5, MINI_ARRAY_SIZE(specs5), &e);
+        CHECK_MSG(!cfg && e.code == MINI_E_CONFIG &&
+                      contains(e.msg, "environment.image: \"python:3.11\" is a container image"),
+                  "%s", cfg ? "loaded" : e.msg);
+        char want[128];
+        snprintf(want, sizeof want, "environment_class %s would run the commands on this machine", img_classes[i][1]);
+        CHECK(cfg || contains(e.msg, want));
+        cJSON_Delete(cfg);
+    }
+    const char *specs6[] = { "swebench", "environment.image=python:3.11", "environment.environment_class=sandbox" };
+    cfg = load_validated(specs6, MINI_ARRAY_SIZE(specs6), &e);
+    CHECK_MSG(cfg, "%s", e.msg);
+    CHECK_STR(mini_config_get_string(cfg, "environment.image"), "python:3.11");
     cJSON_Delete(cfg);
 
     /* Without a handler, nothing is said and the config still loads. */
