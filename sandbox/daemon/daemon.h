@@ -19,6 +19,7 @@
 #include "server.h"
 #include "spawn.h"
 #include "workspace.h"
+#include "uidrange.h"
 #include "netpolicy.h"
 #include "mini/buf.h"
 #include "mini/profile.h"

@@ -124,8 +124,8 @@ static int session_image(struct server *s, struct session *ss, const char *ref, 
     if (u.uid != 0 || u.gid != 0) {
         if (!ss->uids)
             ss->uids = &s->uids;
-        if ((ss->root_slot = mini_uid_range_take(&s->uids)) < 0)
-            return mini_err_set(e, MINI_E_BUSY, "every uid of the daemon's range (%u) is in use", s->uids.count);
+        if ((ss->root_slot = mini_uid_range_take(&s->uids, e)) < 0)
+            return -1;
         ss->root_host_uid = s->uids.uid_base + (uid_t)ss->root_slot;
         ss->root_host_gid = s->uids.gid_base + (gid_t)ss->root_slot;
         if (u.uid != 0)
@@ -1332,9 +1332,9 @@ static int session_ids(struct server *s, struct session *ss, struct mini_err *e)
     ss->owner_gid = ss->host_gid = mini_ws_owner_group(st.st_uid);
     if (ss->assess.path == MINI_PATH_LANDLOCK)
         return 0;
-    int slot = mini_uid_range_take(&s->uids);
+    int slot = mini_uid_range_take(&s->uids, e);
     if (slot < 0)
-        return mini_err_set(e, MINI_E_BUSY, "every uid of the daemon's range (%u) is in use", s->uids.count);
+        return -1;
     ss->uid_slot = slot;
     ss->uids = &s->uids;
     uid_t uid = s->uids.uid_base + (uid_t)slot;

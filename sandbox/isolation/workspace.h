@@ -12,7 +12,7 @@
  *     mini's own configuration directory; nor be a home directory.
  *   - A root daemon never lets a sandbox create files owned by root or by
  *     a group it did not choose: root-owned workspaces are refused, and the
- *     sandbox runs as a host uid of its own (see mini_uid_range). */
+ *     sandbox runs as a host uid of its own (see uidrange.h). */
 #ifndef MINI_SANDBOX_WORKSPACE_H
 #define MINI_SANDBOX_WORKSPACE_H
 
@@ -20,26 +20,6 @@
 #include <sys/types.h>
 #include "mini/err.h"
 #include "mini/ws.h" /* which directory may be a workspace */
-
-/* The host uids and gids a root daemon gives its sessions: a block nobody
- * else uses.  The line "mini-sandboxd:BASE:COUNT" of /etc/subuid and
- * /etc/subgid when present, else MINI_UID_RANGE_BASE and _COUNT. */
-#define MINI_UID_RANGE_BASE 2146435072u /* 0x7ff00000 */
-#define MINI_UID_RANGE_COUNT 65536u
-struct mini_uid_range {
-    uid_t uid_base;
-    gid_t gid_base;
-    unsigned count;
-    unsigned next;
-    unsigned char *used; /* one bit per slot */
-};
-int mini_uid_range_init(struct mini_uid_range *r, struct mini_err *e);
-void mini_uid_range_free(struct mini_uid_range *r);
-/* A free slot, or -1 when every one is taken. */
-int mini_uid_range_take(struct mini_uid_range *r);
-/* The slot mini_uid_range_take would give now, without taking it; -1: none. */
-int mini_uid_range_peek(const struct mini_uid_range *r);
-void mini_uid_range_put(struct mini_uid_range *r, int slot);
 
 /* The on-disk group a root daemon's sandbox creates files with in a
  * workspace owned by uid: root's (0) in root's workspace, as root itself
