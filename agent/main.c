@@ -451,6 +451,8 @@ static int run(struct args *o)
     _cleanup_close_ int audit_fd = audit_path ? mini_audit_open(audit_path, mini_environment_workspace(env), &e) : -1;
     if (audit_path && audit_fd < 0)
         return fail(&e);
+    if (mini_policy_check_approver(policy, mini_environment_workspace(env), &e) < 0)
+        return fail(&e);
     _cleanup_(ui_freep) struct mini_ui *ui = new_ui(cfg, tty, o->quiet, &e);
     if (!ui)
         return fail(&e);

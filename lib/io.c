@@ -318,6 +318,52 @@ int mini_open_parent_guarded(const char *path, int guard, const char **name, str
     return mini_open_dir_guarded(dir, guard, e);
 }
 
+int mini_dir_within(int dfd, int guard)
+{
+    struct stat gst;
+    if (fstat(guard, &gst) < 0)
+        return -1;
+    return dir_within(dfd, &gst);
+}
+
+int mini_path_in_guard(const char *path, int guard, struct mini_err *e)
+{
+    struct stat gst;
+    if (fstat(guard, &gst) < 0)
+        return mini_err_sys(e, MINI_E_IO, errno, "the workspace");
+    char cur[PATH_MAX + 64];
+    if (snprintf(cur, sizeof cur, "%s", path) >= (int)sizeof cur)
+        return mini_err_sys(e, MINI_E_IO, ENAMETOOLONG, "%s", path);
+    _cleanup_close_ int held = -1; /* the last link's directory, named by cur */
+    for (int hops = 0; hops <= 40; hops++) {
+        const char *name;
+        _cleanup_close_ int dfd = mini_open_parent_guarded(cur, guard, &name, e);
+        if (dfd < 0)
+            return -1;
+        int in = dir_within(dfd, &gst);
+        if (in != 0)
+            return in < 0 ? mini_err_sys(e, MINI_E_IO, errno, "%s", path) : 1;
+        struct stat st;
+        if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            return mini_err_sys(e, MINI_E_IO, errno, "%s", path);
+        if (!S_ISLNK(st.st_mode))
+            return 0;
+        /* A link outside: where it leads, from its own directory. */
+        char target[PATH_MAX];
+        ssize_t n = readlinkat(dfd, name, target, sizeof target - 1);
+        if (n <= 0)
+            return mini_err_sys(e, MINI_E_IO, n < 0 ? errno : ENOENT, "%s", path);
+        target[n] = '\0';
+        int r = target[0] == '/' ? snprintf(cur, sizeof cur, "%s", target)
+                                 : snprintf(cur, sizeof cur, "/proc/self/fd/%d/%s", dfd, target);
+        if (r >= (int)sizeof cur)
+            return mini_err_sys(e, MINI_E_IO, ENAMETOOLONG, "%s", path);
+        mini_close(held);
+        held = TAKE_FD(dfd);
+    }
+    return mini_err_sys(e, MINI_E_IO, ELOOP, "%s", path);
+}
+
 int mini_write_file_atomic(const char *path, const void *p, size_t n, int mode, struct mini_err *e)
 {
     return mini_write_file_replace(path, p, n, mode, true, e);

@@ -6,6 +6,7 @@
 #include "mini/clock.h"
 #include "mini/io.h"
 #include "mini/json.h"
+#include "mini/path.h"
 #include "mini/str.h"
 
 #include <errno.h>
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -298,6 +300,103 @@ const char *mini_policy_blocked_template(const struct mini_policy *p)
 }
 
 /* ---- the external approver ---- */
+
+/* One program file the approver's command names, checked: -1 with e when
+ * it lies in the workspace (or a link on its way does). */
+static int approver_file_ok(const char *file, int guard, const char *ws, struct mini_err *e)
+{
+    struct mini_err why;
+    int in = mini_path_in_guard(file, guard, &why);
+    if (in == 0)
+        return 0;
+    if (in > 0 || strstr(why.msg, "symbolic link in the workspace"))
+        return mini_err_set(e, MINI_E_CONFIG,
+                            "policy.approver: %s lies in the workspace %s, which sandboxed commands can write, and the "
+                            "approver runs on the host; move it out of the workspace",
+                            file, ws);
+    return mini_err_set(e, MINI_E_CONFIG, "policy.approver: %s", why.msg);
+}
+
+/* A bare program name, looked up as sh will: no directory of $PATH that
+ * is searched before it is found may be relative or in the workspace (a
+ * command could put a program of that name there). */
+static int approver_path_ok(const char *name, int guard, const char *ws, struct mini_err *e)
+{
+    const char *path = getenv("PATH");
+    _cleanup_free_ char *dirs = strdup(path ? path : "/usr/local/bin:/usr/bin:/bin");
+    if (!dirs)
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    for (char *d = dirs, *next; d; d = next) {
+        next = strchr(d, ':');
+        if (next)
+            *next++ = '\0';
+        if (d[0] != '/')
+            return mini_err_set(e, MINI_E_CONFIG,
+                                "policy.approver: %s is looked up in $PATH, which has the relative directory \"%s\" "
+                                "(the workspace, which sandboxed commands can write); name the approver by its "
+                                "absolute path",
+                                name, d);
+        _cleanup_free_ char *cand = NULL;
+        if (asprintf(&cand, "%s/%s", d, name) < 0)
+            return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+        struct mini_err ignored;
+        _cleanup_close_ int dfd = mini_open_dir_guarded(d, guard, &ignored);
+        if (mini_path_within(d, ws) || (dfd < 0 && strstr(ignored.msg, "symbolic link in the workspace")))
+            return mini_err_set(e, MINI_E_CONFIG,
+                                "policy.approver: %s is looked up in $PATH, which has %s in the workspace (sandboxed "
+                                "commands can write it); name the approver by its absolute path",
+                                name, d);
+        if (dfd >= 0 && mini_dir_within(dfd, guard) != 0)
+            return mini_err_set(e, MINI_E_CONFIG,
+                                "policy.approver: %s is looked up in $PATH, whose directory %s leads into the "
+                                "workspace (sandboxed commands can write it); name the approver by its absolute path",
+                                name, d);
+        if (faccessat(AT_FDCWD, cand, X_OK, AT_EACCESS) == 0)
+            return approver_file_ok(cand, guard, ws, e);
+    }
+    return 0; /* not found: sh says so when it is asked */
+}
+
+int mini_policy_check_approver(const struct mini_policy *p, const char *workspace, struct mini_err *e)
+{
+    if (!p->approver || !workspace)
+        return 0;
+    _cleanup_close_ int guard = open(workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (guard < 0)
+        return mini_err_sys(e, MINI_E_IO, errno, "policy.approver: the workspace %s", workspace);
+    _cleanup_free_ char *ws = realpath(workspace, NULL);
+    if (!ws)
+        return mini_err_sys(e, MINI_E_IO, errno, "policy.approver: the workspace %s", workspace);
+    /* The words of the command that name files: the program (by $PATH
+     * when a bare name), and any other word that is a path or an existing
+     * file (a script given to an interpreter: python3 approve.py). */
+    _cleanup_free_ char *words = strdup(p->approver);
+    if (!words)
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    bool first = true;
+    for (char *save = NULL, *w = strtok_r(words, " \t\n", &save); w; w = strtok_r(NULL, " \t\n", &save)) {
+        /* Quotes around a word: what sh would see. */
+        size_t n = strlen(w);
+        if (n >= 2 && (w[0] == '\'' || w[0] == '"') && w[n - 1] == w[0]) {
+            w[n - 1] = '\0';
+            w++;
+        }
+        bool is_env = first && strchr(w, '=') && !strchr(w, '/');
+        if (is_env)
+            continue; /* VAR=value before the program */
+        struct stat st;
+        if (strchr(w, '/') || (!first && lstat(w, &st) == 0)) {
+            if ((strchr(w, '/') && lstat(w, &st) < 0 && errno == ENOENT && !first))
+                continue; /* an option's value, say, that names nothing */
+            if (approver_file_ok(w, guard, ws, e) < 0)
+                return -1;
+        } else if (first && approver_path_ok(w, guard, ws, e) < 0) {
+            return -1;
+        }
+        first = false;
+    }
+    return 0;
+}
 
 void mini_approval_free(struct mini_approval *a)
 {

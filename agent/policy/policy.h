@@ -90,6 +90,13 @@ void mini_approval_free(struct mini_approval *a);
  * what was wrong.  0, or -1 when out of memory. */
 int mini_policy_parse_approval(const char *text, size_t len, struct mini_approval *out);
 
+/* Refuse an approver mini would run from the workspace (NULL: none), as
+ * the programs and scripts its command names (a program of $PATH: no
+ * directory searched may be relative or in the workspace): a sandboxed
+ * command could rewrite it and so run on the host.  Checked once, before
+ * any command runs.  -1 with e (MINI_E_CONFIG). */
+int mini_policy_check_approver(const struct mini_policy *p, const char *workspace, struct mini_err *e);
+
 /* ---- the audit log ---- */
 
 /* Open path for appending (O_APPEND|O_CLOEXEC, created 0644, never

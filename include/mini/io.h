@@ -83,6 +83,15 @@ int mini_open_append_log_at(int dirfd, const char *name, const char *path, int m
  * with *name set to its last component (in path). */
 int mini_open_dir_guarded(const char *dir, int guard, struct mini_err *e);
 int mini_open_parent_guarded(const char *path, int guard, const char **name, struct mini_err *e);
+/* Whether the file at path, or a link on the way to it, lies in the
+ * directory guard or below it (1), not (0), or -1 with e (it does not
+ * exist; a link in guard on the way, as mini_open_dir_guarded says).  For
+ * a program the host side runs: one in a workspace is the sandbox's to
+ * rewrite. */
+int mini_path_in_guard(const char *path, int guard, struct mini_err *e);
+/* Whether the directory dfd is guard or lies below it (by device and
+ * inode, up through ".."): 1, 0, or -1 with errno. */
+int mini_dir_within(int dfd, int guard);
 /* close(2) that preserves errno and ignores fd < 0. */
 void mini_close(int fd);
 /* Remove a directory tree (never following symlinks, staying on its

@@ -149,7 +149,8 @@ static cJSON *profile_file(const char *arg, struct mini_err *e)
  * says about command, its verdict object; NULL with e when it could not
  * say.  A program of its own, so that run loads PCRE2 and libyaml only
  * with --policy. */
-static cJSON *policy_verdict(const char *path, const char *cwd, const char *command, struct mini_err *e)
+static cJSON *policy_verdict(const char *path, const char *cwd, const char *ws, const char *command,
+                             struct mini_err *e)
 {
     _cleanup_free_ char *prog = mini_exe_relative(MINI_BIN_TO_LIBEXEC "/mini-sandbox-policy");
     int p[2];
@@ -162,7 +163,7 @@ static cJSON *policy_verdict(const char *path, const char *cwd, const char *comm
         return NULL;
     }
     posix_spawn_file_actions_t fa;
-    char *args[] = { prog, (char *)path, (char *)cwd, (char *)command, NULL };
+    char *args[] = { prog, (char *)path, (char *)cwd, (char *)ws, (char *)command, NULL };
     pid_t pid;
     int r = posix_spawn_file_actions_init(&fa);
     if (r == 0) {
@@ -363,7 +364,7 @@ static int cmd_run(int argc, char **argv)
         char here[PATH_MAX];
         command = command_text(argv + optind, (size_t)(argc - optind));
         if (!command || !(verdict = policy_verdict(policy_path, cwd ? cwd : getcwd(here, sizeof here) ? here : ws,
-                                                   command, &e))) {
+                                                   ws, command, &e))) {
             mini_env_free(&env);
             return command ? fail(&e) : EXIT_SANDBOX;
         }

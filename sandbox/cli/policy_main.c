@@ -3,10 +3,11 @@
  * --policy loads PCRE2 and libyaml: `mini-sandbox run` starts without
  * them (docs/sandbox-lifecycle.md, "The client's libraries").
  *
- *   mini-sandbox-policy FILE CWD COMMAND
+ *   mini-sandbox-policy FILE CWD WORKSPACE COMMAND
  *
  * FILE is mini's `policy` object, alone or as the `policy` key of a
- * config (YAML or JSON); CWD goes into an approver's request.  An
+ * config (YAML or JSON); CWD goes into an approver's request; an approver
+ * that lies in WORKSPACE is refused (mini_policy_check_approver).  An
  * approver, when the policy asks one, runs here with this program's
  * standard error.  Writes one JSON object on standard output and exits 0:
  *
@@ -95,16 +96,20 @@ static cJSON *verdict(const struct mini_policy *pol, const char *cwd, const char
 int main(int argc, char **argv)
 {
     mini_log_init("mini-sandbox", MINI_LOG_WARN);
-    if (argc != 4) {
+    if (argc != 5) {
         fprintf(stderr, "mini-sandbox-policy: internal to mini-sandbox; run: mini-sandbox run --help\n");
         return MINI_CLI_USAGE;
     }
     struct mini_err e;
     mini_err_clear(&e);
     struct mini_policy *pol = policy_file(argv[1], &e);
+    if (pol && mini_policy_check_approver(pol, argv[3], &e) < 0) {
+        mini_policy_free(pol);
+        pol = NULL;
+    }
     cJSON *out;
     if (pol) {
-        out = verdict(pol, argv[2], argv[3]);
+        out = verdict(pol, argv[2], argv[4]);
     } else {
         out = cJSON_CreateObject();
         cJSON_AddStringToObject(out, "error", e.msg);

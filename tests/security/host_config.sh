@@ -17,7 +17,12 @@
 #     XDG_CONFIG_HOME) is never read;
 #  f. an image (--image, environment.image) with --sandbox off or
 #     environment_class local is refused at startup: exit 2, one line, no
-#     command run.
+#     command run;
+#  g. an approver that lies in the workspace (by path, given to an
+#     interpreter, reached through a link planted there, or found through a
+#     $PATH directory in it) is refused before anything runs: a command could
+#     rewrite it and so run on the host; one outside is run.  The same for
+#     mini-sandbox run --policy.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 mini_test_init "$@"
 . "$MINI_SOURCE_DIR/tests/integration/agent_lib.sh"
@@ -258,5 +263,59 @@ printf 'environment:\n  environment_class: local\n  image: busybox:x\n' >"$HOSTD
 f_case "a config file with environment.image and environment_class local" -c "$HOSTDIR/img.yaml"
 printf 'environment:\n  environment_class: docker\n  image: busybox:x\n' >"$HOSTDIR/img.yaml"
 f_case "a config file with environment_class docker and an image" -c "$HOSTDIR/img.yaml"
+
+# ==== g. an approver in the workspace ====================================
+log "# -- g. policy.approver in the workspace: refused"
+G=$T/ws.g
+mkws "$G"
+mkws "$G/bin"
+APPR='#!/bin/sh
+cat >/dev/null; echo "{\"decision\": \"allow\"}"'
+printf '%s\n' "$APPR" >"$G/approve.sh"
+printf '%s\n' "$APPR" >"$HOSTDIR/approve.sh"
+printf '%s\n' "$APPR" >"$G/bin/mini-test-approve-$RUN_TAG"
+chmod 0755 "$G/approve.sh" "$HOSTDIR/approve.sh" "$G/bin/mini-test-approve-$RUN_TAG"
+ln -sfn "$HOSTDIR" "$G/planted"
+ASK=$(json_strs "$(block "echo asked > g.marker")" "$(block "$SUBMIT")")
+g_run() {   # g_run APPROVER
+    local appr=$1
+    rm -f "$G/g.marker"
+    MRUN_CWD=$G mrun -y --exit-immediately -t task -o "$T/g.traj.json" -c mini_textbased --model-class deterministic \
+        --sandbox strict --workspace "$G" -c "environment.socket=$SOCK" -c "model.outputs=$ASK" \
+        -c 'policy.rules=[{"match": "echo asked", "verdict": "ask"}]' -c "policy.approver=$appr"
+}
+g_refused() {   # g_refused NAME APPROVER
+    local name=$1
+    g_run "$2"
+    if [[ $RC != 0 && $ERR == *"policy.approver"*"workspace"* && ! -e $G/g.marker ]]; then pass "g: $name: refused"
+    else fail "g: $name: refused" "rc $RC: $ERR"; fi
+}
+start_daemon
+g_refused "./approve.sh (relative, in the workspace)" ./approve.sh
+g_refused "the absolute path of a file in the workspace" "$G/approve.sh"
+g_refused "sh approve.sh (a script given to an interpreter)" "sh approve.sh"
+g_refused "planted/approve.sh (a link the sandbox planted in the workspace)" planted/approve.sh
+MENV_SAVE=("${MENV[@]}")
+MENV+=("PATH=$G/bin:/usr/local/bin:/usr/bin:/bin")
+g_refused "a bare name, \$PATH starting with a directory of the workspace" "mini-test-approve-$RUN_TAG"
+MENV=("${MENV_SAVE[@]}" "PATH=.:/usr/bin:/bin")
+g_refused "a bare name, \$PATH with a relative directory before it" "sh"
+MENV=("${MENV_SAVE[@]}")
+g_run "$HOSTDIR/approve.sh"
+if [[ $RC == 0 && -e $G/g.marker ]]; then pass "g: control: an approver outside the workspace is run, and allows"
+else fail "g: control: an approver outside the workspace is run, and allows" "rc $RC: $ERR"; fi
+# mini-sandbox run --policy: the same check, in its helper.
+printf 'policy:\n  default: ask\n  approver: %s/approve.sh\n' "$G" >"$HOSTDIR/pol.yaml"
+rm -f "$G/g.marker"
+run bounded "$MINI_BIN/mini-sandbox" run --socket "$SOCK" --workspace "$G" --profile strict \
+    --policy "$HOSTDIR/pol.yaml" -- "touch $G/g.marker" </dev/null
+if [[ $RC != 0 && $ERR == *"workspace"* && ! -e $G/g.marker ]]; then
+    pass "g: mini-sandbox run --policy with an approver in the workspace is refused"
+else fail "g: mini-sandbox run --policy with an approver in the workspace is refused" "rc $RC: $ERR"; fi
+printf 'policy:\n  default: ask\n  approver: %s/approve.sh\n' "$HOSTDIR" >"$HOSTDIR/pol.yaml"
+run bounded "$MINI_BIN/mini-sandbox" run --socket "$SOCK" --workspace "$G" --profile strict \
+    --policy "$HOSTDIR/pol.yaml" -- "touch $G/g.marker" </dev/null
+if [[ $RC == 0 && -e $G/g.marker ]]; then pass "g: control: mini-sandbox run --policy with an approver outside runs"
+else fail "g: control: mini-sandbox run --policy with an approver outside runs" "rc $RC: $ERR"; fi
 
 finish
