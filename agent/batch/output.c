@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,12 +66,16 @@ static char *out_path(const struct batch_out *o, const char *name)
 static cJSON *load_object(const char *path, bool *damaged, struct mini_err *e)
 {
     _cleanup_buf_ struct mini_buf b = MINI_BUF_INIT;
-    if (access(path, F_OK) < 0 && errno == ENOENT)
-        return cJSON_CreateObject();
-    if (mini_read_file(path, &b, 1u << 30, e) < 0)
+    struct stat st;
+    if (lstat(path, &st) < 0)
+        return errno == ENOENT ? cJSON_CreateObject() : (mini_err_sys(e, MINI_E_IO, errno, "%s", path), NULL);
+    /* Never read through a link (a file elsewhere would be copied into
+     * the output): anything but a regular file is put aside as damaged. */
+    bool regular = S_ISREG(st.st_mode);
+    if (regular && mini_read_file(path, &b, 1u << 30, e) < 0)
         return NULL;
     struct mini_err pe;
-    cJSON *o = mini_json_parse(b.data ? b.data : "", b.len, &pe);
+    cJSON *o = regular ? mini_json_parse(b.data ? b.data : "", b.len, &pe) : NULL;
     if (o && cJSON_IsObject(o))
         return o;
     cJSON_Delete(o);
@@ -81,8 +86,11 @@ static cJSON *load_object(const char *path, bool *damaged, struct mini_err *e)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory"), NULL;
     if (rename(path, aside) < 0)
         return mini_err_sys(e, MINI_E_IO, errno, "moving the damaged %s away", path), NULL;
-    fprintf(stderr, "mini batch: %s is %s (a power loss?): moved to %s\n", path,
-            b.len == 0 ? "empty" : "not a JSON object", aside);
+    fprintf(stderr, "mini batch: %s is %s: moved to %s\n", path,
+            !regular         ? "not a regular file (a link?)"
+                : b.len == 0 ? "empty (a power loss?)"
+                             : "not a JSON object (a power loss?)",
+            aside);
     return cJSON_CreateObject();
 }
 

@@ -209,7 +209,7 @@ refused "mini batch refuses a lock file planted as a symlink" ".mini-batch.lock"
 victim_same "nothing was created where the planted lock link points"
 rm -f "$WS/bout/.mini-batch.lock" "$VDIR/created"
 victim_reset
-printf '{}' >"$VICTIM.json"
+printf '{"secret-%s": "victim"}' "$RUN_TAG" >"$VICTIM.json"
 ln -sfn "$VICTIM" "$WS/bout/summary.json"
 ln -sfn "$VICTIM.json" "$WS/bout/preds.json"
 touch -d '2001-02-03 04:05:06' "$VICTIM.json"
@@ -219,6 +219,9 @@ if [[ $RC == 0 && -f $WS/bout/preds.json && ! -L $WS/bout/preds.json && ! -L $WS
 else fail "mini batch replaces planted summary.json and preds.json links with its files"; fi
 victim_same "the victim behind summary.json is unchanged"
 check "the JSON victim behind preds.json is unchanged" \
-    test "$(cat "$VICTIM.json")" = '{}' -a "$(stat -c %Y "$VICTIM.json")" = "$(date -d '2001-02-03 04:05:06' +%s)"
+    test "$(cat "$VICTIM.json")" = "{\"secret-$RUN_TAG\": \"victim\"}" -a "$(stat -c %Y "$VICTIM.json")" = "$(date -d '2001-02-03 04:05:06' +%s)"
+if grep -rqs "secret-$RUN_TAG" "$WS/bout" --exclude='*.damaged'; then
+    fail "the JSON victim behind preds.json is not read into the output" "$(grep -rl "secret-$RUN_TAG" "$WS/bout")"
+else pass "the JSON victim behind preds.json is not read into the output"; fi
 
 finish
