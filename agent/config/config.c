@@ -3,6 +3,7 @@
 #include "config_yaml.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <limits.h>
 #include <math.h>
@@ -195,61 +196,23 @@ void mini_config_watch_workspace(const char *dir)
         }
 }
 
-/* `path` made absolute against `cwd` and normalised as text: no "//", "."
- * or ".." (which goes up one name, as the path was written). */
-static char *lexical_abs(const char *cwd, const char *path)
+/* Whether the file at `path` lies in the directory `dir` or below it, or
+ * is reached through a link there (mini_path_in_guard: by device and
+ * inode, whatever the spelling); when that cannot be told, yes. */
+static bool in_dir(const char *path, const char *dir)
 {
-    _cleanup_free_ char *joined = path_join(cwd, path);
-    if (!joined)
-        return NULL;
-    char *out = malloc(strlen(joined) + 2), *w = out;
-    if (!out)
-        return NULL;
-    for (const char *r = joined; *r;) {
-        while (*r == '/')
-            r++;
-        size_t n = strcspn(r, "/");
-        if (!n)
-            break;
-        if (n == 2 && r[0] == '.' && r[1] == '.') {
-            while (w > out && *--w != '/')
-                ;
-        } else if (n != 1 || r[0] != '.') {
-            *w++ = '/';
-            memcpy(w, r, n);
-            w += n;
-        }
-        r += n;
-    }
-    if (w == out)
-        *w++ = '/';
-    *w = '\0';
-    return out;
-}
-
-/* Whether `path` is inside `dir` (as written, or either resolved). */
-static bool within_dir(const char *path, const char *real, const char *cwd, const char *dir)
-{
-    _cleanup_free_ char *ldir = lexical_abs(cwd, dir), *rdir = realpath(dir, NULL);
-    _cleanup_free_ char *lpath = lexical_abs(cwd, path);
-    const char *paths[] = { lpath, real }, *dirs[] = { ldir, rdir };
-    for (size_t i = 0; i < 2; i++)
-        for (size_t j = 0; j < 2; j++)
-            if (paths[i] && dirs[j] && mini_path_within(paths[i], dirs[j]))
-                return true;
-    return false;
+    _cleanup_close_ int guard = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (guard < 0)
+        return false; /* no such directory: nothing of it to read */
+    struct mini_err e;
+    int in = mini_path_in_guard(path, guard, &e);
+    return in != 0 && !(in < 0 && e.sys_errno == ENOENT);
 }
 
 bool mini_config_in_workspace(const char *path)
 {
-    if (!watched[0])
-        return false;
-    _cleanup_free_ char *cwd = getcwd(NULL, 0);
-    if (!cwd)
-        return true; /* the workspaces cannot be named: assume the worst */
-    _cleanup_free_ char *real = realpath(path, NULL);
     for (size_t i = 0; i < MINI_ARRAY_SIZE(watched); i++)
-        if (watched[i] && within_dir(path, real, cwd, watched[i]))
+        if (watched[i] && in_dir(path, watched[i]))
             return true;
     return false;
 }

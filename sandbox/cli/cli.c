@@ -362,6 +362,13 @@ static int cmd_run(int argc, char **argv)
     const char *by = NULL, *reason = NULL, *rule = NULL;
     if (policy_path) {
         char here[PATH_MAX];
+        /* Named, so read; but said once when a command could have written it. */
+        _cleanup_close_ int guard = open(ws, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        struct mini_err pe;
+        int in = guard < 0 ? 0 : mini_path_in_guard(policy_path, guard, &pe);
+        if (in > 0 || (in < 0 && pe.sys_errno != ENOENT))
+            fprintf(stderr, "mini-sandbox: warning: reading the policy %s from the workspace, which sandboxed commands "
+                            "can write\n", policy_path);
         command = command_text(argv + optind, (size_t)(argc - optind));
         if (!command || !(verdict = policy_verdict(policy_path, cwd ? cwd : getcwd(here, sizeof here) ? here : ws,
                                                    ws, command, &e))) {

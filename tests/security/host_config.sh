@@ -318,4 +318,11 @@ run bounded "$MINI_BIN/mini-sandbox" run --socket "$SOCK" --workspace "$G" --pro
 if [[ $RC == 0 && -e $G/g.marker ]]; then pass "g: control: mini-sandbox run --policy with an approver outside runs"
 else fail "g: control: mini-sandbox run --policy with an approver outside runs" "rc $RC: $ERR"; fi
 
+printf 'policy:\n  default: allow\n' >"$G/pol.yaml"
+rm -f "$G/g.marker"
+run bounded "$MINI_BIN/mini-sandbox" run --socket "$SOCK" --workspace "$G" --profile strict \
+    --policy "$G/pol.yaml" -- "touch $G/g.marker" </dev/null
+one_line "g: mini-sandbox run --policy FILE in the workspace: read, with one warning" \
+    "warning: reading the policy .* from the workspace, which sandboxed commands can write"
+
 finish
