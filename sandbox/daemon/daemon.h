@@ -434,7 +434,8 @@ void pool_fill(struct server *s, struct session *ss);
  * it expires (dropped then), or -1. */
 void park_drop(struct server *s);
 int park_timeout(struct server *s);
-/* fds held for sessions not yet opened (stats.held_ahead). */
+/* fds held for sessions not yet opened, and the uid blocks' locks
+ * (stats.held_ahead). */
 int64_t held_ahead(const struct server *s);
 /* A live prepared sandbox for a command, ready ones first; NULL if none. */
 struct pooled *pool_take(struct server *s, struct session *ss);

@@ -1170,7 +1170,11 @@ static int64_t fds_held(const int *fds, size_t n)
 
 int64_t held_ahead(const struct server *s)
 {
+    /* The id map made ahead, and the uid blocks claimed (their locks are
+     * held for the daemon's life). */
     int64_t n = s->idmap_next.fd >= 0;
+    for (unsigned b = 0; s->uids.lock && b < s->uids.n_blocks; b++)
+        n += s->uids.lock[b] >= 0;
     const struct session *pk = s->parked;
     if (!pk)
         return n;

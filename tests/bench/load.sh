@@ -73,7 +73,9 @@ jcheck "the figures are there (latency, runs/s, daemon RSS and fds)" \
     'd["exits"] == 0 or (0 < d["p50_ms"] <= d["p90_ms"] <= d["p99_ms"] <= d["max_ms"]
      and d["runs_per_s"] > 0 and d["daemon_hwm_mib"] > 0 and d["daemon_fds_peak"] > 0)' \
     p50_ms p90_ms p99_ms runs_per_s daemon_hwm_mib daemon_fds_peak samples
+# held_ahead: the id map made ahead (1) and, as root, the uid block this
+# load's sessions took (1: at most 64 at once).
 jcheck "afterwards: no session or command left, fds back to idle, exit 0 on SIGTERM" \
-    'not d["odd"] and d["daemon_fds_held_ahead"] <= 1 and d["daemon_exit_status"] == 0 and d["daemon_fds_after"] <= d["daemon_fds_idle"] + d["daemon_fds_held_ahead"]' \
+    'not d["odd"] and d["daemon_fds_held_ahead"] <= 2 and d["daemon_exit_status"] == 0 and d["daemon_fds_after"] <= d["daemon_fds_idle"] + d["daemon_fds_held_ahead"]' \
     daemon_fds_idle daemon_fds_peak daemon_fds_after daemon_fds_held_ahead daemon_exit_status odd
 finish
