@@ -2,7 +2,8 @@
 # Two builds' `mini-sandbox bench`, alternating whole runs, each against a
 # mini-sandboxd of its own started here and stopped after its run, so that
 # whatever else the machine does falls on both alike.  Prints one line per
-# run: the p50 of each row and the ratios issue 19 sets targets for.
+# run: the p50 of each row and the ratios that have targets
+# (docs/performance.md).
 #
 #   scripts/bench-paired.sh BASE_BIN NEW_BIN WORKSPACE [ROUNDS] [N]
 #
@@ -10,10 +11,10 @@
 # commands run (as root: a directory owned by an unprivileged user, which
 # the daemon requires).  ROUNDS pairs (default 3) of `bench -n N` (default
 # 300).  Figures only; the raw outputs stay in a temporary directory that
-# the last line names.  docs/sandbox-lifecycle.md quotes it.
+# the last line names.  docs/performance.md quotes it.
 set -euo pipefail
 if (( $# < 3 )); then
-    sed -n '2,13p' "$0" >&2
+    sed -n '2,14p' "$0" >&2
     exit 2
 fi
 base=$(cd "$1" && pwd) new=$(cd "$2" && pwd) ws=$3 rounds=${4:-3} n=${5:-300}

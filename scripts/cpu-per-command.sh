@@ -10,7 +10,7 @@
 #   scripts/cpu-per-command.sh BIN WORKSPACE [N]
 #
 # BIN is a build/bin directory; WORKSPACE as for scripts/bench-paired.sh.
-# Run two builds in turn to compare them.  docs/sandbox-lifecycle.md
+# Run two builds in turn to compare them.  docs/performance.md
 # quotes it.
 set -euo pipefail
 if (( $# < 2 )); then

@@ -18,7 +18,7 @@
 # everything runs in a mount namespace of its own (unshare -m), so the
 # MOUNTS (default 2000) tmpfs mounts and the churn never reach the host's
 # table.  Prints the mountinfo size, the time of one read of it, and the
-# figures of each build in each phase.  docs/sandbox-lifecycle.md quotes
+# figures of each build in each phase.  docs/performance.md quotes
 # it.
 set -euo pipefail
 if (( $# < 2 )) || (( EUID != 0 )); then

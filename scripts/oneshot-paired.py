@@ -15,7 +15,7 @@ namespaces.  With --daemon, each build's mini-sandboxd is started first
 and every call goes to it (`run --socket`: the `run, daemon` row of
 `mini-sandbox bench`) instead.  Prints p10/p50/p90/mean per build, and
 the p50 of the paired ratios B/A.  As root, WORKSPACE must belong to an unprivileged user.
-docs/sandbox-lifecycle.md quotes it."""
+docs/performance.md quotes it."""
 import argparse
 import os
 import shutil

@@ -10,7 +10,7 @@ another: its start to the `hello` reply, the `open`, one `exec` of
 connection closes (what `run` waits for, so that nothing is left).  It
 prints the p50 of each.  Python's own fork and exec are in the first
 figure, and the protocol client of tests/integration/pool_client.py in
-all.  docs/sandbox-lifecycle.md quotes it.  As root, WORKSPACE must
+all.  docs/performance.md quotes it.  As root, WORKSPACE must
 belong to an unprivileged user (a root daemon refuses root's)."""
 import argparse
 import os

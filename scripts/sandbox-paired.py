@@ -10,7 +10,7 @@ block of `true` commands back to back (each sent as soon as the previous
 exit arrives), then half as many with 30 ms pauses (agent-paced).  It
 prints the p50 of each kind for A and B and B/A.  Figures only, through
 the protocol client of tests/integration/pool_client.py (Python: its own
-time is in every figure, alike for both).  docs/sandbox-lifecycle.md
+time is in every figure, alike for both).  docs/performance.md
 quotes it."""
 import argparse
 import os

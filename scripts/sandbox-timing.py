@@ -2,7 +2,8 @@
 """Summarise mini-sandboxd's per-step timers (MINI_SANDBOX_TIMING=1):
 reads the daemon's log (a file or stdin) and prints, per step, the p50 and
 p90 in ms over every command, and how many commands found their sandbox
-ready before their request.  docs/sandbox-lifecycle.md explains the steps."""
+ready before their request.  docs/performance.md ("Per-step timers")
+explains the steps."""
 import re
 import statistics
 import sys

@@ -71,7 +71,8 @@ struct mini_go_msg {
  * (1 to BPF_MAXINSNS), which the child loads as its last step.  It comes
  * over the socket rather than in the child's copy of the daemon's memory so
  * that a session's first program can be compiled while its first sandbox
- * is already being prepared (docs/sandbox-lifecycle.md). */
+ * is already being prepared (docs/sandbox-lifecycle.md, "Opening a
+ * session"). */
 struct mini_seccomp_hdr {
     uint32_t type;
     uint32_t n_insns;

@@ -94,7 +94,7 @@ enum mini_sandbox_state {
 };
 
 /* Per-step timers of one sandbox's preparation (MINI_SANDBOX_TIMING=1 in
- * the daemon's environment; docs/sandbox-lifecycle.md): CLOCK_MONOTONIC
+ * the daemon's environment; docs/performance.md, "Per-step timers"): CLOCK_MONOTONIC
  * stamps, 0 where not taken.  Off, each mark is one branch. */
 extern bool mini_sb_timing;
 struct mini_sb_times {

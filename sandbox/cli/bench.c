@@ -210,7 +210,8 @@ static int run_sandbox(struct conn *k, double *ms, struct mini_err *e)
  * Otherwise a row that follows a sandbox row competes with that
  * session's refill (a prepare costs more than a command): it measured the
  * image-rooted row 1.9 to 2.5 times the host-rooted one, and the other way
- * round when their order was swapped (docs/sandbox-lifecycle.md). */
+ * round when their order was swapped (docs/performance.md, "Image-rooted
+ * sandboxes: where the time went"). */
 static void settle(struct conn *k)
 {
     for (int i = 0; i < 2000; i++) {

@@ -2,7 +2,7 @@
  * it with argv from "image" on.  A program of its own so that only it
  * loads the import's libraries (libarchive, libcrypto and what they pull
  * in): `mini-sandbox run` starts without them (docs/sandbox-lifecycle.md,
- * timing). */
+ * "One-shot runs"; the figures in docs/performance.md). */
 #include "cli_image.h"
 #include "cli_util.h"
 #include "mini/log.h"

@@ -1,7 +1,8 @@
 /* mini-sandbox-policy (libexec/mini): the verdict of `mini-sandbox run
  * --policy FILE` on one command.  A program of its own so that only
  * --policy loads PCRE2 and libyaml: `mini-sandbox run` starts without
- * them (docs/sandbox-lifecycle.md, "The client's libraries").
+ * them (docs/sandbox-lifecycle.md, "One-shot runs"; the figures in
+ * docs/performance.md, "The client's libraries").
  *
  *   mini-sandbox-policy FILE CWD WORKSPACE COMMAND
  *

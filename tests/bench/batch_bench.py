@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark of `mini batch` (issue P10): N deterministic tasks of S steps
+"""Benchmark of `mini batch`: N deterministic tasks of S steps
 each under the strict sandbox, for several worker counts.  Prints, per
 worker count: tasks per second, the batch's own overhead per task, the
 peak RSS of the batch process and of the daemon, and the peak of the

@@ -1,6 +1,6 @@
-/* How close any sandbox can come to the kernel's floor (issue 19's
- * throughput target, docs/sandbox-lifecycle.md, "What the kernel's work
- * alone allows"): the steps DESIGN.md section 6 gives a command's life,
+/* How close any sandbox can come to the kernel's floor (the throughput
+ * target, docs/performance.md, "What the kernel's work alone allows"):
+ * the steps of a command's life (docs/design.md, "A command's life"),
  * each in the cheapest form this kernel offers, added one at a time to
  * the floor that `mini-sandbox bench` measures (clone into the seven
  * namespaces, exec the command), with no daemon, protocol or init program.

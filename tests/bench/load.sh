@@ -1,5 +1,5 @@
 #!/bin/bash
-# Load benchmark of mini-sandboxd (issue P7c): tests/bench/load.py with
+# Load benchmark of mini-sandboxd: tests/bench/load.py with
 # CLIENTSxCOMMANDS ($1, else BENCH_LOAD, else 64x100) against a daemon of
 # its own, as the invoking user or (MINI_TEST_ROOTLESS=1 as root) as uid
 # 65534 (tests/lib.sh).  Its table is printed; the checks are about

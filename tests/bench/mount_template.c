@@ -1,5 +1,5 @@
-/* A direction for issue 19, measured (docs/sandbox-lifecycle.md, "A
- * template mount tree"): what a sandbox's static mounts cost when the
+/* The template of the root, measured before it was built
+ * (docs/performance.md, "A template mount tree"): what a sandbox's static mounts cost when the
  * sandbox builds them, against cloning a tree built once.
  *
  * A helper in a user and mount namespace of its own (as a rootless daemon

@@ -4,7 +4,7 @@
  * mount points of /tmp and /proc, a /dev
  * tmpfs with six device binds, and strict's hidden files and directories
  * covered.  Built detached from the start, so that any mount namespace may
- * clone it (docs/sandbox-lifecycle.md, "A template mount tree").  Static
+ * clone it (docs/performance.md, "A template mount tree").  Static
  * functions: each benchmark is one program. */
 #ifndef MINI_BENCH_TEMPLATE_TREE_H
 #define MINI_BENCH_TEMPLATE_TREE_H

@@ -1,5 +1,5 @@
 #!/bin/bash
-# `mini batch slurm` on a real single-node Slurm cluster (issue P10, label
+# `mini batch slurm` on a real single-node Slurm cluster (label
 # cluster): Debian's slurmctld, slurmd and munged, started here with every
 # file under the test's temp dir (slurm_lib.sh), run a 4-shard array over
 # 20 tasks under the strict sandbox; `mini batch merge` joins the shards

@@ -58,9 +58,9 @@ for f in -t --task -m --model -c --config -y --yolo -l --cost-limit -o --output 
     grep -qE -- "(^|[[:space:],])$f([[:space:],=]|$)" "$T/.out" || missing+=("$f")
 done
 if [[ $RC == 0 && ${#missing[@]} == 0 ]]; then
-    pass "--help exits 0 and lists every flag of DESIGN.md section 3"
+    pass "--help exits 0 and lists every flag of mini's documented command line"
 else
-    fail "--help exits 0 and lists every flag of DESIGN.md section 3" "missing: ${missing[*]}"
+    fail "--help exits 0 and lists every flag of mini's documented command line" "missing: ${missing[*]}"
 fi
 mrun --version
 if [[ $RC == 0 && $OUT =~ ^mini\ [0-9]+\.[0-9]+ ]]; then pass "--version prints 'mini X.Y...' and exits 0"
@@ -236,7 +236,7 @@ mrun -y --exit-immediately -m openai/gpt-test --sandbox off --workspace "$WS" -t
 openai_common_checks off
 # mini-swe-agent's LocalEnvironment runs commands with os.environ | env:
 # `--sandbox off` does the same, so the command sees mini's variables, the
-# API key among them.  That is what `off` means (DESIGN.md section 3); the
+# API key among them.  That is what `off` means (docs/config.md); the
 # key still stays out of the trajectory's config and info sections.
 jcheck "openai/off: like mini-swe-agent's LocalEnvironment, the command inherits mini's environment (key included)" \
     CANARY="$CANARY" <<'PY'

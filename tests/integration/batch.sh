@@ -1,5 +1,5 @@
 #!/bin/bash
-# `mini batch` (issue P10), end to end with the deterministic model under
+# `mini batch`, end to end with the deterministic model under
 # the strict sandbox:
 #  1. 24 tasks with 1 and with 4 workers: preds.json in SWE-bench's shape,
 #     one trajectory per task with its instance_id, the task's own fields in

@@ -1,6 +1,6 @@
 #!/bin/bash
 # What a new user meets first with mini-sandboxd and mini-sandbox: errors,
-# the daemon's start, and output (issue P8b).
+# the daemon's start, and output.
 #  1. a detached mini-sandboxd lets go of the caller's stdout and stderr, so
 #     out=$(mini-sandboxd ... 2>&1) returns; what it says before it listens
 #     (why it cannot start) still reaches the caller;

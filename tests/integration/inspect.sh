@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `mini inspect` without a terminal (issue 17): the plain text in a pipe
+# `mini inspect` without a terminal: the plain text in a pipe
 # and the HTML report, over a batch-like folder of trajectories in every
 # format mini and mini-swe-agent write, with hostile content (escape
 # sequences, </script>, <img onerror>, invalid UTF-8, \u0000, an unpaired

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Supervision end to end (P11): mini's policy with the deterministic model,
+# Supervision end to end: mini's policy with the deterministic model,
 # and `mini-sandbox run --policy`.
 #
 #  1. allow and deny: a denied command does not run, the model is told

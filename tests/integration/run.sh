@@ -1,6 +1,6 @@
 #!/bin/bash
 # Integration tests for mini-sandboxd and `mini-sandbox run`, written against
-# the contract in DESIGN.md section 3: exit statuses, argv and shell forms,
+# the contract in docs/design.md ("The three programs"): exit statuses, argv and shell forms,
 # merged and streamed output, cwd and workspace, timeouts, clean-up of
 # everything a command started, concurrency, private daemons, SIGTERM.
 #
@@ -11,7 +11,7 @@ mini_test_init "$@"
 
 HOST_NAME=$(cat /proc/sys/kernel/hostname)
 
-# ---- programs answer --help and --version (DESIGN section 8) -----------
+# ---- programs answer --help and --version (docs/design.md, "Conventions") -----------
 for prog in mini-sandbox mini-sandboxd; do
     expect_rc "$prog --help exits 0" 0 bounded "$MINI_BIN/$prog" --help
     expect_rc "$prog --version exits 0" 0 bounded "$MINI_BIN/$prog" --version
@@ -254,7 +254,7 @@ for tag in alpha-$RUN_TAG beta-$RUN_TAG; do
 done
 
 # ---- the daemon survives bad clients -------------------------------------
-# DESIGN section 4 and include/mini/proto.h: a bad frame gets an error reply
+# docs/protocol.md and include/mini/proto.h: a bad frame gets an error reply
 # (id null) and the connection is closed; a payload that does not decode
 # gets an error reply; the daemon keeps serving everyone else.
 if have python3; then

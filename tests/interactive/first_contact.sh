@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What a new user of mini meets first (issue P8b, the agent's side):
+# What a new user of mini meets first (the agent's side):
 #  1. model retries are announced on stderr, one line each (what failed,
 #     attempt N of M, the wait); a refused connection to a server on this
 #     machine at the first request says so at once; the API key is never

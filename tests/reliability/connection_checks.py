@@ -1,4 +1,4 @@
-"""Connections at the daemon's limits (issue P7c): the open-files limit,
+"""Connections at the daemon's limits: the open-files limit,
 the connections cap, and frames that never end.
 
 Usage: connection_checks.py MODE SOCKET WORKSPACE DAEMON_PID DAEMON_LOG

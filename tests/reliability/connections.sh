@@ -1,5 +1,5 @@
 #!/bin/bash
-# Connections at the daemon's limits (issue P7c): at the open-files limit
+# Connections at the daemon's limits: at the open-files limit
 # clients get busy (not a hang, a busy loop or a log flood), requests that
 # need an fd get busy (not io_error or cwd_invalid); the soft limit is
 # raised to the hard one; a connections cap derived from the limit, or set

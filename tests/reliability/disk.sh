@@ -1,5 +1,5 @@
 #!/bin/bash
-# Workspace disk use (issue P7c, finding 5): a profile's limits.disk_mb
+# Workspace disk use: a profile's limits.disk_mb
 # bounds what a session adds to its workspace (and its overlay, for an
 # overlay root).  The kernel offers no quota here, so the daemon watches
 # (sandbox/daemon/disk.c): these checks write past the limit from inside

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The daemon's life cycle under faults (issue P7c):
+# The daemon's life cycle under faults:
 # - kill -9 of mini-sandboxd in the middle of commands, on the namespace
 #   path and on the Landlock path: nothing of the commands may outlive it,
 #   and the next daemon's start reclaims what the dead one left on the

@@ -1,8 +1,8 @@
 #!/bin/bash
 # A seccomp program that fails to compile when a session opens.  The
 # daemon clones the first sandbox of a new policy before it compiles the
-# program (docs/sandbox-lifecycle.md, "The seccomp program comes after
-# GO"), so a failed compile must fail the open with its reason, kill that
+# program (docs/sandbox-lifecycle.md, "Opening a session" and "The
+# seccomp program cache"), so a failed compile must fail the open with its reason, kill that
 # sandbox and leave nothing, while sessions of programs already compiled
 # go on; and the same policy must compile on a later open.
 #

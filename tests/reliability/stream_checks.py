@@ -1,4 +1,4 @@
-"""Back-pressure on streamed output (issue P7c): clients that send
+"""Back-pressure on streamed output: clients that send
 streaming execs of fast printers and never read.
 
 Usage: stream_checks.py SOCKET WORKSPACE DAEMON_PID

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Back-pressure on streamed output (issue P7c): a client that sends
+# Back-pressure on streamed output: a client that sends
 # streaming execs of fast printers and never reads keeps the daemon's
 # memory bounded, its commands blocked, others served; all ends cleanly
 # once it reads or goes.  Host-side: the daemon's resident memory.

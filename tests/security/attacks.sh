@@ -1,7 +1,8 @@
 #!/bin/bash
 # Security tests: each check tries to break one isolation property of the
 # `strict` profile from inside the sandbox and FAILS when the attack works.
-# Contract: DESIGN.md sections 3, 5 and 6.
+# Contract: docs/isolation.md, docs/profiles.md (strict) and
+# docs/sandbox-lifecycle.md.
 #
 # Attacks run either as shell snippets (expect_denied) or through the C
 # probe tests/security/probe.c (expect_probe), which the test copies into

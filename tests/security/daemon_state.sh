@@ -1,5 +1,5 @@
 #!/bin/bash
-# Attack tests for what the daemon keeps and shares (issue P7):
+# Attack tests for what the daemon keeps and shares:
 # - permissive shares the host's network namespace: the host's abstract
 #   Unix sockets must not be reachable (Landlock scope, ABI 6+);
 # - overlays left by a dead daemon are removed when a daemon starts, so

@@ -1,7 +1,7 @@
 #!/bin/bash
 # A command printing a gigabyte: it returns, whole to its end, and the
-# daemon's memory stays bounded (its output buffer keeps head and tail,
-# DESIGN.md section 6).  Apart from limits.sh because it is the one check
+# daemon's memory stays bounded (its output buffer keeps head and tail:
+# docs/sandbox-lifecycle.md, "Output").  Apart from limits.sh because it is the one check
 # that needs the machine to itself: streaming 1 GiB through an ASan+UBSan
 # daemon and client takes about 33 s alone, and more than its 60 s beside
 # three other tests.

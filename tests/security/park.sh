@@ -98,8 +98,8 @@ else
 fi
 
 # 5. a profile that only differs in what preparing bakes in
-P5=$T/strict-other.json
-python3 - "$MINI_SOURCE_DIR/profiles/strict.json" "$P5" <<'PY'
+PROF5=$T/strict-other.json
+python3 - "$MINI_SOURCE_DIR/profiles/strict.json" "$PROF5" <<'PY'
 import json, sys
 p = json.load(open(sys.argv[1]))
 p["hostname"] = "parked-not"
@@ -111,10 +111,10 @@ PY
 expect_rc "[5] a run with strict" 0 sbx -- true
 wait_until 10 one_parked || true
 expect_eq "[5] the same workspace with a profile whose hostname differs gets that hostname" "parked-not" \
-    bounded "$MINI_BIN/mini-sandbox" run --socket "$SOCK" --workspace "$WS" --profile "$P5" -- hostname
+    bounded "$MINI_BIN/mini-sandbox" run --socket "$SOCK" --workspace "$WS" --profile "$PROF5" -- hostname
 wait_until 10 one_parked || true
 expect_eq "[5] ... and its 1 MB /tmp" "full" \
-    bounded "$MINI_BIN/mini-sandbox" run --socket "$SOCK" --workspace "$WS" --profile "$P5" -- \
+    bounded "$MINI_BIN/mini-sandbox" run --socket "$SOCK" --workspace "$WS" --profile "$PROF5" -- \
     "head -c 2000000 /dev/zero > /tmp/big 2>/dev/null && echo room || echo full"
 expect_eq "[5] strict again gets strict's hostname" "mini-sandbox" sbx -- hostname
 
@@ -181,8 +181,8 @@ cleanup_path "$PUB"
 chmod 755 "$PUB"
 echo "visible" >"$PUB/canary"
 chmod 644 "$PUB/canary"
-P9=$T/strict-pub.json
-python3 - "$MINI_SOURCE_DIR/profiles/strict.json" "$P9" "$PUB" <<'PY'
+PROF9=$T/strict-pub.json
+python3 - "$MINI_SOURCE_DIR/profiles/strict.json" "$PROF9" "$PUB" <<'PY'
 import json, sys
 p = json.load(open(sys.argv[1]))
 p["filesystem"]["binds"].append(sys.argv[3])
@@ -190,7 +190,7 @@ p["filesystem"]["hide"].append(sys.argv[3] + "/secrets")
 json.dump(p, open(sys.argv[2], "w"))
 PY
 read_secret="cat $PUB/secrets/.env 2>/dev/null || echo hidden"
-run9() { bounded "$MINI_BIN/mini-sandbox" run --socket "$SOCK" --workspace "$WS" --profile "$P9" -- "$1"; }
+run9() { bounded "$MINI_BIN/mini-sandbox" run --socket "$SOCK" --workspace "$WS" --profile "$PROF9" -- "$1"; }
 expect_eq "[9] the sandbox sees the directory the secrets will be made in" "visible" run9 "cat $PUB/canary"
 expect_eq "[9] a run, before the secrets directory exists" "hidden" run9 "$read_secret"
 wait_until 10 one_parked || true
@@ -202,7 +202,7 @@ expect_eq "[9] ... nor the one after" "hidden" run9 "$read_secret"
 rm -rf "$PUB/secrets"
 wait_until 10 one_parked || true
 expect_rc "[10] one session: a command, its pool refilled, then a secrets directory appears" 0 \
-    timeout 60 python3 - "$MINI_SOURCE_DIR/tests/integration" "$SOCK" "$WS" "$P9" "$PUB" "$TAG" <<'PY'
+    timeout 60 python3 - "$MINI_SOURCE_DIR/tests/integration" "$SOCK" "$WS" "$PROF9" "$PUB" "$TAG" <<'PY'
 import json, os, sys, time
 sys.path.insert(0, sys.argv[1])
 import pool_client

@@ -1,4 +1,4 @@
-"""Bounds on what one client can make mini-sandboxd hold (issue P7).
+"""Bounds on what one client can make mini-sandboxd hold.
 
 Usage: queue_checks.py SOCKET WORKSPACE DAEMON_PID
 Prints one "ok - NAME" or "not ok - NAME: why" line per check.  Raw

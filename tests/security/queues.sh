@@ -1,5 +1,5 @@
 #!/bin/bash
-# Bounded queues and counts (issue P7): sessions per connection (busy), a
+# Bounded queues and counts: sessions per connection (busy), a
 # client that never reads its replies, a frame cut short, and root as a
 # client of a rootless daemon.  Host-side: the daemon's resident memory.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
@@ -21,7 +21,7 @@ done <<<"$OUT"
 if ! ping_ok; then fail "the daemon survived" "$(tail -n 5 "$DAEMON_LOG")"; else pass "the daemon survived"; fi
 stop_daemon || true
 
-# Root is a client of a rootless daemon too (DESIGN.md: its own uid, plus root).
+# Root is a client of a rootless daemon too (docs/protocol.md: the daemon accepts its own uid, plus root).
 if is_root; then
     d=$(mktemp -d /tmp/mini-rootcli.XXXXXX)
     cleanup_path "$d"

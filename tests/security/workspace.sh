@@ -1,5 +1,5 @@
 #!/bin/bash
-# Security tests of the workspace (red-team review P7): who owns what the
+# Security tests of the workspace: who owns what the
 # sandbox writes, setuid files, symlinked and planted workspace paths,
 # system directories, the daemon's socket and the user's secrets as
 # workspaces.  Each check attacks from where a user (or a model's command)
