@@ -1,5 +1,6 @@
 /* The agent loop (agent.h): run, step, query, execute_actions. */
 #include "agent.h"
+#include "approval.h"
 #include "model.h"
 #include "policy/policy.h"
 #include "template/template.h"
@@ -545,217 +546,6 @@ struct mini_flow mini_agent_query(struct mini_agent *a, const cJSON **msg, struc
     return MINI_FLOW(MINI_FLOW_NONE);
 }
 
-/* ---- supervision ---------------------------------------------------------- */
-
-/* What was decided about one action, and by whom. */
-struct decision {
-    bool allow;
-    const char *rule;    /* NULL: no policy */
-    const char *profile; /* a rule's override; NULL: none */
-    char *reason;        /* malloc'd; NULL: none */
-    char *by;            /* malloc'd */
-};
-
-static void decision_free(struct decision *d)
-{
-    free(d->reason);
-    free(d->by);
-}
-
-static int decided(struct decision *d, bool allow, const char *by, const char *reason, struct mini_err *e)
-{
-    d->allow = allow;
-    d->by = strdup(by);
-    d->reason = reason ? strdup(reason) : NULL;
-    if (!d->by || (reason && !d->reason))
-        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-    return 0;
-}
-
-int mini_agent_supervise(struct mini_agent *a, struct mini_policy *policy, int audit_fd, struct mini_err *e)
-{
-    a->policy = policy;
-    a->audit_fd = audit_fd;
-    if (!policy)
-        return 0;
-    /* A template that cannot render fails now, not at the first block. */
-    const char *t = mini_policy_blocked_template(policy);
-    _cleanup_cjson_ cJSON *vars = cJSON_CreateObject();
-    _cleanup_buf_ struct mini_buf out = MINI_BUF_INIT;
-    if (!vars || !cJSON_AddStringToObject(vars, "command", "true") || !cJSON_AddStringToObject(vars, "reason", "r") ||
-        !cJSON_AddStringToObject(vars, "rule", "policy.default") || !cJSON_AddStringToObject(vars, "by", "policy"))
-        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-    if (mini_tpl_render(t, strlen(t), vars, &out, e) < 0)
-        return mini_err_prefix(e, "policy.blocked_template");
-    return 0;
-}
-
-/* What the external approver is told: the task, the step, the command,
- * the rule and its reason, the working directory, the last messages. */
-static cJSON *approver_request(struct mini_agent *a, const char *cmd, const struct mini_policy_match *m)
-{
-    cJSON *r = cJSON_CreateObject();
-    const cJSON *task = cJSON_GetObjectItemCaseSensitive(a->template_vars, "task");
-    const cJSON *cwd = cJSON_GetObjectItemCaseSensitive(a->template_vars, "cwd");
-    cJSON_AddStringToObject(r, "run", a->run_id);
-    cJSON_AddStringToObject(r, "task", cJSON_IsString(task) ? task->valuestring : "");
-    cJSON_AddNumberToObject(r, "step", (double)a->n_calls);
-    cJSON_AddStringToObject(r, "command", cmd);
-    cJSON_AddStringToObject(r, "rule", m->rule);
-    cJSON_AddItemToObject(r, "reason", m->reason ? cJSON_CreateString(m->reason) : cJSON_CreateNull());
-    cJSON_AddItemToObject(r, "profile", m->profile ? cJSON_CreateString(m->profile) : cJSON_CreateNull());
-    char here[4096];
-    cJSON_AddStringToObject(r, "cwd",
-                            cJSON_IsString(cwd) && cwd->valuestring[0] ? cwd->valuestring
-                                : getcwd(here, sizeof here)            ? here
-                                                                       : "");
-    cJSON *recent = cJSON_AddArrayToObject(r, "messages");
-    int n = cJSON_GetArraySize(a->messages);
-    for (int i = n > 6 ? n - 6 : 0; i < n; i++) {
-        const cJSON *msg = cJSON_GetArrayItem(a->messages, i);
-        cJSON *one = cJSON_CreateObject();
-        const char *role = str(msg, "role"), *content = str(msg, "content");
-        cJSON_AddStringToObject(one, "role", role ? role : "");
-        cJSON_AddStringToObject(one, "content", content ? content : "");
-        cJSON_AddItemToArray(recent, one);
-    }
-    return r;
-}
-
-/* The policy's decision about cmd, asking the person (who already said
- * yes: a->person_approved) or the approver when it says ask. */
-static int supervise(struct mini_agent *a, const char *cmd, struct decision *d, struct mini_err *e)
-{
-    *d = (struct decision){ 0 };
-    if (!a->policy)
-        return decided(d, true, "policy", NULL, e);
-    struct mini_policy_match m;
-    mini_policy_match(a->policy, cmd, &m);
-    d->rule = m.rule;
-    d->profile = m.profile;
-    /* In confirm mode the person was asked about what no rule decided. */
-    bool person = a->person_approved &&
-        (m.verdict == MINI_VERDICT_ASK ||
-         (!m.matched && m.verdict == MINI_VERDICT_ALLOW && !mini_policy_default_given(a->policy)));
-    if (m.verdict == MINI_VERDICT_ALLOW && !person)
-        return decided(d, true, "policy", m.reason, e);
-    if (m.verdict == MINI_VERDICT_DENY) {
-        _cleanup_free_ char *why = NULL;
-        if (!m.reason && asprintf(&why, "denied by %s", m.rule) < 0)
-            return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-        return decided(d, false, "policy", m.reason ? m.reason : why, e);
-    }
-    if (person)
-        return decided(d, true, "person", m.reason ? m.reason : "approved by the person at the terminal", e);
-    const char *approver = mini_policy_approver(a->policy);
-    if (!approver) {
-        _cleanup_free_ char *why = NULL;
-        if (asprintf(&why,
-                     "%s says ask%s%s%s, and nobody was there to ask (no person at a terminal in confirm "
-                     "mode, no policy.approver)",
-                     m.rule, m.reason ? " (" : "", m.reason ? m.reason : "", m.reason ? ")" : "") < 0)
-            return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-        return decided(d, false, "policy", why, e);
-    }
-    _cleanup_cjson_ cJSON *req = approver_request(a, cmd, &m);
-    struct mini_approval ap;
-    if (!req ||
-        mini_policy_ask_approver(approver, mini_policy_approver_timeout(a->policy), req, &a->interrupt, &ap) < 0)
-        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-    int r = decided(d, ap.allow, ap.by, ap.reason, e);
-    mini_approval_free(&ap);
-    return r;
-}
-
-/* A blocked action's result: the rendered policy.blocked_template is its
- * output, for the model's observation. */
-static int blocked_result(struct mini_agent *a, const char *cmd, const struct decision *d, cJSON **result,
-                          struct mini_err *e)
-{
-    const char *t = mini_policy_blocked_template(a->policy);
-    _cleanup_cjson_ cJSON *vars = cJSON_CreateObject();
-    _cleanup_buf_ struct mini_buf out = MINI_BUF_INIT;
-    cJSON_AddStringToObject(vars, "command", cmd);
-    cJSON_AddStringToObject(vars, "reason", d->reason ? d->reason : "");
-    cJSON_AddStringToObject(vars, "rule", d->rule ? d->rule : "");
-    cJSON_AddStringToObject(vars, "by", d->by);
-    if (mini_tpl_render(t, strlen(t), vars, &out, e) < 0)
-        return mini_err_prefix(e, "policy.blocked_template");
-    cJSON *r = *result = cJSON_CreateObject();
-    cJSON_AddStringToObject(r, "output", out.data ? out.data : "");
-    cJSON_AddNumberToObject(r, "returncode", -1);
-    cJSON_AddStringToObject(r, "exception_info", "");
-    cJSON *pol = cJSON_AddObjectToObject(cJSON_AddObjectToObject(r, "extra"), "policy");
-    cJSON_AddStringToObject(pol, "decision", "deny");
-    cJSON_AddStringToObject(pol, "rule", d->rule ? d->rule : "");
-    cJSON_AddStringToObject(pol, "by", d->by);
-    cJSON_AddStringToObject(pol, "reason", d->reason ? d->reason : "");
-    return 0;
-}
-
-/* One line of the audit log for an action (result NULL: it did not run).
- * A failing write is said on stderr and the run goes on. */
-static void audit(struct mini_agent *a, const char *cmd, const struct decision *d, const cJSON *result,
-                  int64_t duration_ms)
-{
-    if (a->audit_fd < 0)
-        return;
-    char when[40];
-    mini_audit_time(when, sizeof when);
-    _cleanup_cjson_ cJSON *l = cJSON_CreateObject();
-    cJSON_AddStringToObject(l, "time", when);
-    cJSON_AddStringToObject(l, "run", a->run_id);
-    /* a batch task's id, when the run is one */
-    const char *instance = str(a->traj_extra, "instance_id");
-    if (instance)
-        cJSON_AddStringToObject(l, "instance_id", instance);
-    cJSON_AddNumberToObject(l, "step", (double)a->n_calls);
-    cJSON_AddStringToObject(l, "command", cmd);
-    cJSON_AddItemToObject(l, "rule", d->rule ? cJSON_CreateString(d->rule) : cJSON_CreateNull());
-    cJSON_AddStringToObject(l, "decision", d->allow ? "allow" : "deny");
-    cJSON_AddStringToObject(l, "by", d->by ? d->by : "policy");
-    cJSON_AddItemToObject(l, "reason", d->reason ? cJSON_CreateString(d->reason) : cJSON_CreateNull());
-    if (result) {
-        const cJSON *rc = cJSON_GetObjectItemCaseSensitive(result, "returncode");
-        const cJSON *out = cJSON_GetObjectItemCaseSensitive(result, "output");
-        const cJSON *ob =
-            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(result, "extra"), "output_bytes");
-        cJSON_AddNumberToObject(l, "returncode", cJSON_IsNumber(rc) ? rc->valuedouble : -1);
-        cJSON_AddNumberToObject(l, "duration_ms", (double)duration_ms);
-        cJSON_AddNumberToObject(l, "output_bytes",
-                                cJSON_IsNumber(ob)        ? ob->valuedouble
-                                    : cJSON_IsString(out) ? (double)strlen(out->valuestring)
-                                                          : 0);
-        _cleanup_cjson_ cJSON *iso = mini_environment_isolation(a->env, d->profile);
-        const cJSON *it;
-        cJSON_ArrayForEach (it, iso)
-            cJSON_AddItemToObject(l, it->string, cJSON_Duplicate(it, true));
-    }
-    struct mini_err e;
-    if (mini_audit_write(a->audit_fd, l, &e) < 0)
-        fprintf(stderr, "mini: %s\n", e.msg);
-}
-
-void mini_agent_audit_rejected(struct mini_agent *a, const cJSON *msg, const char *comment)
-{
-    if (a->audit_fd < 0)
-        return;
-    const cJSON *actions = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(msg, "extra"), "actions");
-    const cJSON *act;
-    cJSON_ArrayForEach (act, actions) {
-        const char *cmd = str(act, "command");
-        struct mini_policy_match m = { .rule = NULL };
-        if (cmd && a->policy)
-            mini_policy_match(a->policy, cmd, &m);
-        struct decision d = { .rule = m.rule,
-                              .by = (char *)"person",
-                              .reason =
-                                  (char *)(comment && *comment ? comment : "rejected by the person at the terminal") };
-        if (cmd)
-            audit(a, cmd, &d, NULL, 0);
-    }
-}
-
 /* Run one action; its result (the environment's, one saying that the
  * action has no command, or the policy's block) in *result. */
 static int execute(struct mini_agent *a, const cJSON *action, cJSON **result, struct mini_err *e)
@@ -768,17 +558,17 @@ static int execute(struct mini_agent *a, const cJSON *action, cJSON **result, st
         cJSON_AddStringToObject(*result, "exception_info", "The action has no command.");
         return 0;
     }
-    struct decision d;
-    int r = supervise(a, cmd, &d, e);
+    struct mini_policy_decision d;
+    int r = mini_approval_decide(a, cmd, &d, e);
     if (r == 0 && !d.allow) {
-        r = blocked_result(a, cmd, &d, result, e);
+        r = mini_approval_blocked(a, cmd, &d, result, e);
         if (r == 0)
-            audit(a, cmd, &d, NULL, 0);
+            mini_approval_audit(a, cmd, &d, NULL, 0);
         if (r == 0 && a->ops->on_command) {
             a->ops->on_command(a->ops_arg, cmd, NULL);
             a->ops->on_command(a->ops_arg, cmd, *result);
         }
-        decision_free(&d);
+        mini_policy_decision_free(&d);
         return r;
     }
     if (r == 0 && a->ops->on_command)
@@ -789,8 +579,8 @@ static int execute(struct mini_agent *a, const cJSON *action, cJSON **result, st
     double took = mini_mono_s() - t0;
     a->commands_s += took;
     if (r == 0)
-        audit(a, cmd, &d, *result, (int64_t)(took * 1000));
-    decision_free(&d);
+        mini_approval_audit(a, cmd, &d, *result, (int64_t)(took * 1000));
+    mini_policy_decision_free(&d);
     if (r < 0)
         return -1;
     if (a->ops->on_command)

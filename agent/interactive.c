@@ -497,28 +497,32 @@ enum confirm {
     CONFIRM_INTERRUPT, /* do not run; Ctrl-C at the question (or nobody to ask) */
 };
 
-/* Whether the person is asked about cmd: what the policy (with
- * agent.whitelist_actions) leaves open, its `ask`, or no rule and no
- * policy.default given.  A denied command is not asked about: it is
- * blocked when its turn comes. */
+/* Whether the person is asked about cmd: what mini_policy_decide leaves
+ * to the person (a rule's `ask`, or no rule and no policy.default given;
+ * everything without a policy).  A denied command is not asked about: it
+ * is blocked when its turn comes. */
 static bool needs_person(struct mini_ui *ui, const struct mini_policy *p, const char *cmd, bool *denied)
 {
     *denied = false;
-    if (!p || !cmd)
+    if (!cmd)
         return true;
-    struct mini_policy_match m;
-    mini_policy_match(p, cmd, &m);
-    if (m.verdict == MINI_VERDICT_DENY) {
-        *denied = true;
-        mini_display_printf(ui->d, MINI_STYLE_DIM, "(blocked by %s: %s)\n", m.rule, m.reason ? m.reason : "deny");
-        return false;
+    struct mini_policy_decision d;
+    struct mini_err e;
+    if (mini_policy_decide(p, cmd, NULL, &d, &e) < 0) {
+        mini_policy_decision_free(&d);
+        return true; /* out of memory: ask rather than run unasked */
     }
-    if (m.verdict == MINI_VERDICT_ASK) {
-        mini_display_printf(ui->d, MINI_STYLE_DIM, "(%s asks you%s%s)\n", m.rule, m.reason ? ": " : "",
-                            m.reason ? m.reason : "");
-        return true;
+    const struct mini_policy_match *m = &d.match;
+    *denied = !d.allow && !d.ask_person;
+    if (*denied) {
+        mini_display_printf(ui->d, MINI_STYLE_DIM, "(blocked by %s: %s)\n", m->rule, m->reason ? m->reason : "deny");
+    } else if (m->verdict == MINI_VERDICT_ASK) {
+        mini_display_printf(ui->d, MINI_STYLE_DIM, "(%s asks you%s%s)\n", m->rule, m->reason ? ": " : "",
+                            m->reason ? m->reason : "");
     }
-    return !m.matched && !mini_policy_default_given(p);
+    bool ask = d.ask_person;
+    mini_policy_decision_free(&d);
+    return ask;
 }
 
 static enum confirm ask_confirm(struct mini_ui *ui, const struct mini_policy *policy, const cJSON *actions,

@@ -1,5 +1,7 @@
-/* Models: class selection, configuration, the query loop with retries and
- * cost tracking, format errors and observation messages (see model.h).
+/* Models: class selection, configuration, format errors and observation
+ * messages (see model.h).  The query loop with retries and cost tracking
+ * is model_query.c; the providers are model_openai.c, model_anthropic.c
+ * and model_openrouter.c, reached through their ops (model_int.h).
  *
  * Semantics follow mini-swe-agent v2 (src/minisweagent/models/): the
  * message shapes of litellm_model.py / litellm_textbased_model.py, the
@@ -8,11 +10,7 @@
  * MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT attempts, exponential wait between
  * 4 and 60 units), cost tracking with cost_tracking / MSWEA_COST_TRACKING,
  * and GLOBAL_MODEL_STATS with MSWEA_GLOBAL_COST_LIMIT / _CALL_LIMIT. */
-#include <ctype.h>
-#include <errno.h>
 #include <math.h>
-#include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +22,6 @@
 #include "template/template.h"
 #include "mini/cleanup.h"
 #include "mini/json.h"
-#include "mini/utf8.h"
 
 #define DEFAULT_OBSERVATION_TEMPLATE                                                              \
     "{% if output.exception_info %}<exception>{{output.exception_info}}</exception>\n{% endif %}" \
@@ -33,66 +30,7 @@
 #define TEXT_FORMAT_ERROR_TEMPLATE \
     "Please always provide EXACTLY ONE action in triple backticks, found {{actions|length}} actions."
 #define TEXT_ACTION_REGEX "```mswea_bash_command\\s*\\n(.*?)\\n```"
-#define ANTHROPIC_VERSION "2023-06-01"
 #define DEFAULT_TIMEOUT_MS (600L * 1000)
-#define DEFAULT_CONNECT_TIMEOUT_MS (30L * 1000)
-#define DEFAULT_ANTHROPIC_MAX_TOKENS 8192
-#define RETRY_AFTER_CAP_MS (600L * 1000)
-
-/* ------------------------------------------------------------------ */
-/* Global stats (GLOBAL_MODEL_STATS)                                  */
-
-static pthread_mutex_t global_lock = PTHREAD_MUTEX_INITIALIZER;
-static double global_cost;
-static long global_calls;
-
-double mini_model_global_cost(void)
-{
-    pthread_mutex_lock(&global_lock);
-    double c = global_cost;
-    pthread_mutex_unlock(&global_lock);
-    return c;
-}
-
-long mini_model_global_calls(void)
-{
-    pthread_mutex_lock(&global_lock);
-    long n = global_calls;
-    pthread_mutex_unlock(&global_lock);
-    return n;
-}
-
-void mini_model_global_add(double cost)
-{
-    pthread_mutex_lock(&global_lock);
-    global_cost += cost;
-    global_calls++;
-    pthread_mutex_unlock(&global_lock);
-}
-
-static double env_double(const char *name)
-{
-    const char *s = getenv(name);
-    if (!s || !*s)
-        return 0;
-    char *end;
-    double v = strtod(s, &end);
-    return *end == '\0' && isfinite(v) && v > 0 ? v : 0;
-}
-
-static int global_check(struct mini_err *e)
-{
-    double cost_limit = env_double("MSWEA_GLOBAL_COST_LIMIT");
-    double call_limit = env_double("MSWEA_GLOBAL_CALL_LIMIT");
-    double cost = mini_model_global_cost();
-    long calls = mini_model_global_calls();
-    if ((cost_limit > 0 && cost >= cost_limit) || (call_limit > 0 && (double)calls >= call_limit))
-        return mini_err_set(e, MINI_E_MODEL,
-                            "global cost/call limit exceeded: $%.4f / %ld calls "
-                            "(MSWEA_GLOBAL_COST_LIMIT, MSWEA_GLOBAL_CALL_LIMIT)",
-                            cost, calls);
-    return 0;
-}
 
 /* ------------------------------------------------------------------ */
 /* Small helpers                                                      */
@@ -187,95 +125,127 @@ static bool contains_ci(const char *hay, const char *needle)
     return false;
 }
 
-static bool ends_with(const char *s, const char *suffix)
-{
-    size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && strcmp(s + a - b, suffix) == 0;
-}
-
 /* ------------------------------------------------------------------ */
 /* Classes and providers                                              */
 
+#define PROVIDER_ENTRY(name) &mini_provider_##name,
+const struct mini_model_provider_ops *const mini_model_providers[] = { MINI_MODEL_PROVIDERS(PROVIDER_ENTRY) NULL };
+#undef PROVIDER_ENTRY
+
+/* The classes that are not one provider's: litellm's (the provider comes
+ * from the model name) and the test models.  The providers' own are in
+ * their ops. */
 struct class_row {
     const char *name;
     enum mini_model_kind kind;
-    enum mini_provider provider; /* NONE: from the model name */
     bool text;
 };
 
-static const struct class_row classes[] = {
-    { "litellm", MINI_KIND_API, MINI_PROV_NONE, false },
-    { "litellm_toolcall", MINI_KIND_API, MINI_PROV_NONE, false },
-    { "minisweagent.models.litellm_model.LitellmModel", MINI_KIND_API, MINI_PROV_NONE, false },
-    { "minisweagent.models.litellm_toolcall_model.LitellmToolcallModel", MINI_KIND_API, MINI_PROV_NONE, false },
-    { "litellm_textbased", MINI_KIND_API, MINI_PROV_NONE, true },
-    { "minisweagent.models.litellm_textbased_model.LitellmTextbasedModel", MINI_KIND_API, MINI_PROV_NONE, true },
-    { "openai", MINI_KIND_API, MINI_PROV_OPENAI, false },
-    { "openai_textbased", MINI_KIND_API, MINI_PROV_OPENAI, true },
-    { "anthropic", MINI_KIND_API, MINI_PROV_ANTHROPIC, false },
-    { "minisweagent.models.anthropic.AnthropicModel", MINI_KIND_API, MINI_PROV_ANTHROPIC, false },
-    { "anthropic_textbased", MINI_KIND_API, MINI_PROV_ANTHROPIC, true },
-    { "openrouter", MINI_KIND_API, MINI_PROV_OPENROUTER, false },
-    { "openrouter_toolcall", MINI_KIND_API, MINI_PROV_OPENROUTER, false },
-    { "minisweagent.models.openrouter_model.OpenRouterModel", MINI_KIND_API, MINI_PROV_OPENROUTER, false },
-    { "openrouter_textbased", MINI_KIND_API, MINI_PROV_OPENROUTER, true },
-    { "minisweagent.models.openrouter_textbased_model.OpenRouterTextbasedModel", MINI_KIND_API, MINI_PROV_OPENROUTER,
-      true },
-    { "deterministic", MINI_KIND_DETERMINISTIC, MINI_PROV_NONE, true },
-    { "minisweagent.models.test_models.DeterministicModel", MINI_KIND_DETERMINISTIC, MINI_PROV_NONE, true },
-    { "deterministic_toolcall", MINI_KIND_DETERMINISTIC, MINI_PROV_NONE, false },
-    { "minisweagent.models.test_models.DeterministicToolcallModel", MINI_KIND_DETERMINISTIC, MINI_PROV_NONE, false },
-    { "replay", MINI_KIND_REPLAY, MINI_PROV_NONE, false },
+static const struct class_row generic_classes[] = {
+    { "litellm", MINI_KIND_API, false },
+    { "litellm_toolcall", MINI_KIND_API, false },
+    { "minisweagent.models.litellm_model.LitellmModel", MINI_KIND_API, false },
+    { "minisweagent.models.litellm_toolcall_model.LitellmToolcallModel", MINI_KIND_API, false },
+    { "litellm_textbased", MINI_KIND_API, true },
+    { "minisweagent.models.litellm_textbased_model.LitellmTextbasedModel", MINI_KIND_API, true },
 };
 
-struct prefix_row {
-    const char *prefix;
-    enum mini_provider provider;
-    const char *base; /* default api_base, NULL: the provider's */
+static const struct class_row test_classes[] = {
+    { "deterministic", MINI_KIND_DETERMINISTIC, true },
+    { "minisweagent.models.test_models.DeterministicModel", MINI_KIND_DETERMINISTIC, true },
+    { "deterministic_toolcall", MINI_KIND_DETERMINISTIC, false },
+    { "minisweagent.models.test_models.DeterministicToolcallModel", MINI_KIND_DETERMINISTIC, false },
+    { "replay", MINI_KIND_REPLAY, false },
 };
 
-static const struct prefix_row prefixes[] = {
-    { "openai/", MINI_PROV_OPENAI, NULL },
-    { "anthropic/", MINI_PROV_ANTHROPIC, NULL },
-    { "openrouter/", MINI_PROV_OPENROUTER, NULL },
-    { "hosted_vllm/", MINI_PROV_OPENAI, NULL },
-    { "ollama/", MINI_PROV_OPENAI, "http://localhost:11434/v1" },
-    { "ollama_chat/", MINI_PROV_OPENAI, "http://localhost:11434/v1" },
-};
+static bool in_list(const char *const *names, const char *name)
+{
+    for (; names && *names; names++)
+        if (strcmp(*names, name) == 0)
+            return true;
+    return false;
+}
 
 bool mini_model_resolve_class(const char *name, const char *model_name, enum mini_model_kind *kind,
-                              enum mini_provider *provider, bool *text_mode)
+                              const struct mini_model_provider_ops **provider, bool *text_mode)
 {
-    for (size_t i = 0; i < MINI_ARRAY_SIZE(classes); i++) {
-        if (strcmp(classes[i].name, name) != 0)
+    *provider = NULL;
+    for (size_t i = 0; i < MINI_ARRAY_SIZE(generic_classes); i++) {
+        if (strcmp(generic_classes[i].name, name) != 0)
             continue;
-        *kind = classes[i].kind;
-        *provider = classes[i].provider;
-        *text_mode = classes[i].text;
-        if (*kind == MINI_KIND_API && *provider == MINI_PROV_NONE && model_name)
+        *kind = MINI_KIND_API;
+        *text_mode = generic_classes[i].text;
+        if (model_name)
             free(mini_model_strip_prefix(model_name, provider, NULL));
+        return true;
+    }
+    for (const struct mini_model_provider_ops *const *p = mini_model_providers; *p; p++) {
+        bool tool = in_list((*p)->classes, name), text = in_list((*p)->text_classes, name);
+        if (!tool && !text)
+            continue;
+        *kind = MINI_KIND_API;
+        *provider = *p;
+        *text_mode = text;
+        return true;
+    }
+    for (size_t i = 0; i < MINI_ARRAY_SIZE(test_classes); i++) {
+        if (strcmp(test_classes[i].name, name) != 0)
+            continue;
+        *kind = test_classes[i].kind;
+        *text_mode = test_classes[i].text;
         return true;
     }
     return false;
 }
 
-char *mini_model_strip_prefix(const char *model_name, enum mini_provider *provider, const char **default_base)
+/* The classes a config may name, for a message: without the Python
+ * import paths, in the order above. */
+static int class_names(struct mini_buf *out)
+{
+    const char *sep = "";
+    for (size_t i = 0; i < MINI_ARRAY_SIZE(generic_classes); i++, sep = ", ")
+        if (!strchr(generic_classes[i].name, '.') && mini_buf_printf(out, "%s%s", sep, generic_classes[i].name) < 0)
+            return -1;
+    for (const struct mini_model_provider_ops *const *p = mini_model_providers; *p; p++) {
+        for (const char *const *c = (*p)->classes; *c; c++)
+            if (!strchr(*c, '.') && mini_buf_printf(out, ", %s", *c) < 0)
+                return -1;
+        for (const char *const *c = (*p)->text_classes; *c; c++)
+            if (!strchr(*c, '.') && mini_buf_printf(out, ", %s", *c) < 0)
+                return -1;
+    }
+    for (size_t i = 0; i < MINI_ARRAY_SIZE(test_classes); i++)
+        if (!strchr(test_classes[i].name, '.') && mini_buf_printf(out, ", %s", test_classes[i].name) < 0)
+            return -1;
+    return 0;
+}
+
+char *mini_model_strip_prefix(const char *model_name, const struct mini_model_provider_ops **provider,
+                              const char **default_base)
 {
     if (default_base)
         *default_base = NULL;
-    for (size_t i = 0; i < MINI_ARRAY_SIZE(prefixes); i++) {
-        size_t n = strlen(prefixes[i].prefix);
-        if (strncmp(model_name, prefixes[i].prefix, n) != 0)
-            continue;
-        if (*provider != MINI_PROV_NONE && *provider != prefixes[i].provider)
+    for (const struct mini_model_provider_ops *const *p = mini_model_providers; *p; p++) {
+        if (*provider && *provider != *p)
             continue; /* e.g. "anthropic/..." is an OpenRouter model name */
-        *provider = prefixes[i].provider;
-        if (default_base)
-            *default_base = prefixes[i].base;
-        return strdup(model_name + n);
+        for (const struct mini_model_prefix *x = (*p)->prefixes; x && x->prefix; x++) {
+            size_t n = strlen(x->prefix);
+            if (strncmp(model_name, x->prefix, n) != 0)
+                continue;
+            *provider = *p;
+            if (default_base)
+                *default_base = x->base;
+            return strdup(model_name + n);
+        }
     }
-    if (*provider == MINI_PROV_NONE)
-        *provider = strncasecmp(model_name, "claude", 6) == 0 ? MINI_PROV_ANTHROPIC : MINI_PROV_OPENAI;
+    if (!*provider) {
+        *provider = mini_model_providers[0];
+        for (const struct mini_model_provider_ops *const *p = mini_model_providers; *p; p++)
+            if ((*p)->claims && (*p)->claims(model_name)) {
+                *provider = *p;
+                break;
+            }
+    }
     return strdup(model_name);
 }
 
@@ -286,11 +256,7 @@ static const char *class_name_of(const struct mini_model *m)
     case MINI_KIND_REPLAY: return "replay";
     case MINI_KIND_API: break;
     }
-    switch (m->provider) {
-    case MINI_PROV_ANTHROPIC: return m->text_mode ? "anthropic_textbased" : "anthropic";
-    case MINI_PROV_OPENROUTER: return m->text_mode ? "openrouter_textbased" : "openrouter";
-    default: return m->text_mode ? "openai_textbased" : "openai";
-    }
+    return m->text_mode ? m->provider->text_classes[0] : m->provider->classes[0];
 }
 
 static const char *model_type_of(const struct mini_model *m)
@@ -302,21 +268,7 @@ static const char *model_type_of(const struct mini_model *m)
     case MINI_KIND_REPLAY: return "mini.models.test_models.ReplayModel";
     case MINI_KIND_API: break;
     }
-    switch (m->provider) {
-    case MINI_PROV_ANTHROPIC:
-        return m->text_mode ? "mini.models.anthropic.AnthropicTextbasedModel" : "mini.models.anthropic.AnthropicModel";
-    case MINI_PROV_OPENROUTER:
-        return m->text_mode ? "mini.models.openrouter.OpenRouterTextbasedModel"
-                            : "mini.models.openrouter.OpenRouterModel";
-    default: return m->text_mode ? "mini.models.openai.OpenAITextbasedModel" : "mini.models.openai.OpenAIModel";
-    }
-}
-
-static const char *key_env_of(enum mini_provider p)
-{
-    return p == MINI_PROV_ANTHROPIC ? "ANTHROPIC_API_KEY"
-        : p == MINI_PROV_OPENROUTER ? "OPENROUTER_API_KEY"
-                                    : "OPENAI_API_KEY";
+    return m->text_mode ? m->provider->text_model_type : m->provider->model_type;
 }
 
 /* ------------------------------------------------------------------ */
@@ -347,7 +299,7 @@ void mini_model_free(struct mini_model *m)
     free(m);
 }
 
-static int add_header(struct mini_model *m, const char *name, const char *value, struct mini_err *e)
+int mini_model_add_header(struct mini_model *m, const char *name, const char *value, struct mini_err *e)
 {
     for (const char *p = name; *p; p++)
         if (*p == ':' || *p == '\r' || *p == '\n' || (unsigned char)*p <= ' ')
@@ -369,13 +321,25 @@ static int add_header(struct mini_model *m, const char *name, const char *value,
     return 0;
 }
 
-static bool has_header(const struct mini_model *m, const char *name)
+bool mini_model_has_header(const struct mini_model *m, const char *name)
 {
     size_t n = strlen(name);
     for (size_t i = 0; i < m->n_headers; i++)
         if (strncasecmp(m->headers[i], name, n) == 0 && m->headers[i][n] == ':')
             return true;
     return false;
+}
+
+int mini_model_bearer_auth(struct mini_model *m, struct mini_err *e)
+{
+    if (!m->api_key || mini_model_has_header(m, "Authorization"))
+        return 0;
+    _cleanup_free_ char *bearer = NULL;
+    if (asprintf(&bearer, "Bearer %s", m->api_key) < 0)
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    int rc = mini_model_add_header(m, "Authorization", bearer, e);
+    explicit_bzero(bearer, strlen(bearer));
+    return rc;
 }
 
 /* model_kwargs that configure the client instead of going into the body
@@ -419,12 +383,7 @@ static int build_url(struct mini_model *m, const char *base, struct mini_err *e)
     mini_http_url_origin(b, true, shown, sizeof(shown));
     if (!(m->base_shown = strdup(shown)))
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-    const char *suffix;
-    if (m->provider == MINI_PROV_ANTHROPIC)
-        suffix = ends_with(b, "/v1/messages") ? "" : ends_with(b, "/v1") ? "/messages" : "/v1/messages";
-    else
-        suffix = ends_with(b, "/chat/completions") ? "" : "/chat/completions";
-    if (asprintf(&m->url, "%s%s", b, suffix) < 0) {
+    if (asprintf(&m->url, "%s%s", b, m->provider->url_suffix(b)) < 0) {
         m->url = NULL;
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     }
@@ -463,15 +422,13 @@ static int init_price(struct mini_model *m, const cJSON *kw_in, struct mini_err 
             reg_missing = true;
         }
     }
-    const char *name = m->api_model;
-    if (m->provider == MINI_PROV_OPENROUTER && strchr(name, '/'))
-        name = strchr(name, '/') + 1; /* "anthropic/claude-sonnet-4.5" */
+    const char *name = m->provider->price_name ? m->provider->price_name(m->api_model) : m->api_model;
     if (mini_price_lookup(name, &m->price)) {
         m->have_price = true;
         return 0;
     }
-    if (m->ignore_cost_errors || m->provider == MINI_PROV_OPENROUTER)
-        return 0; /* OpenRouter reports the cost of each call */
+    if (m->ignore_cost_errors || m->provider->reports_cost)
+        return 0; /* each reply says what it cost */
     return mini_err_set(e, MINI_E_MODEL,
                         "no price is known for model %.*s, so its cost cannot be tracked%s%s%s. "
                         "Set model.cost_tracking: ignore_errors in the config (or export "
@@ -482,7 +439,7 @@ static int init_price(struct mini_model *m, const cJSON *kw_in, struct mini_err 
                         reg_missing ? reg : "", reg_missing ? " is not a file)" : "");
 }
 
-static int init_api(struct mini_model *m, enum mini_provider provider, struct mini_err *e)
+static int init_api(struct mini_model *m, const struct mini_model_provider_ops *provider, struct mini_err *e)
 {
     const char *name = cfg_str(m->cfg, "model_name");
     if (!name || !*name)
@@ -529,18 +486,11 @@ static int init_api(struct mini_model *m, enum mini_provider provider, struct mi
         base = cfg_str(kw_in, "base_url");
     bool custom_base = base && *base;
     if (!custom_base) {
-        const char *env = m->provider == MINI_PROV_ANTHROPIC ? "ANTHROPIC_BASE_URL"
-            : m->provider == MINI_PROV_OPENAI                ? "OPENAI_BASE_URL"
-                                                             : NULL;
-        base = env ? getenv(env) : NULL;
+        base = m->provider->base_env ? getenv(m->provider->base_env) : NULL;
         custom_base = base && *base;
     }
-    if (!custom_base) {
-        base = default_base                       ? default_base
-            : m->provider == MINI_PROV_ANTHROPIC  ? "https://api.anthropic.com"
-            : m->provider == MINI_PROV_OPENROUTER ? "https://openrouter.ai/api/v1"
-                                                  : "https://api.openai.com/v1";
-    }
+    if (!custom_base)
+        base = default_base ? default_base : m->provider->default_base;
     if (build_url(m, base, e) < 0)
         return -1;
 
@@ -548,7 +498,7 @@ static int init_api(struct mini_model *m, enum mini_provider provider, struct mi
     const char *key = cfg_str(kw_in, "api_key");
     m->key_name = "model.model_kwargs.api_key";
     if (!key || !*key) {
-        m->key_name = key_env_of(m->provider);
+        m->key_name = m->provider->key_env;
         key = getenv(m->key_name);
     }
     if (key && *key) {
@@ -560,7 +510,7 @@ static int init_api(struct mini_model *m, enum mini_provider provider, struct mi
         return mini_err_set(e, MINI_E_CONFIG,
                             "no API key for model %.*s: set %s (in the environment or the "
                             "global .env file) or model.model_kwargs.api_key",
-                            MINI_JSON_SHOW(m->model_name), key_env_of(m->provider));
+                            MINI_JSON_SHOW(m->model_name), m->provider->key_env);
     }
 
     /* headers */
@@ -571,25 +521,13 @@ static int init_api(struct mini_model *m, enum mini_provider provider, struct mi
         if (!cJSON_IsString(item))
             return mini_err_set(e, MINI_E_CONFIG, "model.model_kwargs.extra_headers.%.*s must be a string",
                                 MINI_JSON_SHOW(item->string));
-        if (add_header(m, item->string, item->valuestring, e) < 0)
+        if (mini_model_add_header(m, item->string, item->valuestring, e) < 0)
             return -1;
     }
-    if (m->provider == MINI_PROV_ANTHROPIC) {
-        if (m->api_key && !has_header(m, "x-api-key") && add_header(m, "x-api-key", m->api_key, e) < 0)
-            return -1;
-        if (!has_header(m, "anthropic-version") && add_header(m, "anthropic-version", ANTHROPIC_VERSION, e) < 0)
-            return -1;
-    } else if (m->api_key && !has_header(m, "Authorization")) {
-        _cleanup_free_ char *bearer = NULL;
-        if (asprintf(&bearer, "Bearer %s", m->api_key) < 0)
-            return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-        int rc = add_header(m, "Authorization", bearer, e);
-        explicit_bzero(bearer, strlen(bearer));
-        if (rc < 0)
-            return -1;
-    }
+    if (m->provider->auth_headers(m, e) < 0)
+        return -1;
 
-    /* timeout, max_tokens */
+    /* timeout */
     m->timeout_ms = DEFAULT_TIMEOUT_MS;
     const cJSON *to = cJSON_GetObjectItemCaseSensitive(kw_in, "timeout");
     if (!to)
@@ -601,7 +539,6 @@ static int init_api(struct mini_model *m, enum mini_provider provider, struct mi
                                 "(0 < timeout <= 86400)");
         m->timeout_ms = (long)ceil(to->valuedouble * 1000);
     }
-    m->max_tokens = DEFAULT_ANTHROPIC_MAX_TOKENS;
 
     /* cost tracking */
     const char *ct = cfg_str(m->cfg, "cost_tracking");
@@ -696,13 +633,11 @@ struct mini_model *mini_model_new(const cJSON *model_cfg, const char *model_clas
         mini_err_set(e, MINI_E_CONFIG, "model.model_class must be a string");
         goto fail;
     }
-    enum mini_provider provider = MINI_PROV_NONE;
+    const struct mini_model_provider_ops *provider = NULL;
     if (cls && *cls) {
         if (!mini_model_resolve_class(cls, NULL, &m->kind, &provider, &m->text_mode)) {
             _cleanup_buf_ struct mini_buf names = MINI_BUF_INIT;
-            for (size_t i = 0; i < MINI_ARRAY_SIZE(classes); i++)
-                if (!strchr(classes[i].name, '.'))
-                    mini_buf_printf(&names, "%s%s", names.len ? ", " : "", classes[i].name);
+            class_names(&names);
             mini_err_set(e, MINI_E_CONFIG, "unknown model class \"%.*s\" (available: %s)", MINI_JSON_SHOW(cls),
                          names.data ? names.data : "");
             goto fail;
@@ -980,339 +915,4 @@ cJSON *mini_model_observations(struct mini_model *m, const cJSON *assistant, con
     }
     cJSON_Delete(not_executed);
     return res;
-}
-
-/* ------------------------------------------------------------------ */
-/* The query                                                          */
-
-/* The API's own error message, or the start of the body. */
-static void api_error_text(const struct mini_http_response *r, char *out, size_t cap)
-{
-    struct mini_err pe;
-    cJSON *j = r->body.len ? mini_json_parse(r->body.data, r->body.len, &pe) : NULL;
-    const cJSON *err = cJSON_GetObjectItemCaseSensitive(j, "error");
-    const cJSON *msg = cJSON_IsObject(err) ? cJSON_GetObjectItemCaseSensitive(err, "message")
-        : cJSON_IsString(err)              ? err
-                                           : NULL;
-    if (!cJSON_IsString(msg)) /* vLLM: {"object": "error", "message": ...}; FastAPI: {"detail": ...} */
-        msg = cJSON_GetObjectItemCaseSensitive(j, "message");
-    if (!cJSON_IsString(msg))
-        msg = cJSON_GetObjectItemCaseSensitive(j, "detail");
-    const cJSON *where = cJSON_IsObject(err) ? err : j;
-    const cJSON *type = cJSON_GetObjectItemCaseSensitive(where, "type");
-    if (!cJSON_IsString(type))
-        type = cJSON_GetObjectItemCaseSensitive(where, "code");
-    if (cJSON_IsString(msg) && cJSON_IsString(type)) {
-        snprintf(out, cap, "%.*s (%.*s)", mini_json_clip(msg->valuestring, 400), msg->valuestring,
-                 MINI_JSON_SHOW(type->valuestring));
-    } else if (cJSON_IsString(msg)) {
-        snprintf(out, cap, "%.*s", mini_json_clip(msg->valuestring, 400), msg->valuestring);
-    } else if (r->body.len) {
-        struct mini_buf clean = MINI_BUF_INIT;
-        size_t n = r->body.len < 200 ? r->body.len : 200;
-        if (mini_utf8_sanitize(&clean, r->body.data, n) == 0) {
-            for (size_t i = 0; i < clean.len; i++)
-                if ((unsigned char)clean.data[i] < 0x20)
-                    clean.data[i] = ' ';
-            snprintf(out, cap, "%.*s%s", mini_json_clip(clean.data, 200), clean.data, r->body.len > n ? "..." : "");
-        } else {
-            snprintf(out, cap, "(unreadable body)");
-        }
-        mini_buf_free(&clean);
-    } else {
-        snprintf(out, cap, "(empty body)");
-    }
-    cJSON_Delete(j);
-}
-
-static cJSON *parse_body(const struct mini_http_response *r, struct mini_err *e)
-{
-    cJSON *j = mini_json_parse(r->body.data ? r->body.data : "", r->body.len, e);
-    if (j || mini_utf8_valid(r->body.data, r->body.len))
-        return j;
-    /* A server that cut a character in half: read it as Python would, with U+FFFD. */
-    struct mini_buf clean = MINI_BUF_INIT;
-    if (mini_utf8_sanitize(&clean, r->body.data, r->body.len) < 0) {
-        mini_buf_free(&clean);
-        return NULL;
-    }
-    j = mini_json_parse(clean.data, clean.len, e);
-    mini_buf_free(&clean);
-    return j;
-}
-
-static bool status_retryable(long status) { return status == 408 || status == 409 || status == 429 || status >= 500; }
-
-static const char *status_hint(const struct mini_model *m, long status)
-{
-    switch (status) {
-    case 401: return m->api_key ? "; check the API key" : "; no API key was sent";
-    case 403: return "; the API key may lack access to this model";
-    case 404: return "; check the model name and api_base";
-    default: return "";
-    }
-}
-
-/* A note for the person watching (mini_model_set_notes), with the API key
- * taken out. */
-__attribute__((format(printf, 3, 4))) static void note(const struct mini_model *m, enum mini_model_note kind,
-                                                       const char *fmt, ...)
-{
-    if (!m->note)
-        return;
-    struct mini_err n;
-    mini_err_clear(&n);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(n.msg, sizeof(n.msg), fmt, ap);
-    va_end(ap);
-    mini_model_scrub(m, &n);
-    m->note(m->note_arg, kind, n.msg);
-}
-
-/* A time for a message: "40 ms", "4 s", "16.5 s". */
-static void time_text(char *out, size_t cap, double ms)
-{
-    if (ms < 1000)
-        snprintf(out, cap, "%.0f ms", ms);
-    else
-        snprintf(out, cap, "%.3g s", ms / 1000);
-}
-
-/* POST with retries.  0 with *resp_json set (a parsed 2xx body with a usable
- * shape) and *msg, *finish_reason, *u filled; -1 with e filled. */
-static int api_call(struct mini_model *m, const struct mini_buf *body, cJSON **resp_json, cJSON **msg,
-                    const char **finish_reason, struct mini_usage *u, struct mini_err *e)
-{
-    struct mini_http_request req = {
-        .url = m->url,
-        .headers = (const char *const *)m->headers,
-        .n_headers = m->n_headers,
-        .body = body->data,
-        .body_len = body->len,
-        .timeout_ms = m->timeout_ms,
-        .connect_timeout_ms = DEFAULT_CONNECT_TIMEOUT_MS,
-        .cancel = m->cancel,
-    };
-    struct mini_http_response r;
-    mini_http_response_init(&r);
-    char last[MINI_ERR_MSG_MAX] = "";
-    char shown[512]; /* the URL for notes: no query, which may carry a key */
-    mini_http_url_origin(m->url, true, shown, sizeof(shown));
-    long delay = 0;
-    for (int attempt = 1; attempt <= m->retry_attempts; attempt++) {
-        if (attempt > 1) {
-            char wait[32];
-            time_text(wait, sizeof(wait), (double)delay);
-            note(m, MINI_MODEL_NOTE_RETRY, "model %s: %s (attempt %d of %d; next try in %s)", m->model_name, last,
-                 attempt - 1, m->retry_attempts, wait);
-            if (mini_http_sleep_ms(delay, m->cancel) < 0) {
-                mini_http_response_free(&r);
-                return mini_err_set(e, MINI_E_IO, "model %s: interrupted", m->model_name);
-            }
-        }
-        delay = mini_model_backoff_ms(attempt + 1, m->retry_base_ms);
-        struct mini_err he;
-        mini_err_clear(&he);
-        double t0 = mini_model_now();
-        int prc = mini_http_post(m->http, &req, &r, &he);
-        char took[32];
-        time_text(took, sizeof(took), (mini_model_now() - t0) * 1000);
-        if (prc < 0) {
-            if (r.cancelled) {
-                mini_http_response_free(&r);
-                return mini_err_set(e, MINI_E_IO, "model %s: interrupted", m->model_name);
-            }
-            /* Nothing listens on this machine's loopback when the first
-             * request of the run is refused: a server not started or a
-             * wrong port, which no wait will mend (see docs/models.md). */
-            if (r.refused && m->calls == 0 && attempt == 1 && mini_http_url_loopback(m->url)) {
-                mini_http_response_free(&r);
-                return mini_err_set(e, MINI_E_MODEL,
-                                    "model %s: nothing listens at %s (connection refused); is the server running?",
-                                    m->model_name, m->base_shown);
-            }
-            note(m, MINI_MODEL_NOTE_DETAIL, "model %s: POST %s: no answer after %s: %s", m->model_name, shown, took,
-                 he.msg);
-            if (!r.retryable) {
-                mini_http_response_free(&r);
-                *e = he;
-                if (e->code != MINI_E_NOMEM)
-                    e->code = MINI_E_MODEL;
-                return mini_err_prefix(e, "model %s", m->model_name);
-            }
-            snprintf(last, sizeof(last), "%.900s", he.msg);
-            continue;
-        }
-        note(m, MINI_MODEL_NOTE_DETAIL, "model %s: POST %s: HTTP %ld after %s (%zu bytes)", m->model_name, shown,
-             r.status, took, r.body.len);
-        if (r.status >= 200 && r.status < 300) {
-            struct mini_err pe;
-            cJSON *j = parse_body(&r, &pe);
-            if (!j) {
-                snprintf(last, sizeof(last), "HTTP %ld with a body that is not JSON: %.400s", r.status, pe.msg);
-                continue;
-            }
-            const char *why = NULL;
-            int rc = m->provider == MINI_PROV_ANTHROPIC ? mini_anthropic_parse(j, msg, finish_reason, u, &why)
-                                                        : mini_openai_parse(j, msg, finish_reason, u, &why);
-            if (rc < 0) {
-                cJSON_Delete(j);
-                mini_http_response_free(&r);
-                return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-            }
-            if (rc > 0) {
-                snprintf(last, sizeof(last), "HTTP %ld with an unusable response: %.*s", r.status,
-                         mini_json_clip(why, 300), why);
-                cJSON_Delete(j);
-                continue;
-            }
-            mini_http_response_free(&r);
-            *resp_json = j;
-            return 0;
-        }
-        char text[600];
-        api_error_text(&r, text, sizeof(text));
-        if (!status_retryable(r.status)) {
-            mini_err_set(e, MINI_E_MODEL, "model %s: POST %s: HTTP %ld: %s%s%s%s", m->model_name, m->url, r.status,
-                         text, status_hint(m, r.status), r.request_id[0] ? "; request id " : "", r.request_id);
-            mini_http_response_free(&r);
-            return -1;
-        }
-        snprintf(last, sizeof(last), "HTTP %ld: %s", r.status, text);
-        long ra = mini_http_retry_after_ms(r.retry_after, r.retry_after_ms, time(NULL));
-        if (ra >= 0)
-            delay = ra < RETRY_AFTER_CAP_MS ? ra : RETRY_AFTER_CAP_MS;
-    }
-    mini_http_response_free(&r);
-    return mini_err_set(e, MINI_E_MODEL, "model %s: POST %s failed %d time%s; last error: %s", m->model_name, m->url,
-                        m->retry_attempts, m->retry_attempts == 1 ? "" : "s", last);
-}
-
-static int content_string(const cJSON *msg, struct mini_buf *out)
-{
-    const cJSON *c = cJSON_GetObjectItemCaseSensitive(msg, "content");
-    if (cJSON_IsString(c))
-        return mini_buf_puts(out, c->valuestring);
-    const cJSON *part;
-    cJSON_ArrayForEach (part, c) {
-        const cJSON *t = cJSON_GetObjectItemCaseSensitive(part, "text");
-        if (cJSON_IsString(t) && mini_buf_puts(out, t->valuestring) < 0)
-            return -1;
-    }
-    return mini_buf_reserve(out, 0);
-}
-
-static int api_query(struct mini_model *m, const cJSON *messages, cJSON **assistant, cJSON **format_error,
-                     struct mini_err *e)
-{
-    _cleanup_buf_ struct mini_buf body = MINI_BUF_INIT;
-    int rc = m->provider == MINI_PROV_ANTHROPIC ? mini_anthropic_request(m, messages, &body, e)
-                                                : mini_openai_request(m, messages, &body, e);
-    if (rc < 0)
-        return mini_err_prefix(e, "model %s: building the request", m->model_name);
-    _cleanup_cjson_ cJSON *resp = NULL;
-    _cleanup_cjson_ cJSON *msg = NULL;
-    const char *finish_reason = NULL;
-    struct mini_usage u;
-    if (api_call(m, &body, &resp, &msg, &finish_reason, &u, e) < 0)
-        return -1;
-
-    /* cost: litellm_model.py _calculate_cost */
-    double cost = 0;
-    const char *why = NULL;
-    if (u.has_cost && u.cost > 0)
-        cost = u.cost;
-    else if (!u.present)
-        why = "the response reports no token usage";
-    else if (!m->have_price)
-        why = "no price is known for it";
-    else
-        cost = mini_price_cost(&m->price, &u);
-    if (!why && !(cost > 0))
-        why = "the computed cost is not > 0";
-    m->calls++;
-    if (why) {
-        cost = 0;
-        if (!m->ignore_cost_errors) {
-            mini_model_global_add(0);
-            return mini_err_set(e, MINI_E_MODEL,
-                                "error calculating the cost of model %s: %s. You can ignore this with "
-                                "cost_tracking: ignore_errors in the model section of the config, or globally "
-                                "with export MSWEA_COST_TRACKING=ignore_errors",
-                                m->model_name, why);
-        }
-    }
-    m->cost += cost;
-    mini_model_global_add(cost);
-
-    /* actions */
-    _cleanup_cjson_ cJSON *actions = NULL;
-    _cleanup_free_ char *error = NULL;
-    _cleanup_buf_ struct mini_buf content = MINI_BUF_INIT;
-    _cleanup_cjson_ cJSON *found = NULL;
-    if (m->text_mode) {
-        if (content_string(msg, &content) < 0)
-            return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-        int n = mini_regex_findall(m->action_re, content.data, content.len, &found, e);
-        if (n < 0)
-            return -1;
-        if (n != 1) {
-            if (asprintf(&error, "Expected exactly 1 action, found %d.", n) < 0) {
-                error = NULL;
-                return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-            }
-        } else {
-            cJSON *act = cJSON_CreateObject();
-            if (!(actions = cJSON_CreateArray()) || !act ||
-                !cJSON_AddStringToObject(act, "command", cJSON_GetArrayItem(found, 0)->valuestring)) {
-                cJSON_Delete(act);
-                return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-            }
-            cJSON_AddItemToArray(actions, act);
-        }
-    } else {
-        int prc = mini_toolcall_actions(cJSON_GetObjectItemCaseSensitive(msg, "tool_calls"), &actions, &error);
-        if (prc < 0)
-            return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-    }
-    if (error) {
-        m->format_errors++;
-        cJSON *fe = mini_model_format_error_msg(
-            m, error, found, finish_reason, m->text_mode ? (content.data ? content.data : "") : NULL, resp, cost, e);
-        cJSON *arr = fe ? cJSON_CreateArray() : NULL;
-        if (!arr) {
-            cJSON_Delete(fe);
-            return fe ? mini_err_set(e, MINI_E_NOMEM, "out of memory") : -1;
-        }
-        cJSON_AddItemToArray(arr, fe);
-        *format_error = arr;
-        return mini_err_set(e, MINI_E_FORMAT, "%s", error);
-    }
-    cJSON *extra = cJSON_AddObjectToObject(msg, "extra");
-    if (!extra)
-        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-    cJSON_AddItemToObject(extra, "actions", TAKE_PTR(actions));
-    cJSON_AddItemToObject(extra, "response", TAKE_PTR(resp));
-    if (!cJSON_AddNumberToObject(extra, "cost", cost) || !cJSON_AddNumberToObject(extra, "timestamp", mini_model_now()))
-        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-    m->format_errors = 0;
-    *assistant = TAKE_PTR(msg);
-    return 0;
-}
-
-int mini_model_query(struct mini_model *m, const cJSON *messages, cJSON **assistant, cJSON **format_error,
-                     struct mini_err *e)
-{
-    *assistant = NULL;
-    *format_error = NULL;
-    if (!cJSON_IsArray(messages))
-        return mini_err_set(e, MINI_E_INTERNAL, "model query: messages must be an array");
-    if (global_check(e) < 0)
-        return -1;
-    int rc = m->kind == MINI_KIND_API ? api_query(m, messages, assistant, format_error, e)
-                                      : mini_testmodel_query(m, messages, assistant, format_error, e);
-    if (rc < 0)
-        mini_model_scrub(m, e);
-    return rc;
 }

@@ -6,12 +6,18 @@
  * system messages become the top-level `system`; an assistant message's
  * tool_calls become tool_use blocks (after its thinking blocks and text);
  * `tool` messages become tool_result blocks, merged with the user messages
- * that follow into one user turn, tool results first. */
+ * that follow into one user turn, tool results first.  The "anthropic"
+ * provider (mini_provider_anthropic) is at the end. */
 #include <string.h>
+#include <strings.h>
 
 #include "model_int.h"
 #include "mini/cleanup.h"
 #include "mini/json.h"
+
+#define ANTHROPIC_VERSION "2023-06-01"
+/* max_tokens, which the API requires, when model_kwargs has none. */
+#define DEFAULT_MAX_TOKENS 8192
 
 static cJSON *text_block(const char *text)
 {
@@ -231,7 +237,7 @@ int mini_anthropic_convert(const cJSON *messages, bool cache_control, cJSON **sy
     return 0;
 }
 
-int mini_anthropic_request(struct mini_model *m, const cJSON *messages, struct mini_buf *body, struct mini_err *e)
+static int anthropic_request(struct mini_model *m, const cJSON *messages, struct mini_buf *body, struct mini_err *e)
 {
     _cleanup_cjson_ cJSON *system = NULL;
     _cleanup_cjson_ cJSON *msgs = NULL;
@@ -239,7 +245,7 @@ int mini_anthropic_request(struct mini_model *m, const cJSON *messages, struct m
         return -1;
     _cleanup_cjson_ cJSON *req = cJSON_CreateObject();
     if (!req || !cJSON_AddStringToObject(req, "model", m->api_model) ||
-        !cJSON_AddNumberToObject(req, "max_tokens", (double)m->max_tokens))
+        !cJSON_AddNumberToObject(req, "max_tokens", (double)DEFAULT_MAX_TOKENS))
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     if (system)
         cJSON_AddItemToObject(req, "system", TAKE_PTR(system));
@@ -253,9 +259,7 @@ int mini_anthropic_request(struct mini_model *m, const cJSON *messages, struct m
         }
         cJSON_AddItemToArray(tools, tool);
     }
-    if (mini_json_merge_into(req, m->kwargs) < 0)
-        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-    return mini_json_print(body, req, e);
+    return mini_model_finish_body(m, req, body, e);
 }
 
 static const char *finish_reason_of(const char *stop_reason)
@@ -369,3 +373,50 @@ int mini_anthropic_parse(const cJSON *resp, cJSON **msg, const char **finish_rea
     *msg = TAKE_PTR(out);
     return 0;
 }
+
+/* ---- the provider ---- */
+
+static const char *anthropic_url_suffix(const char *base)
+{
+    size_t n = strlen(base);
+    if (n >= 12 && strcmp(base + n - 12, "/v1/messages") == 0)
+        return "";
+    return n >= 3 && strcmp(base + n - 3, "/v1") == 0 ? "/messages" : "/v1/messages";
+}
+
+static int anthropic_auth(struct mini_model *m, struct mini_err *e)
+{
+    if (m->api_key && !mini_model_has_header(m, "x-api-key") &&
+        mini_model_add_header(m, "x-api-key", m->api_key, e) < 0)
+        return -1;
+    if (!mini_model_has_header(m, "anthropic-version") &&
+        mini_model_add_header(m, "anthropic-version", ANTHROPIC_VERSION, e) < 0)
+        return -1;
+    return 0;
+}
+
+static bool anthropic_claims(const char *model_name) { return strncasecmp(model_name, "claude", 6) == 0; }
+
+static const char *const anthropic_classes[] = { "anthropic", "minisweagent.models.anthropic.AnthropicModel", NULL };
+static const char *const anthropic_text_classes[] = { "anthropic_textbased", NULL };
+static const struct mini_model_prefix anthropic_prefixes[] = {
+    { "anthropic/", NULL },
+    { NULL, NULL },
+};
+
+const struct mini_model_provider_ops mini_provider_anthropic = {
+    .name = "anthropic",
+    .classes = anthropic_classes,
+    .text_classes = anthropic_text_classes,
+    .model_type = "mini.models.anthropic.AnthropicModel",
+    .text_model_type = "mini.models.anthropic.AnthropicTextbasedModel",
+    .prefixes = anthropic_prefixes,
+    .claims = anthropic_claims,
+    .default_base = "https://api.anthropic.com",
+    .base_env = "ANTHROPIC_BASE_URL",
+    .key_env = "ANTHROPIC_API_KEY",
+    .url_suffix = anthropic_url_suffix,
+    .auth_headers = anthropic_auth,
+    .request = anthropic_request,
+    .parse = mini_anthropic_parse,
+};

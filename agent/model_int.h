@@ -15,7 +15,80 @@
 #include "mini/err.h"
 
 enum mini_model_kind { MINI_KIND_API, MINI_KIND_DETERMINISTIC, MINI_KIND_REPLAY };
-enum mini_provider { MINI_PROV_NONE, MINI_PROV_OPENAI, MINI_PROV_ANTHROPIC, MINI_PROV_OPENROUTER };
+
+struct mini_model;
+struct mini_usage;
+
+/* A model-name prefix that names a provider ("ollama/"), and the api_base
+ * it implies (NULL: the provider's default_base). */
+struct mini_model_prefix {
+    const char *prefix;
+    const char *base;
+};
+
+/* A provider of API models: everything model.c asks of one.  Each lives in
+ * its own file (model_openai.c, model_anthropic.c, model_openrouter.c) and
+ * is listed once in MINI_MODEL_PROVIDERS below; docs/models.md says how to
+ * add one. */
+struct mini_model_provider_ops {
+    const char *name; /* "openai": for messages */
+
+    /* ---- how a config names it ---- */
+    /* model_class values that choose it, NULL-terminated; the first is
+     * mini_model_class() of its models.  `classes` call tools,
+     * `text_classes` parse the reply text with action_regex. */
+    const char *const *classes;
+    const char *const *text_classes;
+    /* info.config.model_type of a trajectory. */
+    const char *model_type, *text_model_type;
+    /* Model-name prefixes that choose it when the class does not
+     * (litellm's "anthropic/..."), stripped from the name sent; ends with
+     * { NULL }. */
+    const struct mini_model_prefix *prefixes;
+    /* Whether a model name without a known prefix is its ("claude-...");
+     * NULL: never.  A name no provider claims goes to the first provider
+     * of MINI_MODEL_PROVIDERS. */
+    bool (*claims)(const char *model_name);
+
+    /* ---- where and how it is called ---- */
+    const char *default_base; /* api_base when none is configured */
+    const char *base_env;     /* the variable that sets api_base; NULL: none */
+    const char *key_env;      /* the variable that holds the API key */
+    /* What follows api_base (without trailing slashes) in the URL posted
+     * to ("/chat/completions"; "" when base already ends with it). */
+    const char *(*url_suffix)(const char *base);
+    /* Add the headers that carry m->api_key (may be NULL: no key) and any
+     * version the API wants, unless model_kwargs.extra_headers set them
+     * (mini_model_has_header, mini_model_add_header).  -1 with e. */
+    int (*auth_headers)(struct mini_model *m, struct mini_err *e);
+    /* The request body for the trajectory's messages.  -1 with e. */
+    int (*request)(struct mini_model *m, const cJSON *messages, struct mini_buf *body, struct mini_err *e);
+    /* From a 2xx response: an OpenAI-shaped assistant message (without
+     * extra), the finish reason in OpenAI's words (borrowed from resp) and
+     * the usage.  0; 1 when the response is malformed (retryable; *why
+     * says what); -1 out of memory. */
+    int (*parse)(const cJSON *resp, cJSON **msg, const char **finish_reason, struct mini_usage *u, const char **why);
+
+    /* ---- cost ---- */
+    /* The name to look the price up by (the api_model, i.e. without the
+     * prefix); NULL: the api_model itself. */
+    const char *(*price_name)(const char *api_model);
+    /* Each reply carries its own cost (mini_usage.has_cost): a model
+     * without a known price is no error. */
+    bool reports_cost;
+};
+
+/* The providers, one line each.  Order matters twice: a model name's
+ * prefix is looked for provider by provider, and a name that no provider
+ * claims goes to the first. */
+#define MINI_MODEL_PROVIDERS(X) \
+    X(openai)                   \
+    X(anthropic)                \
+    X(openrouter)
+
+#define MINI_MODEL_PROVIDER_DECLARE(name) extern const struct mini_model_provider_ops mini_provider_##name;
+MINI_MODEL_PROVIDERS(MINI_MODEL_PROVIDER_DECLARE)
+#undef MINI_MODEL_PROVIDER_DECLARE
 
 /* USD per token. */
 struct mini_price {
@@ -33,10 +106,10 @@ struct mini_usage {
 
 struct mini_model {
     enum mini_model_kind kind;
-    enum mini_provider provider;
-    bool text_mode;         /* action_regex on the content, no tools */
-    const char *class_name; /* static string */
-    const char *model_type; /* static string, for serialize() */
+    const struct mini_model_provider_ops *provider; /* API models */
+    bool text_mode;                                 /* action_regex on the content, no tools */
+    const char *class_name;                         /* static string */
+    const char *model_type;                         /* static string, for serialize() */
 
     cJSON *cfg;                        /* effective config: the user's keys plus defaults */
     const char *model_name;            /* in cfg */
@@ -54,7 +127,6 @@ struct mini_model {
     char **headers;       /* extra "Name: value" headers */
     size_t n_headers;
     long timeout_ms;
-    long max_tokens;         /* anthropic: max_tokens when model_kwargs has none */
     bool cache_control;      /* set_cache_control: "default_end" */
     bool ignore_cost_errors; /* cost_tracking: "ignore_errors" */
     bool have_price;
@@ -92,12 +164,24 @@ double mini_model_now(void);
 void mini_model_global_add(double cost);
 /* Replace every occurrence of the API key in e->msg with "***". */
 void mini_model_scrub(const struct mini_model *m, struct mini_err *e);
-/* Resolve a class name; false when unknown.  provider/text/kind out. */
+/* The providers of MINI_MODEL_PROVIDERS, NULL-terminated. */
+extern const struct mini_model_provider_ops *const mini_model_providers[];
+/* Resolve a class name; false when unknown.  provider/text/kind out
+ * (*provider NULL for a litellm class without model_name, and for test
+ * models). */
 bool mini_model_resolve_class(const char *name, const char *model_name, enum mini_model_kind *kind,
-                              enum mini_provider *provider, bool *text_mode);
-/* The provider a model name implies and the name without its prefix
- * (malloc'd).  NULL when out of memory. */
-char *mini_model_strip_prefix(const char *model_name, enum mini_provider *provider, const char **default_base);
+                              const struct mini_model_provider_ops **provider, bool *text_mode);
+/* The provider a model name implies (unless *provider is set already: an
+ * explicit class) and the name without its prefix (malloc'd).  NULL when
+ * out of memory. */
+char *mini_model_strip_prefix(const char *model_name, const struct mini_model_provider_ops **provider,
+                              const char **default_base);
+/* Extra request headers ("Name: value"): add one (checked: no line
+ * break, a token name), and whether one of that name is there. */
+int mini_model_add_header(struct mini_model *m, const char *name, const char *value, struct mini_err *e);
+bool mini_model_has_header(const struct mini_model *m, const char *name);
+/* auth_headers of OpenAI-style APIs: "Authorization: Bearer KEY". */
+int mini_model_bearer_auth(struct mini_model *m, struct mini_err *e);
 /* Backoff before attempt `attempt` (2, 3, ...): base * 2^(attempt-2) ms,
  * clamped to [4 * base, 60 * base]: tenacity's wait_exponential(min=4, max=60). */
 long mini_model_backoff_ms(int attempt, long base_ms);
@@ -130,8 +214,13 @@ int mini_message_actions(struct mini_model *m, const cJSON *msg, cJSON **actions
 /* The tool definition (OpenAI shape) and its Anthropic twin. */
 cJSON *mini_bash_tool_openai(void);
 cJSON *mini_bash_tool_anthropic(void);
-/* Request body for /chat/completions. */
-int mini_openai_request(struct mini_model *m, const cJSON *messages, struct mini_buf *body, struct mini_err *e);
+/* Request body for /chat/completions: model, messages and tools, before
+ * model_kwargs (mini_model_finish_body).  NULL with e. */
+cJSON *mini_openai_body(struct mini_model *m, const cJSON *messages, struct mini_err *e);
+/* model_kwargs merged into req, printed into body.  -1 with e. */
+int mini_model_finish_body(struct mini_model *m, cJSON *req, struct mini_buf *body, struct mini_err *e);
+/* The OpenAI provider's url_suffix, for the APIs that share it. */
+const char *mini_openai_url_suffix(const char *base);
 /* From a 2xx response: the assistant message (without extra), the finish
  * reason (borrowed from resp) and the usage.  0, or 1 when the response is
  * malformed (retryable; *why says what), -1 out of memory. */
@@ -144,7 +233,6 @@ int mini_json_merge_into(cJSON *dst, const cJSON *src);
 cJSON *mini_openai_messages(const cJSON *messages, bool cache_control);
 
 /* ---- model_anthropic.c ---- */
-int mini_anthropic_request(struct mini_model *m, const cJSON *messages, struct mini_buf *body, struct mini_err *e);
 /* Convert mini messages (OpenAI shapes) to Anthropic's: *system (string or
  * NULL) and the messages array with tool_use / tool_result blocks. */
 int mini_anthropic_convert(const cJSON *messages, bool cache_control, cJSON **system, cJSON **out, struct mini_err *e);

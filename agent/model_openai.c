@@ -1,6 +1,8 @@
 /* OpenAI-compatible chat completions (POST {api_base}/chat/completions):
- * the request body and the reply's assistant message and usage.
- * Works for api.openai.com, OpenRouter, vLLM, llama.cpp server, Ollama. */
+ * the request body and the reply's assistant message and usage, and the
+ * "openai" provider (mini_provider_openai, at the end).  Works for
+ * api.openai.com, vLLM, llama.cpp server, Ollama; OpenRouter's provider
+ * (model_openrouter.c) builds on it. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -184,14 +186,14 @@ int mini_json_merge_into(cJSON *body, const cJSON *kw)
     return 0;
 }
 
-int mini_openai_request(struct mini_model *m, const cJSON *messages, struct mini_buf *body, struct mini_err *e)
+cJSON *mini_openai_body(struct mini_model *m, const cJSON *messages, struct mini_err *e)
 {
-    cJSON *req = cJSON_CreateObject();
+    _cleanup_cjson_ cJSON *req = cJSON_CreateObject();
     cJSON *msgs = mini_openai_messages(messages, m->cache_control);
     if (!req || !msgs || !cJSON_AddStringToObject(req, "model", m->api_model)) {
-        cJSON_Delete(req);
         cJSON_Delete(msgs);
-        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+        mini_err_set(e, MINI_E_NOMEM, "out of memory");
+        return NULL;
     }
     cJSON_AddItemToObject(req, "messages", msgs);
     if (!m->text_mode) {
@@ -199,25 +201,27 @@ int mini_openai_request(struct mini_model *m, const cJSON *messages, struct mini
         cJSON *tool = mini_bash_tool_openai();
         if (!tools || !tool) {
             cJSON_Delete(tool);
-            cJSON_Delete(req);
-            return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+            mini_err_set(e, MINI_E_NOMEM, "out of memory");
+            return NULL;
         }
         cJSON_AddItemToArray(tools, tool);
     }
-    if (m->provider == MINI_PROV_OPENROUTER) {
-        cJSON *usage = cJSON_AddObjectToObject(req, "usage");
-        if (!usage || !cJSON_AddTrueToObject(usage, "include")) {
-            cJSON_Delete(req);
-            return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-        }
-    }
-    if (mini_json_merge_into(req, m->kwargs) < 0) {
-        cJSON_Delete(req);
+    return TAKE_PTR(req);
+}
+
+int mini_model_finish_body(struct mini_model *m, cJSON *req, struct mini_buf *body, struct mini_err *e)
+{
+    if (mini_json_merge_into(req, m->kwargs) < 0)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-    }
-    int rc = mini_json_print(body, req, e);
-    cJSON_Delete(req);
-    return rc;
+    return mini_json_print(body, req, e);
+}
+
+static int openai_request(struct mini_model *m, const cJSON *messages, struct mini_buf *body, struct mini_err *e)
+{
+    _cleanup_cjson_ cJSON *req = mini_openai_body(m, messages, e);
+    if (!req)
+        return -1;
+    return mini_model_finish_body(m, req, body, e);
 }
 
 static double num(const cJSON *o, const char *key)
@@ -344,3 +348,38 @@ int mini_openai_parse(const cJSON *resp, cJSON **msg, const char **finish_reason
     *msg = TAKE_PTR(out);
     return 0;
 }
+
+/* ---- the provider ---- */
+
+const char *mini_openai_url_suffix(const char *base)
+{
+    size_t n = strlen(base), k = strlen("/chat/completions");
+    return n >= k && strcmp(base + n - k, "/chat/completions") == 0 ? "" : "/chat/completions";
+}
+
+static const char *const openai_classes[] = { "openai", NULL };
+static const char *const openai_text_classes[] = { "openai_textbased", NULL };
+static const struct mini_model_prefix openai_prefixes[] = {
+    { "openai/", NULL },
+    { "hosted_vllm/", NULL },
+    { "ollama/", "http://localhost:11434/v1" },
+    { "ollama_chat/", "http://localhost:11434/v1" },
+    { NULL, NULL },
+};
+
+const struct mini_model_provider_ops mini_provider_openai = {
+    .name = "openai",
+    .classes = openai_classes,
+    .text_classes = openai_text_classes,
+    .model_type = "mini.models.openai.OpenAIModel",
+    .text_model_type = "mini.models.openai.OpenAITextbasedModel",
+    .prefixes = openai_prefixes,
+    .claims = NULL, /* the first provider: every name nobody claims */
+    .default_base = "https://api.openai.com/v1",
+    .base_env = "OPENAI_BASE_URL",
+    .key_env = "OPENAI_API_KEY",
+    .url_suffix = mini_openai_url_suffix,
+    .auth_headers = mini_model_bearer_auth,
+    .request = openai_request,
+    .parse = mini_openai_parse,
+};

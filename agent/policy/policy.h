@@ -1,5 +1,6 @@
-/* Supervision: the command policy, the external approver and the audit log
- * (docs/config.md, "policy").  Linked by mini and by mini-sandbox.
+/* Supervision: the command policy, the decision about a command, the
+ * external approver and the audit log (docs/config.md, "policy").  Linked
+ * by mini and by mini-sandbox-policy.
  *
  *   policy:
  *     default: allow            # allow | deny | ask: when no rule matches
@@ -64,6 +65,50 @@ double mini_policy_approver_timeout(const struct mini_policy *p);
 const char *mini_policy_audit_log(const struct mini_policy *p);
 /* Never NULL (the default's text when not set). */
 const char *mini_policy_blocked_template(const struct mini_policy *p);
+
+/* ---- the decision ---- */
+
+/* Who stands behind an `ask`, as the caller knows it. */
+struct mini_policy_context {
+    /* A person at a terminal already said yes to running this command
+     * (mini's confirm mode, or the person's own command in human mode):
+     * that answers `ask`, and the no-rule case of confirm mode. */
+    bool person_approved;
+    /* A person at a terminal could have been asked (mini, not
+     * `mini-sandbox run --policy`): for the reason of an unanswered ask. */
+    bool person_possible;
+};
+
+/* What happens to one command, and who said so.  The one reading of a
+ * verdict: mini's agent loop, its confirm-mode questions and
+ * mini-sandbox-policy all go by it. */
+struct mini_policy_decision {
+    bool allow;                     /* final unless ask_approver */
+    bool ask_person;                /* confirm mode asks the person before it runs: a rule
+                          says ask, or none decided and no policy.default
+                          was given (always, without a policy) */
+    bool ask_approver;              /* the approver answers (mini_policy_decide_approver);
+                          until then allow is false */
+    struct mini_policy_match match; /* rule NULL: no policy */
+    const char *profile;            /* the rule's sandbox profile when allowed; NULL: none */
+    char *by;                       /* malloc'd: "policy", "person", or the approver's "by" */
+    char *reason;                   /* malloc'd; NULL: none */
+};
+
+/* Decide about command under p (NULL: no policy, everything runs).
+ * Without a policy: allowed, by "policy".  Else allow runs (by "person"
+ * when ctx->person_approved answered what the person is asked about),
+ * deny is blocked, ask is the person's when they approved, the
+ * approver's when there is one (ask_approver), else blocked.  0, or -1
+ * with e when out of memory; free d with mini_policy_decision_free. */
+int mini_policy_decide(const struct mini_policy *p, const char *command, const struct mini_policy_context *ctx,
+                       struct mini_policy_decision *d, struct mini_err *e);
+/* Ask the approver of p about d (d->ask_approver set) with request (the
+ * JSON object the approver reads) and take its answer.  0, or -1 with e
+ * when out of memory. */
+int mini_policy_decide_approver(const struct mini_policy *p, const cJSON *request, const volatile int *cancel,
+                                struct mini_policy_decision *d, struct mini_err *e);
+void mini_policy_decision_free(struct mini_policy_decision *d);
 
 /* ---- the external approver ---- */
 

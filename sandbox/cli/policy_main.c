@@ -46,51 +46,50 @@ static struct mini_policy *policy_file(const char *path, struct mini_err *e)
     return p;
 }
 
-static cJSON *str_or_null(const char *s)
+static cJSON *str_or_null(const char *s) { return s ? cJSON_CreateString(s) : cJSON_CreateNull(); }
+
+/* What the approver is told: no task, no run, no messages here. */
+static cJSON *approver_request(const struct mini_policy_match *m, const char *cwd, const char *command)
 {
-    return s ? cJSON_CreateString(s) : cJSON_CreateNull();
+    cJSON *req = cJSON_CreateObject();
+    if (!req || !cJSON_AddStringToObject(req, "task", "") || !cJSON_AddNumberToObject(req, "step", 1) ||
+        !cJSON_AddStringToObject(req, "command", command) || !cJSON_AddStringToObject(req, "rule", m->rule) ||
+        !cJSON_AddItemToObject(req, "reason", str_or_null(m->reason)) || !cJSON_AddStringToObject(req, "cwd", cwd) ||
+        !cJSON_AddArrayToObject(req, "messages")) {
+        cJSON_Delete(req);
+        return NULL;
+    }
+    return req;
 }
 
-/* The verdict on command, as the JSON object above. */
-static cJSON *verdict(const struct mini_policy *pol, const char *cwd, const char *command)
+/* The verdict on command, as the JSON object above (mini_policy_decide:
+ * nobody at a terminal here, so an ask is the approver's or a deny).
+ * NULL with e. */
+static cJSON *verdict(const struct mini_policy *pol, const char *cwd, const char *command, struct mini_err *e)
 {
-    struct mini_policy_match pm = { 0 };
-    mini_policy_match(pol, command, &pm);
-    bool allow = pm.verdict == MINI_VERDICT_ALLOW;
-    _cleanup_free_ char *by = strdup("policy"), *reason = NULL;
-    if (pm.verdict == MINI_VERDICT_ASK && mini_policy_approver(pol)) {
-        _cleanup_cjson_ cJSON *req = cJSON_CreateObject();
-        cJSON_AddStringToObject(req, "task", "");
-        cJSON_AddNumberToObject(req, "step", 1);
-        cJSON_AddStringToObject(req, "command", command);
-        cJSON_AddStringToObject(req, "rule", pm.rule);
-        cJSON_AddItemToObject(req, "reason", str_or_null(pm.reason));
-        cJSON_AddStringToObject(req, "cwd", cwd);
-        cJSON_AddArrayToObject(req, "messages");
-        struct mini_approval ap;
-        if (mini_policy_ask_approver(mini_policy_approver(pol), mini_policy_approver_timeout(pol), req, NULL, &ap) ==
-            0) {
-            allow = ap.allow;
-            free(by);
-            by = TAKE_PTR(ap.by);
-            reason = TAKE_PTR(ap.reason);
+    const struct mini_policy_context ctx = { .person_approved = false, .person_possible = false };
+    struct mini_policy_decision d;
+    if (mini_policy_decide(pol, command, &ctx, &d, e) < 0) {
+        mini_policy_decision_free(&d);
+        return NULL;
+    }
+    if (d.ask_approver) {
+        _cleanup_cjson_ cJSON *req = approver_request(&d.match, cwd, command);
+        if (mini_policy_decide_approver(pol, req, NULL, &d, e) < 0) {
+            mini_policy_decision_free(&d);
+            return NULL;
         }
-    } else if (pm.verdict == MINI_VERDICT_ASK) {
-        if (asprintf(&reason, "%s says ask%s%s, and nobody was there to ask (no policy.approver)", pm.rule,
-                     pm.reason ? ": " : "", pm.reason ? pm.reason : "") < 0)
-            reason = NULL;
-    } else if (pm.reason) {
-        reason = strdup(pm.reason);
-    } else if (!allow && asprintf(&reason, "denied by %s", pm.rule) < 0) {
-        reason = NULL;
     }
     cJSON *v = cJSON_CreateObject();
-    cJSON_AddBoolToObject(v, "allow", allow);
-    cJSON_AddStringToObject(v, "rule", pm.rule);
-    cJSON_AddStringToObject(v, "by", by ? by : "policy");
-    cJSON_AddItemToObject(v, "reason", str_or_null(reason));
-    cJSON_AddItemToObject(v, "profile", str_or_null(allow ? pm.profile : NULL));
-    cJSON_AddItemToObject(v, "audit_log", str_or_null(mini_policy_audit_log(pol)));
+    if (!v || !cJSON_AddBoolToObject(v, "allow", d.allow) || !cJSON_AddStringToObject(v, "rule", d.match.rule) ||
+        !cJSON_AddStringToObject(v, "by", d.by) || !cJSON_AddItemToObject(v, "reason", str_or_null(d.reason)) ||
+        !cJSON_AddItemToObject(v, "profile", str_or_null(d.profile)) ||
+        !cJSON_AddItemToObject(v, "audit_log", str_or_null(mini_policy_audit_log(pol)))) {
+        cJSON_Delete(v);
+        v = NULL;
+        mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    }
+    mini_policy_decision_free(&d);
     return v;
 }
 
@@ -108,12 +107,10 @@ int main(int argc, char **argv)
         mini_policy_free(pol);
         pol = NULL;
     }
-    cJSON *out;
-    if (pol) {
-        out = verdict(pol, argv[2], argv[4]);
-    } else {
-        out = cJSON_CreateObject();
-        cJSON_AddStringToObject(out, "error", e.msg);
+    cJSON *out = pol ? verdict(pol, argv[2], argv[4], &e) : NULL;
+    if (!out && (out = cJSON_CreateObject()) && !cJSON_AddStringToObject(out, "error", e.msg)) {
+        cJSON_Delete(out);
+        out = NULL;
     }
     _cleanup_free_ char *text = out ? cJSON_PrintUnformatted(out) : NULL;
     cJSON_Delete(out);

@@ -435,46 +435,60 @@ static void test_retry_timing(void)
 static void test_classes(void)
 {
     enum mini_model_kind kind;
-    enum mini_provider prov;
+    const struct mini_model_provider_ops *prov;
     bool text;
     CHECK(mini_model_resolve_class("litellm", "anthropic/claude-sonnet-4-5", &kind, &prov, &text));
-    CHECK(kind == MINI_KIND_API && prov == MINI_PROV_ANTHROPIC && !text);
+    CHECK(kind == MINI_KIND_API && prov == &mini_provider_anthropic && !text);
     CHECK(mini_model_resolve_class("minisweagent.models.litellm_textbased_model.LitellmTextbasedModel", "gpt-4o", &kind,
                                    &prov, &text));
-    CHECK(kind == MINI_KIND_API && prov == MINI_PROV_OPENAI && text);
+    CHECK(kind == MINI_KIND_API && prov == &mini_provider_openai && text);
     CHECK(mini_model_resolve_class("deterministic", NULL, &kind, &prov, &text) && kind == MINI_KIND_DETERMINISTIC);
     CHECK(mini_model_resolve_class("replay", NULL, &kind, &prov, &text) && kind == MINI_KIND_REPLAY);
     CHECK(!mini_model_resolve_class("nonsense", NULL, &kind, &prov, &text));
 
     const char *base;
-    prov = MINI_PROV_NONE;
+    prov = NULL;
     char *s = mini_model_strip_prefix("openai/gpt-4o", &prov, &base);
     CHECK_STR(s, "gpt-4o");
-    CHECK(prov == MINI_PROV_OPENAI && base == NULL);
+    CHECK(prov == &mini_provider_openai && base == NULL);
     free(s);
-    prov = MINI_PROV_NONE;
+    prov = NULL;
     s = mini_model_strip_prefix("openrouter/anthropic/claude-sonnet-4.5", &prov, &base);
     CHECK_STR(s, "anthropic/claude-sonnet-4.5");
-    CHECK(prov == MINI_PROV_OPENROUTER);
+    CHECK(prov == &mini_provider_openrouter);
     free(s);
-    prov = MINI_PROV_OPENROUTER; /* explicit class: "anthropic/" is part of the name */
+    prov = &mini_provider_openrouter; /* explicit class: "anthropic/" is part of the name */
     s = mini_model_strip_prefix("anthropic/claude-sonnet-4.5", &prov, &base);
     CHECK_STR(s, "anthropic/claude-sonnet-4.5");
     free(s);
-    prov = MINI_PROV_NONE;
+    prov = NULL;
     s = mini_model_strip_prefix("Qwen/Qwen3-8B", &prov, &base);
     CHECK_STR(s, "Qwen/Qwen3-8B");
-    CHECK(prov == MINI_PROV_OPENAI);
+    CHECK(prov == &mini_provider_openai);
     free(s);
-    prov = MINI_PROV_NONE;
+    prov = NULL;
     s = mini_model_strip_prefix("claude-haiku-4-5", &prov, &base);
-    CHECK(prov == MINI_PROV_ANTHROPIC);
+    CHECK(prov == &mini_provider_anthropic);
     free(s);
-    prov = MINI_PROV_NONE;
+    prov = NULL;
     s = mini_model_strip_prefix("ollama/llama3", &prov, &base);
     CHECK_STR(s, "llama3");
     CHECK(base && strstr(base, "11434"));
     free(s);
+
+    /* Every provider of the table is complete, and each of its classes
+     * resolves back to it, in its mode. */
+    for (const struct mini_model_provider_ops *const *p = mini_model_providers; *p; p++) {
+        const struct mini_model_provider_ops *o = *p;
+        CHECK(o->name && o->classes && o->classes[0] && o->text_classes && o->text_classes[0]);
+        CHECK(o->model_type && o->text_model_type && o->default_base && o->key_env);
+        CHECK(o->url_suffix && o->auth_headers && o->request && o->parse);
+        for (const char *const *c = o->classes; *c; c++)
+            CHECK(mini_model_resolve_class(*c, NULL, &kind, &prov, &text) && prov == o && !text);
+        for (const char *const *c = o->text_classes; *c; c++)
+            CHECK(mini_model_resolve_class(*c, NULL, &kind, &prov, &text) && prov == o && text);
+    }
+    CHECK(mini_model_providers[0] == &mini_provider_openai); /* names nobody claims */
 
     struct mini_err e;
     cJSON *cfg = J("{\"model_name\": \"x\", \"model_class\": \"bogus\"}");

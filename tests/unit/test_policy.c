@@ -3,7 +3,8 @@
  * approver (allow, deny, crash, hang, garbage, answers that are nearly an
  * allow: a NUL, text after the object, "decision" twice) and concurrent
  * writers to one audit log (8 processes x 200 lines: none torn, none
- * lost). */
+ * lost), and the decision the agent, its confirm mode and
+ * mini-sandbox-policy share (mini_policy_decide). */
 #include "check.h"
 #include "policy/policy.h"
 #include "mini/buf.h"
@@ -290,11 +291,68 @@ static void test_audit_concurrent(void)
     CHECK(strlen(when) == 24 && when[10] == 'T' && when[23] == 'Z');
 }
 
+/* One decision: allow, by, reason, ask_person, ask_approver. */
+static void expect_decision(const struct mini_policy *p, const char *cmd, bool person_approved, bool person_possible,
+                            bool allow, const char *by, const char *reason, bool ask_person, bool ask_approver)
+{
+    struct mini_err e;
+    struct mini_policy_context ctx = { .person_approved = person_approved, .person_possible = person_possible };
+    struct mini_policy_decision d;
+    CHECK(mini_policy_decide(p, cmd, &ctx, &d, &e) == 0);
+    CHECK_MSG(d.allow == allow && d.ask_person == ask_person && d.ask_approver == ask_approver,
+              "%s: allow %d ask %d/%d", cmd, d.allow, d.ask_person, d.ask_approver);
+    CHECK_MSG(d.by && strcmp(d.by, by) == 0, "%s: by %s, want %s", cmd, d.by ? d.by : "(null)", by);
+    CHECK_MSG(reason ? d.reason && strcmp(d.reason, reason) == 0 : !d.reason, "%s: reason \"%s\", want \"%s\"", cmd,
+              d.reason ? d.reason : "(null)", reason ? reason : "(null)");
+    mini_policy_decision_free(&d);
+}
+
+static void test_decide(void)
+{
+    struct mini_err e;
+    /* No policy: everything runs, and confirm mode asks about all. */
+    expect_decision(NULL, "ls", false, true, true, "policy", NULL, true, false);
+    struct mini_policy *p = from("{\"rules\": [{\"match\": \"^rm\", \"verdict\": \"deny\"},"
+                                 " {\"match\": \"^ls\", \"verdict\": \"allow\", \"profile\": \"strict\"},"
+                                 " {\"match\": \"^pip\", \"verdict\": \"ask\", \"reason\": \"installs\"}]}",
+                                 &e);
+    CHECK(p);
+    expect_decision(p, "rm -rf x", false, true, false, "policy", "denied by policy.rules[0]", false, false);
+    expect_decision(p, "rm -rf x", true, true, false, "policy", "denied by policy.rules[0]", false, false);
+    expect_decision(p, "ls", true, true, true, "policy", NULL, false, false);
+    /* No rule and no default given: the person's in confirm mode. */
+    expect_decision(p, "cat f", false, true, true, "policy", NULL, true, false);
+    expect_decision(p, "cat f", true, true, true, "person", "approved by the person at the terminal", true, false);
+    expect_decision(p, "pip install x", true, true, true, "person", "installs", true, false);
+    expect_decision(p, "pip install x", false, true, false, "policy",
+                    "policy.rules[2] says ask (installs), and nobody was there to ask (no person at a terminal in "
+                    "confirm mode, no policy.approver)",
+                    true, false);
+    expect_decision(p, "pip install x", false, false, false, "policy",
+                    "policy.rules[2] says ask: installs, and nobody was there to ask (no policy.approver)", true,
+                    false);
+    struct mini_policy_context ctx = { 0 };
+    struct mini_policy_decision d;
+    CHECK(mini_policy_decide(p, "ls -l", &ctx, &d, &e) == 0 && d.profile && strcmp(d.profile, "strict") == 0);
+    mini_policy_decision_free(&d);
+    mini_policy_free(p);
+
+    /* A default given: nobody is asked; an approver answers ask. */
+    p = from("{\"default\": \"ask\", \"approver\": \"true\"}", &e);
+    CHECK(p);
+    expect_decision(p, "ls", false, true, false, "policy", NULL, true, true);
+    mini_policy_free(p);
+    p = from("{\"default\": \"allow\"}", &e);
+    expect_decision(p, "ls", true, true, true, "policy", NULL, false, false);
+    mini_policy_free(p);
+}
+
 int main(void)
 {
     test_matching();
     test_errors();
     test_approver();
+    test_decide();
     test_audit_concurrent();
     return check_summary();
 }
