@@ -88,7 +88,8 @@ bool mini_image_name_valid(const char *name)
         for (const char *c = port + 1; c < first; c++)
             if (*c < '0' || *c > '9')
                 return false;
-        if (!name_part(name, (size_t)(port - name), false) || !name_part(first + 1, n - (size_t)(first + 1 - name), false))
+        if (!name_part(name, (size_t)(port - name), false) ||
+            !name_part(first + 1, n - (size_t)(first + 1 - name), false))
             return false;
     } else if (!name_part(name, n, false)) {
         return false;

@@ -372,22 +372,26 @@ static int cmd_prune(int argc, char **argv)
 
 static void pull_usage(FILE *f)
 {
-    fprintf(f, "Usage: mini-sandbox image pull REF [--creds USER:PASS] [--cert-dir DIR] [--tls-verify=true|false] "
-               "[-q]\n"
-               "  REF: [REGISTRY[:PORT]/]NAME[:TAG][@sha256:HEX] (python:3.12 is docker.io/library/python:3.12)\n"
-               "  --creds USER:PASS  credentials for REF's registry (else $REGISTRY_AUTH_FILE,\n"
-               "                     $XDG_RUNTIME_DIR/containers/auth.json, ~/.docker/config.json)\n"
-               "  --cert-dir DIR     the registry's CA is DIR/ca.crt (with the system's CAs)\n"
-               "  --tls-verify=false TLS unverified, plain HTTP allowed (loopback registries: always)\n"
-               "  MINI_REGISTRY_MIRRORS=REGISTRY=HOST[,...] mirrors tried first\n");
+    fprintf(f,
+            "Usage: mini-sandbox image pull REF [--creds USER:PASS] [--cert-dir DIR] [--tls-verify=true|false] "
+            "[-q]\n"
+            "  REF: [REGISTRY[:PORT]/]NAME[:TAG][@sha256:HEX] (python:3.12 is docker.io/library/python:3.12)\n"
+            "  --creds USER:PASS  credentials for REF's registry (else $REGISTRY_AUTH_FILE,\n"
+            "                     $XDG_RUNTIME_DIR/containers/auth.json, ~/.docker/config.json)\n"
+            "  --cert-dir DIR     the registry's CA is DIR/ca.crt (with the system's CAs)\n"
+            "  --tls-verify=false TLS unverified, and plain HTTP allowed (loopback registries: always allowed)\n"
+            "  MINI_REGISTRY_MIRRORS=REGISTRY=HOST[,...] mirrors tried first\n");
 }
 
 static int cmd_pull(int argc, char **argv)
 {
     static const struct option opts[] = {
-        { "creds", required_argument, NULL, 'c' },  { "cert-dir", required_argument, NULL, 'C' },
-        { "tls-verify", optional_argument, NULL, 'T' }, { "parallel", required_argument, NULL, 'P' },
-        { "quiet", no_argument, NULL, 'q' },         { "help", no_argument, NULL, 'h' },
+        { "creds", required_argument, NULL, 'c' },
+        { "cert-dir", required_argument, NULL, 'C' },
+        { "tls-verify", optional_argument, NULL, 'T' },
+        { "parallel", required_argument, NULL, 'P' },
+        { "quiet", no_argument, NULL, 'q' },
+        { "help", no_argument, NULL, 'h' },
         { 0 },
     };
     struct mini_pull_opts o = { .tls_verify = true };

@@ -229,6 +229,27 @@ if [[ $RC == 0 ]] && contains "$OUT" "$CONFIG" && ((ranged == 1)) && [[ -z $(ls 
 else fail "(h) a cut transfer is resumed with a Range request" "$(cat "$PROXY_LOG")"; fi
 stop_proxy
 
+# (h) what an earlier pull left (a partial file under tmp/, named by the
+# blob's digest) is resumed from where it ends, and hashed whole.
+BIG=$(curl -s -H 'Accept: application/vnd.oci.image.manifest.v1+json' "http://$REG/v2/test/img/manifests/tag" |
+    python3 -c 'import json,sys; print(max(json.load(sys.stdin)["layers"], key=lambda l: l["size"])["digest"])')
+mkdir -p -m 0700 "$T/store-h2" "$T/store-h2/tmp"
+curl -s -r 0-999 "http://$REG/v2/test/img/blobs/$BIG" >"$T/store-h2/tmp/blob-${BIG#sha256:}"
+start_proxy plain "$PORT"
+run env MINI_IMAGE_STORE="$T/store-h2" "$MINI_BIN/mini-sandbox" image pull "127.0.0.1:$PROXY_PORT/test/img:tag"
+if [[ $RC == 0 ]] && [[ $(requests '"range": "bytes=1000-"') == 1 ]] && [[ -z $(ls -A "$T/store-h2/tmp") ]]; then
+    pass "(h) a partial file left by an earlier pull is resumed"
+else fail "(h) a partial file left by an earlier pull is resumed" "$(cat "$PROXY_LOG")"; fi
+stop_proxy
+
+# A mirror for docker.io ($MINI_REGISTRY_MIRRORS): tried first, a dead one
+# skipped; the image keeps its docker.io name.
+run env MINI_IMAGE_STORE="$T/store-m" MINI_REGISTRY_MIRRORS="docker.io=127.0.0.1:1,docker.io=$REG" \
+    "$MINI_BIN/mini-sandbox" image pull test/img:tag
+if [[ $RC == 0 ]] && contains "$OUT" "docker.io/test/img:tag $CONFIG" && contains "$ERR" "mirror 127.0.0.1:1"; then
+    pass "a registry mirror from \$MINI_REGISTRY_MIRRORS, a dead one skipped"
+else fail "a registry mirror from \$MINI_REGISTRY_MIRRORS"; fi
+
 # Name normalisation: an image pulled as docker.io/library/NAME is found
 # as NAME (the registry is not reached: the name is set by hand here).
 run python3 - "$STORE" "$CONFIG" <<'PY'
