@@ -223,4 +223,49 @@ void mini_import_result_free(struct mini_import_result *r);
 int mini_image_refs_set(struct mini_image_store *s, const char *name, const char *id, struct mini_err *e);
 int mini_image_lock(struct mini_image_store *s, const char *which, int how, struct mini_err *e);
 
+/* ---- registries: references (image_ref.c) and pulling (image_pull.c) */
+
+/* A reference as Docker and podman read it: [REGISTRY[:PORT]/]PATH[:TAG]
+ * [@sha256:HEX]; docker.io when no registry is named ("python" is
+ * docker.io/library/python:latest).  docs/images.md, "Pulling". */
+struct mini_image_ref {
+    char registry[256]; /* host or host:port, lower-case; "docker.io" */
+    char repo[256];     /* library/python */
+    char tag[129];      /* "" when pulled by digest alone */
+    char digest[MINI_DIGEST_LEN + 1];
+};
+int mini_image_ref_parse(const char *s, struct mini_image_ref *r, struct mini_err *e);
+/* "REGISTRY/REPO:TAG", or "REGISTRY/REPO@DIGEST" when r has a digest: the
+ * name a pulled image is stored under.  -1 when buf is too small. */
+int mini_image_ref_name(const struct mini_image_ref *r, char *buf, size_t size);
+/* name's canonical form (python:3.12 -> docker.io/library/python:3.12),
+ * -1 when name is not a reference. */
+int mini_image_name_canonical(const char *name, char *buf, size_t size);
+
+enum mini_pull_output { MINI_PULL_QUIET, MINI_PULL_LINES, MINI_PULL_TTY };
+
+struct mini_pull_opts {
+    const char *creds;    /* "USER:PASS" for the reference's registry, or NULL: the auth files */
+    const char *cert_dir; /* DIR with ca.crt, or NULL: /etc/containers/certs.d/HOST, /etc/docker/certs.d/HOST */
+    bool tls_verify;      /* false: TLS unverified, and plain HTTP allowed */
+    unsigned parallel;    /* layers fetched at once (0: 3) */
+    enum mini_pull_output output; /* progress on stderr */
+};
+
+struct mini_pull_result {
+    char id[MINI_DIGEST_LEN + 1];
+    char name[600];
+    char manifest_digest[MINI_DIGEST_LEN + 1];
+    unsigned layers, layers_fetched;
+    uint64_t bytes_fetched;
+    bool up_to_date; /* the image was stored already: only its name was set */
+};
+
+/* Pull ref from its registry (or a mirror from $MINI_REGISTRY_MIRRORS)
+ * into the store: manifest, config and the layers not stored yet, each
+ * checked against its digest, then imported (mini_image_import) under
+ * the reference's canonical name.  0 or -1 with e filled. */
+int mini_image_pull(struct mini_image_store *s, const char *ref, const struct mini_pull_opts *opts,
+                    struct mini_pull_result *res, struct mini_err *e);
+
 #endif

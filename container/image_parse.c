@@ -62,11 +62,42 @@ bool mini_image_name_valid(const char *name)
 {
     if (!name)
         return false;
-    const char *colon = strchr(name, ':');
-    size_t n = colon ? (size_t)(colon - name) : strlen(name);
-    if (colon && !name_part(colon + 1, strlen(colon + 1), true))
+    /* NAME@sha256:HEX (a pulled image named by its digest), or NAME[:TAG]
+     * where the tag follows the last '/'. */
+    size_t len = strlen(name);
+    const char *at = strchr(name, '@');
+    if (at) {
+        if (!mini_digest_valid(at + 1))
+            return false;
+        len = (size_t)(at - name);
+    }
+    const char *colon = NULL;
+    for (size_t i = 0; i < len; i++)
+        colon = name[i] == '/' ? NULL : name[i] == ':' ? name + i : colon;
+    if (colon && (at || !name_part(colon + 1, len - (size_t)(colon + 1 - name), true)))
         return false;
-    return name_part(name, n, false) && !strstr(name, "//") && name[n - 1] != '/';
+    size_t n = colon ? (size_t)(colon - name) : len;
+    if (!n || n > 128)
+        return false;
+    /* A registry's port: HOST:PORT/PATH. */
+    const char *first = memchr(name, '/', n);
+    const char *port = first ? memchr(name, ':', (size_t)(first - name)) : NULL;
+    if (port) {
+        if (port == name || first - port < 2 || first - port > 6)
+            return false;
+        for (const char *c = port + 1; c < first; c++)
+            if (*c < '0' || *c > '9')
+                return false;
+        if (!name_part(name, (size_t)(port - name), false) ||
+            !name_part(first + 1, n - (size_t)(first + 1 - name), false))
+            return false;
+    } else if (!name_part(name, n, false)) {
+        return false;
+    }
+    for (size_t i = 0; i + 1 < n; i++)
+        if (name[i] == '/' && name[i + 1] == '/')
+            return false;
+    return name[n - 1] != '/';
 }
 
 const char *mini_image_host_arch(void)

@@ -147,13 +147,32 @@ static int refs_write(struct mini_image_store *s, const cJSON *refs, struct mini
     return mini_write_file_atomic(path, text, strlen(text), 0600, e);
 }
 
-/* NAME -> NAME:latest, in buf. */
+/* NAME -> NAME:latest, in buf (the tag follows the last '/'; a name
+ * with @DIGEST has none). */
 static const char *full_name(const char *name, char *buf, size_t size)
 {
-    if (strchr(name, ':'))
+    const char *slash = strrchr(name, '/');
+    if (strchr(name, '@') || strchr(slash ? slash : name, ':'))
         return name;
     snprintf(buf, size, "%s:latest", name);
     return buf;
+}
+
+/* The key of name in refs: NAME:TAG as given when refs has it, else its
+ * canonical form, under which pulled images are named (python:3.12 ->
+ * docker.io/library/python:3.12), when refs has that; else as given. */
+static const char *ref_key(const cJSON *refs, const char *name, char *buf, size_t size)
+{
+    const char *full = full_name(name, buf, size);
+    if (cJSON_GetObjectItemCaseSensitive(refs, full))
+        return full;
+    char canon[600];
+    if (mini_image_name_canonical(name, canon, sizeof canon) == 0 && cJSON_GetObjectItemCaseSensitive(refs, canon) &&
+        strlen(canon) < size) {
+        memcpy(buf, canon, strlen(canon) + 1);
+        return buf;
+    }
+    return full;
 }
 
 int mini_image_refs_set(struct mini_image_store *s, const char *name, const char *id, struct mini_err *e)
@@ -247,7 +266,7 @@ int mini_image_resolve(struct mini_image_store *s, const char *ref, char id[stat
     if (!refs)
         return -1;
     char buf[300];
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(refs, full_name(ref, buf, sizeof buf));
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(refs, ref_key(refs, ref, buf, sizeof buf));
     if (!cJSON_IsString(v) || !mini_digest_valid(v->valuestring) || !image_exists(s, v->valuestring + 7))
         return mini_err_set(e, MINI_E_BAD_REQUEST, "no such image: %s (mini-sandbox image ls lists them)", ref);
     snprintf(id, MINI_DIGEST_LEN + 1, "%s", v->valuestring);
@@ -530,7 +549,7 @@ int mini_image_remove(struct mini_image_store *s, const char *ref, struct mini_e
             return -1;
         char buf[300];
         if (!by_id)
-            cJSON_DeleteItemFromObjectCaseSensitive(refs, full_name(ref, buf, sizeof buf));
+            cJSON_DeleteItemFromObjectCaseSensitive(refs, ref_key(refs, ref, buf, sizeof buf));
         bool still = false;
         for (cJSON *r = refs->child, *next; r; r = next) {
             next = r->next;

@@ -368,6 +368,94 @@ static int cmd_prune(int argc, char **argv)
     return 0;
 }
 
+/* ---- image pull (container/image_pull.c) */
+
+static void pull_usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: mini-sandbox image pull REF [--creds USER:PASS] [--cert-dir DIR] [--tls-verify=true|false] "
+            "[-q]\n"
+            "  REF: [REGISTRY[:PORT]/]NAME[:TAG][@sha256:HEX] (python:3.12 is docker.io/library/python:3.12)\n"
+            "  --creds USER:PASS  credentials for REF's registry (else $REGISTRY_AUTH_FILE,\n"
+            "                     $XDG_RUNTIME_DIR/containers/auth.json, ~/.docker/config.json)\n"
+            "  --cert-dir DIR     the registry's CA is DIR/ca.crt (with the system's CAs)\n"
+            "  --tls-verify=false TLS unverified, and plain HTTP allowed (loopback registries: always allowed)\n"
+            "  MINI_REGISTRY_MIRRORS=REGISTRY=HOST[,...] mirrors tried first\n");
+}
+
+static int cmd_pull(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "creds", required_argument, NULL, 'c' },
+        { "cert-dir", required_argument, NULL, 'C' },
+        { "tls-verify", optional_argument, NULL, 'T' },
+        { "parallel", required_argument, NULL, 'P' },
+        { "quiet", no_argument, NULL, 'q' },
+        { "help", no_argument, NULL, 'h' },
+        { 0 },
+    };
+    struct mini_pull_opts o = { .tls_verify = true };
+    bool quiet = false;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":hq", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c':
+            if (!strchr(optarg, ':'))
+                return mini_cli_usage_error("image pull", "--creds: USER:PASS");
+            o.creds = optarg;
+            break;
+        case 'C': o.cert_dir = optarg; break;
+        case 'T':
+            if (!optarg || !strcmp(optarg, "true"))
+                o.tls_verify = true;
+            else if (!strcmp(optarg, "false"))
+                o.tls_verify = false;
+            else
+                return mini_cli_usage_error("image pull", "--tls-verify: true or false, not %s", optarg);
+            break;
+        case 'P': {
+            uint64_t n;
+            if (!parse_size(optarg, &n) || n > 16)
+                return mini_cli_usage_error("image pull", "--parallel: 1 to 16, not %s", optarg);
+            o.parallel = (unsigned)n;
+            break;
+        }
+        case 'q': quiet = true; break;
+        case 'h': pull_usage(stdout); return 0;
+        default: return mini_cli_getopt_error("image pull", c, optopt, argv, optind);
+        }
+    }
+    if (optind != argc - 1)
+        return mini_cli_usage_error("image pull", optind >= argc ? "no image reference given" : "one reference only");
+    o.output = quiet ? MINI_PULL_QUIET : isatty(2) ? MINI_PULL_TTY : MINI_PULL_LINES;
+    struct mini_image_store s;
+    struct mini_err e;
+    if (mini_image_store_open(&s, NULL, &e) < 0)
+        return fail(&e);
+    struct mini_pull_result r;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = mini_image_pull(&s, argv[optind], &o, &r, &e);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    mini_image_store_close(&s);
+    if (rc < 0)
+        return fail(&e);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    if (quiet) {
+        printf("%s\n", r.id);
+    } else if (r.up_to_date) {
+        printf("%s %s (up to date; %.2f s)\n", r.name, r.id, secs);
+    } else {
+        char sz[32];
+        human(sz, sizeof sz, (double)r.bytes_fetched);
+        printf("%s %s (%u layer%s, %u fetched, %s; %.2f s)\n", r.name, r.id, r.layers, r.layers == 1 ? "" : "s",
+               r.layers_fetched, sz, secs);
+    }
+    return 0;
+}
+
 int mini_cli_image(int argc, char **argv)
 {
     if (argc < 2)
@@ -387,5 +475,7 @@ int mini_cli_image(int argc, char **argv)
         return cmd_rm(argc - 1, argv + 1);
     if (!strcmp(cmd, "prune"))
         return cmd_prune(argc - 1, argv + 1);
+    if (!strcmp(cmd, "pull"))
+        return cmd_pull(argc - 1, argv + 1);
     return mini_cli_usage_error("image", "unknown command \"%s\" (import, ls, inspect, rm or prune)", cmd);
 }
