@@ -1,4 +1,4 @@
-/* mini-sandbox image: import, ls, inspect, rm, prune (container/image.h;
+/* mini-sandbox image: import, pull, ls, inspect, rm, prune (container/image.h;
  * docs/images.md). */
 #include "cli_image.h"
 #include "cli_util.h"
@@ -28,6 +28,9 @@ static void usage(FILE *f)
             "                   free space of the store's filesystem at the start, at most 64G, so\n"
             "                   that a compression bomb stops before it fills the disk\n"
             "      --max-entries limit on the entries of all layers (default 2000000)\n"
+            "  pull REF [--creds USER:PASS] [--cert-dir DIR] [--tls-verify=false] [-q]\n"
+            "      REF: [REGISTRY/]NAME[:TAG|@sha256:HEX], as docker and podman read it\n"
+            "      (python:3.12 is docker.io/library/python:3.12); see image pull --help\n"
             "  ls [--json]                 list images\n"
             "  inspect NAME [--json]       one image: name, id, layers, config\n"
             "  rm NAME...                  remove names; an image goes with its last name\n"
@@ -459,7 +462,7 @@ static int cmd_pull(int argc, char **argv)
 int mini_cli_image(int argc, char **argv)
 {
     if (argc < 2)
-        return mini_cli_usage_error("image", "no command given (import, ls, inspect, rm or prune)");
+        return mini_cli_usage_error("image", "no command given (import, pull, ls, inspect, rm or prune)");
     const char *cmd = argv[1];
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
         usage(stdout);
@@ -477,5 +480,5 @@ int mini_cli_image(int argc, char **argv)
         return cmd_prune(argc - 1, argv + 1);
     if (!strcmp(cmd, "pull"))
         return cmd_pull(argc - 1, argv + 1);
-    return mini_cli_usage_error("image", "unknown command \"%s\" (import, ls, inspect, rm or prune)", cmd);
+    return mini_cli_usage_error("image", "unknown command \"%s\" (import, pull, ls, inspect, rm or prune)", cmd);
 }
