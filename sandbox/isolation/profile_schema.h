@@ -1,10 +1,10 @@
 /* The profile schema as a table (profile_schema.c): one entry per key,
  * which drives parsing, validation, defaults, JSON output, copies, request
  * overrides and the key reference in docs/profiles.md (profile.c walks it;
- * profile_docs.c writes the reference).  Adding a key is one entry here
+ * tests/unit/profile_docs.c writes the reference).  Adding a key is one entry here
  * (and a field in struct mini_profile), plus its use.
  *
- * Shared by profile.c and profile_schema.c only. */
+ * Shared by profile.c, profile_schema.c and tests/unit/profile_docs.c only. */
 #ifndef MINI_PROFILE_SCHEMA_H
 #define MINI_PROFILE_SCHEMA_H
 
