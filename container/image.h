@@ -1,7 +1,8 @@
 /* Container images: parsing of OCI and docker-archive metadata
  * (image_parse.c), the content-addressed image store (image_store.c) and
- * importing into it (image_import.c).  docs/images.md describes the store
- * layout, the formats and how hostile images are handled.
+ * importing into it (image_import.c and the import_*.c it calls).
+ * docs/images.md describes the store layout, the formats and how hostile
+ * images are handled.
  *
  * An image is untrusted input: everything read from it is bounded and
  * checked before use, and nothing is ever written outside the store. */
@@ -172,7 +173,7 @@ int mini_image_remove(struct mini_image_store *s, const char *ref, struct mini_e
  * in tmp/.  *freed gets the bytes removed (may be NULL). */
 int mini_image_prune(struct mini_image_store *s, int64_t *freed, struct mini_err *e);
 
-/* ---- import (image_import.c) */
+/* ---- import (image_import.c; its pieces share import_internal.h) */
 
 /* MINI_IMG_DOCKER: an image archive, told apart by its members:
  * docker-archive (manifest.json, or the legacy repositories form) or
@@ -219,7 +220,7 @@ int mini_image_import(struct mini_image_store *s, const char *src, const struct 
                       struct mini_import_result *res, struct mini_err *e);
 void mini_import_result_free(struct mini_import_result *r);
 
-/* Internals shared by image_store.c and image_import.c. */
+/* Internals shared by image_store.c and the import. */
 int mini_image_refs_set(struct mini_image_store *s, const char *name, const char *id, struct mini_err *e);
 int mini_image_lock(struct mini_image_store *s, const char *which, int how, struct mini_err *e);
 
