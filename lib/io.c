@@ -129,7 +129,7 @@ static int unlink_stale(int dirfd, const char *tmp, struct mini_err *e)
     return 0;
 }
 
-int mini_open_new_at(int dirfd, const char *path, int mode)
+static int mini_open_new_at(int dirfd, const char *path, int mode)
 {
     const int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC;
     int fd = openat(dirfd, path, flags, (mode_t)mode);

@@ -20,7 +20,10 @@ bool mini_parse_decimal(const char *s, size_t n, uint64_t max, uint64_t *out)
     return true;
 }
 
-size_t mini_edit_distance(const char *a, const char *b)
+/* Levenshtein distance between a and b (insertions, deletions and
+ * substitutions of one byte each); SIZE_MAX when either is longer than 64
+ * bytes. */
+static size_t mini_edit_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
     if (la > 64 || lb > 64)

@@ -1,4 +1,5 @@
 /* Which directory may be a workspace (mini/ws.h). */
+#include "mini/io.h"
 #include "mini/ws.h"
 #include "mini/cleanup.h"
 #include "mini/path.h"
@@ -198,47 +199,32 @@ int mini_ws_open(const char *req, char **canon, int *fd, struct mini_err *e)
 
 /* -------------------------------------------------------------- checks */
 
-bool mini_dir_contains(int dir, int inner)
-{
-    struct stat d, st, up_st;
-    if (fstat(dir, &d) < 0)
-        return false;
-    int cur = fcntl(inner, F_DUPFD_CLOEXEC, 0);
-    for (int depth = 0; cur >= 0 && depth < 4096; depth++) {
-        if (fstat(cur, &st) < 0)
-            break;
-        if (st.st_dev == d.st_dev && st.st_ino == d.st_ino) {
-            close(cur);
-            return true;
-        }
-        int up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (up < 0 || fstat(up, &up_st) < 0) {
-            if (up >= 0)
-                close(up);
-            break;
-        }
-        close(cur);
-        cur = up;
-        if (up_st.st_dev == st.st_dev && up_st.st_ino == st.st_ino)
-            break; /* the root */
-    }
-    if (cur >= 0)
-        close(cur);
-    return false;
-}
-
-/* Whether the workspace holds path: by identity when it exists, by name
- * as well (it may be created later). */
+/* Whether the workspace holds path: by name (it may be created later),
+ * and by identity when it exists: its real path (every link resolved, so
+ * a link elsewhere into the workspace counts) and each directory above
+ * that, compared with the workspace by device and inode.  No search
+ * permission on path itself is needed (a root-only directory the profile
+ * hides, checked by a rootless daemon). */
 static bool holds(const char *canon, int ws, const char *path)
 {
     if (mini_path_within(path, canon))
         return true;
-    int fd = open(path, O_PATH | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    bool r = mini_dir_contains(ws, fd);
-    close(fd);
-    return r;
+    struct stat w;
+    if (fstat(ws, &w) < 0)
+        return true; /* cannot tell: held */
+    _cleanup_free_ char *real = realpath(path, NULL);
+    if (!real)
+        return false; /* not there: the name was checked */
+    for (char *end = real + strlen(real); end > real;) {
+        *end = '\0';
+        struct stat st;
+        if (lstat(real[0] ? real : "/", &st) == 0 && st.st_dev == w.st_dev && st.st_ino == w.st_ino)
+            return true;
+        end = strrchr(real, '/');
+        if (!end)
+            break;
+    }
+    return false;
 }
 
 static bool same_dir(int fd, const char *path)
@@ -261,7 +247,7 @@ int mini_ws_check(const struct mini_ws_guard *g, const struct mini_profile *p, c
     /* A sandbox that can reach the daemon's socket could replace it, and
      * its state directory holds every session's overlay. */
     for (size_t i = 0; i < g->n_fds; i++)
-        if (mini_dir_contains(fd, g->fds[i]))
+        if (mini_dir_within(g->fds[i], fd) != 0) /* a walk that fails counts as held */
             return mini_err_set(e, MINI_E_WORKSPACE_INVALID, "workspace %s: not allowed: it holds the daemon's %s",
                                 canon, g->what[i]);
     for (size_t i = 0; i < g->n_secrets; i++)

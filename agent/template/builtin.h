@@ -45,9 +45,6 @@ int tpl_str_pad(struct tpl *t, int line, const struct tv *s, int64_t width, cons
                 int how /* 0 center, 1 ljust, 2 rjust */, struct tv *out);
 int tpl_str_case(struct tpl *t, int line, const struct tv *s, int how, struct tv *out);
 int tpl_dict_view(struct tpl *t, const struct tdict *d, int kind, struct tv *out);
-/* Call the filter or the test named by a string value (map, select, ...). */
-int tpl_call_filter_by_name(struct tpl *t, int line, const struct tv *name, const struct tv *v, struct callargs *a,
-                            struct tv *out);
 int tpl_call_test_by_name(struct tpl *t, int line, const struct tv *name, const struct tv *v, struct callargs *a,
                           bool *out);
 /* The builtin called `name` in the table b[0..n). */

@@ -215,7 +215,7 @@ int tpl_py_getattr(struct tpl *t, int line, const struct tv *obj, const char *na
 }
 
 /* Jinja's Environment.getattr: the attribute, else the item. */
-int tpl_getattr(struct tpl *t, int line, const struct tv *obj, const char *name, size_t len, struct tv *out)
+static int tpl_getattr(struct tpl *t, int line, const struct tv *obj, const char *name, size_t len, struct tv *out)
 {
     bool found;
     if (tpl_py_getattr(t, line, obj, name, len, out, &found) < 0)

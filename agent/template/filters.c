@@ -9,6 +9,9 @@
 
 #include "mini/cleanup.h"
 
+static int tpl_call_filter_by_name(struct tpl *t, int line, const struct tv *name, const struct tv *v,
+                                   struct callargs *a, struct tv *out);
+
 /* make_attrgetter(): follow "a.b.0" (digit parts as ints) through getitem. */
 static int attr_get(struct tpl *t, int line, const struct tv *item, const struct tv *attr, const struct tv *dflt,
                     bool lower, struct tv *out)
@@ -1129,8 +1132,9 @@ const struct tpl_builtin *tpl_find_filter(const char *name, size_t n)
     return tpl_find_builtin(filters, MINI_ARRAY_SIZE(filters), name, n);
 }
 
-int tpl_call_filter_by_name(struct tpl *t, int line, const struct tv *name, const struct tv *v, struct callargs *a,
-                            struct tv *out)
+/* Call the filter or the test named by a string value (map, select, ...). */
+static int tpl_call_filter_by_name(struct tpl *t, int line, const struct tv *name, const struct tv *v,
+                                   struct callargs *a, struct tv *out)
 {
     if (name->kind != TV_STR)
         return tpl_fail(t, line, "filter name must be a string");

@@ -363,8 +363,6 @@ int tpl_exec(struct tpl *t, const struct body *b);
 /* Python's getattr (*found false when there is no such attribute). */
 int tpl_py_getattr(struct tpl *t, int line, const struct tv *obj, const char *name, size_t len, struct tv *out,
                    bool *found);
-/* Jinja's Environment.getattr / getitem: the attribute or the item, else undefined. */
-int tpl_getattr(struct tpl *t, int line, const struct tv *obj, const char *name, size_t len, struct tv *out);
 int tpl_getitem(struct tpl *t, int line, const struct tv *obj, const struct tv *key, struct tv *out);
 struct tv tpl_undef_attr(struct tpl *t, const struct tv *obj, const char *name, size_t len);
 int tpl_run_for(struct tpl *t, const struct stmt *st, const struct tv *iterable, size_t depth0);
@@ -448,7 +446,6 @@ int tpl_tv_iter(struct tpl *t, int line, const struct tv *v, struct tseq **out);
 /* Run a generator's filter if it has not run yet. */
 int tpl_tv_gen_ready(struct tpl *t, int line, struct tgen *g);
 int tpl_tv_tojson(struct tpl *t, int line, const struct tv *v, const char *indent, size_t ilen, struct mini_buf *b);
-void tpl_fmt_float(struct mini_buf *b, double x);
 /* A string value of p[0..n) (not copied), Markup when `markup`. */
 static inline int tpl_new_str(struct tpl *t, int line, const char *p, size_t n, bool markup, struct tv *out)
 {

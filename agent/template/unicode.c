@@ -153,7 +153,7 @@ bool tpl_uni_printable(uint32_t c)
     return !in_ranges(tpl_nonprintable, tpl_nonprintable_len, c);
 }
 
-bool tpl_uni_cased(uint32_t c)
+static bool tpl_uni_cased(uint32_t c)
 {
     if (c < 0x80)
         return (c | 0x20) >= 'a' && (c | 0x20) <= 'z';

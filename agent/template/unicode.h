@@ -18,7 +18,6 @@ int tpl_u8_put(struct mini_buf *b, uint32_t cp);
 
 bool tpl_uni_isspace(uint32_t cp);
 bool tpl_uni_islinebreak(uint32_t cp);
-bool tpl_uni_cased(uint32_t cp);
 bool tpl_uni_printable(uint32_t cp); /* str.isprintable(): repr() escapes the rest */
 /* Python's str.isalpha/isnumeric/isdigit/isdecimal/isalnum of one character. */
 enum { UNI_ALPHA = 1, UNI_NUMERIC = 2, UNI_DIGIT = 4, UNI_DECIMAL = 8, UNI_ALNUM = 16 };

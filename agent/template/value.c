@@ -319,7 +319,7 @@ int tpl_tv_truth(struct tpl *t, int line, const struct tv *v, bool *out)
 
 /* ------------------------------------------------------------- printing */
 
-void tpl_fmt_float(struct mini_buf *b, double x)
+static void tpl_fmt_float(struct mini_buf *b, double x)
 {
     if (isnan(x)) {
         mini_buf_puts(b, "nan");

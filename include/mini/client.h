@@ -31,9 +31,6 @@ char *mini_default_socket(struct mini_err *e);
  * packaging/systemd/system/mini-sandboxd.socket): root's clients try it
  * after the default socket, before starting a private daemon. */
 #define MINI_SYSTEM_SOCKET "/run/mini/sandboxd.sock"
-/* The mini-sandboxd program: $MINI_SANDBOXD, else beside this program,
- * else "mini-sandboxd" (PATH). */
-char *mini_sandboxd_path(void);
 /* path made absolute against the working directory, with "." and ".."
  * left for the daemon to judge and no symlink resolved: the daemon refuses
  * workspaces reached through symlinks, so a client must not resolve them

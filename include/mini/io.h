@@ -66,7 +66,6 @@ void mini_write_file_done_at(int dirfd, const char *path);
  * than the euid, a file with more than one link (a hard link to a file
  * elsewhere).  The fd, or -1 with e filled (MINI_E_IO). */
 int mini_open_new(const char *path, int mode);
-int mini_open_new_at(int dirfd, const char *path, int mode);
 int mini_open_append_log(const char *path, int mode, struct mini_err *e);
 /* The same for name in dirfd; path is how messages name it. */
 int mini_open_append_log_at(int dirfd, const char *name, const char *path, int mode, struct mini_err *e);

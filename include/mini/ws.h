@@ -47,8 +47,4 @@ int mini_ws_open(const char *req, char **canon, int *fd, struct mini_err *e);
 int mini_ws_check(const struct mini_ws_guard *g, const struct mini_profile *p, const char *canon, int fd,
                   struct mini_err *e);
 
-/* Whether dir (an fd) is at or above the directory `inner` (an fd):
- * walks up from inner through "..", comparing device and inode. */
-bool mini_dir_contains(int dir, int inner);
-
 #endif

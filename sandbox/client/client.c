@@ -68,7 +68,9 @@ char *mini_client_abspath(const char *path)
     return out;
 }
 
-char *mini_sandboxd_path(void)
+/* The mini-sandboxd program: $MINI_SANDBOXD, else beside this program,
+ * else "mini-sandboxd" (PATH). */
+static char *mini_sandboxd_path(void)
 {
     const char *env = getenv("MINI_SANDBOXD");
     if (env && *env)

@@ -114,7 +114,7 @@ const char *mini_net_addr_special(const uint8_t a[16])
 
 /* -------------------------------------------------------------- names */
 
-int mini_net_host_norm(const char *in, size_t len, char *out, size_t size)
+static int mini_net_host_norm(const char *in, size_t len, char *out, size_t size)
 {
     if (len && in[len - 1] == '.')
         len--;

@@ -36,9 +36,6 @@ bool mini_netrule_match_name(const struct mini_netrule *r, const char *host, uin
 /* Whether an ADDR rule contains (addr, port). */
 bool mini_netrule_match_addr(const struct mini_netrule *r, const uint8_t addr[16], uint16_t port);
 
-/* A requested host name in canonical form: lower case, no trailing dot,
- * letters, digits, '-', '_' and dots only, labels 1..63.  0, or -1. */
-int mini_net_host_norm(const char *in, size_t len, char *out, size_t size);
 /* An IP literal (IPv4 dotted quad, or IPv6 without brackets) as 16 bytes,
  * IPv4 mapped.  false when s is not one. */
 bool mini_net_parse_ip(const char *s, uint8_t out[16]);
