@@ -41,7 +41,7 @@ unsigned mini_feature_from_name(const char *name)
 
 /* ------------------------------------------------------------ helpers */
 
-int pfail(const struct pctx *c, const char *path, const char *fmt, ...)
+int mini_prof_pfail(const struct pctx *c, const char *path, const char *fmt, ...)
 {
     char msg[MINI_ERR_MSG_MAX];
     va_list ap;
@@ -53,7 +53,7 @@ int pfail(const struct pctx *c, const char *path, const char *fmt, ...)
     return mini_err_set(c->e, c->code, "%s: %s", path, msg);
 }
 
-int pnomem(const struct pctx *c) { return mini_err_set(c->e, MINI_E_NOMEM, "out of memory"); }
+int mini_prof_pnomem(const struct pctx *c) { return mini_err_set(c->e, MINI_E_NOMEM, "out of memory"); }
 
 /* A key path cut to KP_MAX bytes ends in "...". */
 static const char *kp_end(char *buf, int n)
@@ -64,14 +64,14 @@ static const char *kp_end(char *buf, int n)
 }
 
 /* "parent.key", or "key" at the top level. */
-const char *kp(char *buf, const char *parent, const char *key)
+const char *mini_prof_kp(char *buf, const char *parent, const char *key)
 {
     if (parent[0])
         return kp_end(buf, snprintf(buf, KP_MAX, "%s.%s", parent, key));
     return kp_end(buf, snprintf(buf, KP_MAX, "%s", key));
 }
 
-const char *kpi(char *buf, const char *parent, size_t i)
+const char *mini_prof_kpi(char *buf, const char *parent, size_t i)
 {
     return kp_end(buf, snprintf(buf, KP_MAX, "%s[%zu]", parent, i));
 }
@@ -86,28 +86,29 @@ static bool in_list(const char *s, const char *const *list, size_t n)
 
 /* "PATH: unknown key", with the closest of the keys allowed there as a
  * suggestion when one is near (a typo). */
-int unknown_key(const struct pctx *c, const char *path, const char *key, const char *const *allowed, size_t n_allowed)
+static int unknown_key(const struct pctx *c, const char *path, const char *key, const char *const *allowed,
+                       size_t n_allowed)
 {
     const char *near = mini_closest(key, allowed, n_allowed);
     if (near)
-        return pfail(c, path, "unknown key (did you mean %s?)", near);
-    return pfail(c, path, "unknown key");
+        return mini_prof_pfail(c, path, "unknown key (did you mean %s?)", near);
+    return mini_prof_pfail(c, path, "unknown key");
 }
 
-int get_bool(const struct pctx *c, const cJSON *obj, const char *path, const char *key, bool *out)
+int mini_prof_get_bool(const struct pctx *c, const cJSON *obj, const char *path, const char *key, bool *out)
 {
     char buf[KP_MAX];
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!v)
         return 0;
     if (!cJSON_IsBool(v))
-        return pfail(c, kp(buf, path, key), "must be true or false");
+        return mini_prof_pfail(c, mini_prof_kp(buf, path, key), "must be true or false");
     *out = cJSON_IsTrue(v);
     return 0;
 }
 
 /* The string at obj.key, NULL if absent; *bad on a wrong type. */
-const char *get_str(const struct pctx *c, const cJSON *obj, const char *path, const char *key, bool *bad)
+const char *mini_prof_get_str(const struct pctx *c, const cJSON *obj, const char *path, const char *key, bool *bad)
 {
     char buf[KP_MAX];
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
@@ -116,7 +117,7 @@ const char *get_str(const struct pctx *c, const cJSON *obj, const char *path, co
         return NULL;
     if (!cJSON_IsString(v)) {
         *bad = true;
-        pfail(c, kp(buf, path, key), "must be a string");
+        mini_prof_pfail(c, mini_prof_kp(buf, path, key), "must be a string");
         return NULL;
     }
     return v->valuestring;
@@ -127,23 +128,23 @@ static int uint_value(const struct pctx *c, const cJSON *v, const char *path, ui
 {
     double d = cJSON_IsNumber(v) ? v->valuedouble : -1;
     if (d >= (double)min && d > (double)max)
-        return pfail(c, path, "must be at most %llu", (unsigned long long)max);
+        return mini_prof_pfail(c, path, "must be at most %llu", (unsigned long long)max);
     if (!(d >= (double)min) || d != (double)(uint64_t)d)
-        return pfail(c, path, min ? "must be a positive integer" : "must be a non-negative integer");
+        return mini_prof_pfail(c, path, min ? "must be a positive integer" : "must be a non-negative integer");
     *out = (uint64_t)d;
     return 0;
 }
 
 /* An integer in [min, max].  Not present: *out untouched. */
-int get_uint(const struct pctx *c, const cJSON *obj, const char *path, const char *key, uint64_t min, uint64_t max,
-             uint64_t *out)
+int mini_prof_get_uint(const struct pctx *c, const cJSON *obj, const char *path, const char *key, uint64_t min,
+                       uint64_t max, uint64_t *out)
 {
     char buf[KP_MAX];
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    return v ? uint_value(c, v, kp(buf, path, key), min, max, out) : 0;
+    return v ? uint_value(c, v, mini_prof_kp(buf, path, key), min, max, out) : 0;
 }
 
-int push_str(char ***v, size_t *n, const char *s)
+int mini_prof_push_str(char ***v, size_t *n, const char *s)
 {
     char *copy = strdup(s);
     char **grown = copy ? realloc(*v, (*n + 1) * sizeof **v) : NULL;
@@ -156,7 +157,7 @@ int push_str(char ***v, size_t *n, const char *s)
     return 0;
 }
 
-void free_strv(char ***v, size_t *n)
+void mini_prof_free_strv(char ***v, size_t *n)
 {
     for (size_t i = 0; i < *n; i++)
         free((*v)[i]);
@@ -207,30 +208,30 @@ static char *norm_path(const char *in, const char **why)
 }
 
 /* The normalised path of a JSON value at `path`; NULL with e filled. */
-char *get_path(const struct pctx *c, const cJSON *v, const char *path, bool allow_root)
+char *mini_prof_get_path(const struct pctx *c, const cJSON *v, const char *path, bool allow_root)
 {
     if (!cJSON_IsString(v)) {
-        pfail(c, path, "must be an absolute path");
+        mini_prof_pfail(c, path, "must be an absolute path");
         return NULL;
     }
     const char *why;
     char *n = norm_path(v->valuestring, &why);
     if (!n) {
         if (why)
-            pfail(c, path, "%s", why);
+            mini_prof_pfail(c, path, "%s", why);
         else
-            pnomem(c);
+            mini_prof_pnomem(c);
         return NULL;
     }
     if (!allow_root && strcmp(n, "/") == 0) {
         free(n);
-        pfail(c, path, "must not be \"/\"");
+        mini_prof_pfail(c, path, "must not be \"/\"");
         return NULL;
     }
     return n;
 }
 
-bool strv_has(char **v, size_t n, const char *s)
+bool mini_prof_strv_has(char **v, size_t n, const char *s)
 {
     for (size_t i = 0; i < n; i++)
         if (strcmp(v[i], s) == 0)
@@ -240,13 +241,13 @@ bool strv_has(char **v, size_t n, const char *s)
 
 /* ----------------------------------------------------------- the table */
 
-const char *pkey_name(const struct pkey *k)
+const char *mini_prof_pkey_name(const struct pkey *k)
 {
     const char *dot = strrchr(k->path, '.');
     return dot ? dot + 1 : k->path;
 }
 
-bool pkey_in(const struct pkey *k, const char *parent)
+bool mini_prof_pkey_in(const struct pkey *k, const char *parent)
 {
     size_t n = strlen(parent);
     if (!n)
@@ -259,7 +260,7 @@ bool pkey_in(const struct pkey *k, const char *parent)
 static const struct pkey *find_key(const char *parent, const char *name)
 {
     FOR_KEYS(k)
-    if (pkey_in(k, parent) && strcmp(pkey_name(k), name) == 0)
+    if (mini_prof_pkey_in(k, parent) && strcmp(mini_prof_pkey_name(k), name) == 0)
         return k;
     return NULL;
 }
@@ -271,22 +272,22 @@ static size_t section_keys(const char *parent, bool overridable, const char **na
 {
     size_t n = 0;
     FOR_KEYS(k)
-    if (pkey_in(k, parent) && (!overridable || k->ov != OV_NO) && n < MAX_SECTION_KEYS)
-        names[n++] = pkey_name(k);
+    if (mini_prof_pkey_in(k, parent) && (!overridable || k->ov != OV_NO) && n < MAX_SECTION_KEYS)
+        names[n++] = mini_prof_pkey_name(k);
     return n;
 }
 
 /* An object whose keys are all keys of `parent` in the table. */
-int check_keys(const struct pctx *c, const cJSON *v, const char *path, const char *parent)
+int mini_prof_check_keys(const struct pctx *c, const cJSON *v, const char *path, const char *parent)
 {
     char buf[KP_MAX];
     const char *names[MAX_SECTION_KEYS];
     size_t n = section_keys(parent, false, names);
     if (!cJSON_IsObject(v))
-        return pfail(c, path, "must be an object");
+        return mini_prof_pfail(c, path, "must be an object");
     for (const cJSON *it = v->child; it; it = it->next)
         if (!in_list(it->string, names, n))
-            return unknown_key(c, kp(buf, path, it->string), it->string, names, n);
+            return unknown_key(c, mini_prof_kp(buf, path, it->string), it->string, names, n);
     return 0;
 }
 
@@ -302,19 +303,19 @@ static int parse_strv(const struct pctx *c, const struct pkey *k, const cJSON *a
     char ***v = AT(p, k, char **);
     size_t *n = AT_N(p, k);
     if (!cJSON_IsArray(arr))
-        return pfail(c, path, "must be an array of %s", k->items);
+        return mini_prof_pfail(c, path, "must be an array of %s", k->items);
     size_t i = 0;
     for (const cJSON *it = arr->child; it; it = it->next, i++) {
-        _cleanup_free_ char *s = k->item(c, it, kpi(buf, path, i));
+        _cleanup_free_ char *s = k->item(c, it, mini_prof_kpi(buf, path, i));
         if (!s)
             return -1;
-        if (strv_has(*v, *n, s)) {
+        if (mini_prof_strv_has(*v, *n, s)) {
             if (skip_dups)
                 continue;
-            return pfail(c, buf, "\"%s\" is listed twice", s);
+            return mini_prof_pfail(c, buf, "\"%s\" is listed twice", s);
         }
-        if (push_str(v, n, s) < 0)
-            return pnomem(c);
+        if (mini_prof_push_str(v, n, s) < 0)
+            return mini_prof_pnomem(c);
     }
     return 0;
 }
@@ -333,7 +334,7 @@ static int parse_key(const struct pctx *c, const struct pkey *k, const cJSON *v,
     case PK_BOOL:
     case PK_FLAG: {
         if (!cJSON_IsBool(v))
-            return pfail(c, path, "must be true or false");
+            return mini_prof_pfail(c, path, "must be true or false");
         if (k->type == PK_BOOL)
             *AT(p, k, bool) = cJSON_IsTrue(v);
         else if (cJSON_IsTrue(v))
@@ -351,24 +352,24 @@ static int parse_key(const struct pctx *c, const struct pkey *k, const cJSON *v,
     }
     case PK_NUMBER:
         if (!cJSON_IsNumber(v) || !(v->valuedouble > 0))
-            return pfail(c, path, "must be a positive number");
+            return mini_prof_pfail(c, path, "must be a positive number");
         if (v->valuedouble > k->dmax)
-            return pfail(c, path, "must be at most %.0f", k->dmax);
+            return mini_prof_pfail(c, path, "must be at most %.0f", k->dmax);
         *AT(p, k, double) = v->valuedouble;
         return 0;
     case PK_STRING: {
         if (!cJSON_IsString(v))
-            return pfail(c, path, "must be a string");
+            return mini_prof_pfail(c, path, "must be a string");
         char *s = strdup(v->valuestring);
         if (!s)
-            return pnomem(c);
+            return mini_prof_pnomem(c);
         free(*AT(p, k, char *));
         *AT(p, k, char *) = s;
         return 0;
     }
     case PK_ENUM: {
         if (!cJSON_IsString(v))
-            return pfail(c, path, "must be a string");
+            return mini_prof_pfail(c, path, "must be a string");
         for (size_t i = 0; i < k->n_names; i++)
             if (strcmp(k->names[i].name, v->valuestring) == 0) {
                 *AT(p, k, int) = k->names[i].value;
@@ -382,12 +383,12 @@ static int parse_key(const struct pctx *c, const struct pkey *k, const cJSON *v,
                                        : i + 1 < k->n_names ? ", "
                                                             : " or ",
                                    k->names[i].name);
-        return pfail(c, path, "must be %s", list);
+        return mini_prof_pfail(c, path, "must be %s", list);
     }
     case PK_STRV:
         if (!cJSON_IsArray(v))
-            return pfail(c, path, "must be an array of %s", k->items);
-        free_strv(AT(p, k, char **), AT_N(p, k));
+            return mini_prof_pfail(c, path, "must be an array of %s", k->items);
+        mini_prof_free_strv(AT(p, k, char **), AT_N(p, k));
         return parse_strv(c, k, v, path, p, false);
     case PK_CUSTOM:
     case PK_ITEMKEY: break;
@@ -401,16 +402,16 @@ static int parse_section(const struct pctx *c, const cJSON *obj, const char *par
                          struct mini_profile *p)
 {
     char buf[KP_MAX];
-    if (check_keys(c, obj, path, parent) < 0)
+    if (mini_prof_check_keys(c, obj, path, parent) < 0)
         return -1;
     FOR_KEYS(k)
     {
-        if (!pkey_in(k, parent) || k->type == PK_ITEMKEY)
+        if (!mini_prof_pkey_in(k, parent) || k->type == PK_ITEMKEY)
             continue;
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, pkey_name(k));
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, mini_prof_pkey_name(k));
         if (!v && !(k->flags & PKF_ABSENT))
             continue;
-        kp(buf, path, pkey_name(k));
+        mini_prof_kp(buf, path, mini_prof_pkey_name(k));
         if ((v || k->parse) && parse_key(c, k, v, buf, p) < 0)
             return -1;
         if (k->check && k->check(c, p) < 0)
@@ -423,9 +424,9 @@ static int parse_section(const struct pctx *c, const cJSON *obj, const char *par
 
 int mini_profile_add_hide(struct mini_profile *p, const char *path)
 {
-    if (strv_has(p->hide, p->n_hide, path))
+    if (mini_prof_strv_has(p->hide, p->n_hide, path))
         return 0;
-    return push_str(&p->hide, &p->n_hide, path);
+    return mini_prof_push_str(&p->hide, &p->n_hide, path);
 }
 
 void mini_profile_free(struct mini_profile *p)
@@ -437,7 +438,7 @@ void mini_profile_free(struct mini_profile *p)
         if (k->type == PK_STRING)
             free(*AT(p, k, char *));
         else if (k->type == PK_STRV)
-            free_strv(AT(p, k, char **), AT_N(p, k));
+            mini_prof_free_strv(AT(p, k, char **), AT_N(p, k));
         if (k->release)
             k->release(p);
     }
@@ -471,7 +472,7 @@ static struct mini_profile *profile_defaults(void)
             break;
         case PK_STRV:
             for (size_t i = 0; k->dflt_strv && k->dflt_strv[i]; i++)
-                if (push_str(AT(p, k, char **), AT_N(p, k), k->dflt_strv[i]) < 0)
+                if (mini_prof_push_str(AT(p, k, char **), AT_N(p, k), k->dflt_strv[i]) < 0)
                     return NULL;
             break;
         case PK_SECTION:
@@ -497,7 +498,7 @@ struct mini_profile *mini_profile_from_json(const cJSON *obj, const char *origin
     struct pctx c = { origin, MINI_E_PROFILE_INVALID, e, obj };
     _cleanup_profile_ struct mini_profile *p = profile_defaults();
     if (!p) {
-        pnomem(&c);
+        mini_prof_pnomem(&c);
         return NULL;
     }
     if (parse_profile(&c, obj, p) < 0)
@@ -549,7 +550,7 @@ struct mini_profile *mini_profile_load_builtin(const char *dir, const char *name
 /* ------------------------------------------------------------- to_json */
 
 /* cJSON_AddItemToArray() that owns `item` even on failure (arr may be NULL). */
-bool json_push(cJSON *arr, cJSON *item)
+bool mini_prof_json_push(cJSON *arr, cJSON *item)
 {
     if (item && cJSON_AddItemToArray(arr, item))
         return true;
@@ -557,12 +558,12 @@ bool json_push(cJSON *arr, cJSON *item)
     return false;
 }
 
-bool add_strv(cJSON *obj, const char *key, char **v, size_t n)
+bool mini_prof_add_strv(cJSON *obj, const char *key, char **v, size_t n)
 {
     cJSON *a = cJSON_AddArrayToObject(obj, key);
     bool ok = a != NULL;
     for (size_t i = 0; ok && i < n; i++)
-        ok = json_push(a, cJSON_CreateString(v[i]));
+        ok = mini_prof_json_push(a, cJSON_CreateString(v[i]));
     return ok;
 }
 
@@ -570,9 +571,9 @@ static bool emit_section(cJSON *o, const char *parent, const struct mini_profile
 {
     FOR_KEYS(k)
     {
-        if (!pkey_in(k, parent) || k->type == PK_ITEMKEY || (k->shown && !k->shown(p)))
+        if (!mini_prof_pkey_in(k, parent) || k->type == PK_ITEMKEY || (k->shown && !k->shown(p)))
             continue;
-        const char *key = pkey_name(k);
+        const char *key = mini_prof_pkey_name(k);
         const void *cp = p;
         bool ok = true;
         if (k->emit) {
@@ -603,7 +604,7 @@ static bool emit_section(cJSON *o, const char *parent, const struct mini_profile
                 ok = name ? cJSON_AddStringToObject(o, key, name) != NULL : cJSON_AddNumberToObject(o, key, v) != NULL;
                 break;
             }
-            case PK_STRV: ok = add_strv(o, key, *AT(cp, k, char **const), *AT_N(cp, k)); break;
+            case PK_STRV: ok = mini_prof_add_strv(o, key, *AT(cp, k, char **const), *AT_N(cp, k)); break;
             case PK_CUSTOM:
             case PK_ITEMKEY: break;
             }
@@ -648,7 +649,7 @@ struct mini_profile *mini_profile_dup(const struct mini_profile *p)
         case PK_STRV: {
             char **v = *AT(p, k, char **const);
             for (size_t i = 0; i < *AT_N(p, k); i++)
-                if (push_str(AT(d, k, char **), AT_N(d, k), v[i]) < 0)
+                if (mini_prof_push_str(AT(d, k, char **), AT_N(d, k), v[i]) < 0)
                     return NULL;
             break;
         }
@@ -664,7 +665,7 @@ struct mini_profile *mini_profile_dup(const struct mini_profile *p)
 
 /* ----------------------------------------------------------- overrides */
 
-int ploosens(const struct pctx *c, const char *path, const char *fmt, ...)
+int mini_prof_ploosens(const struct pctx *c, const char *path, const char *fmt, ...)
 {
     char msg[MINI_ERR_MSG_MAX];
     va_list ap;
@@ -685,19 +686,20 @@ static int override_parsed(const struct pctx *c, const cJSON *v, const char *par
         return -1;
     FOR_KEYS(k)
     {
-        if (!pkey_in(k, parent) || k->ov != OV_LOWER)
+        if (!mini_prof_pkey_in(k, parent) || k->ov != OV_LOWER)
             continue;
-        kp(buf, path, pkey_name(k));
+        mini_prof_kp(buf, path, mini_prof_pkey_name(k));
         if (k->type == PK_NUMBER) {
             double old = *AT(&before, k, const double), want = *AT(n, k, double);
             if (want > old)
-                return ploosens(c, buf, "%g would loosen the profile's %g", want, old);
+                return mini_prof_ploosens(c, buf, "%g would loosen the profile's %g", want, old);
         } else if (k->type == PK_UINT) {
             uint64_t old = *AT(&before, k, const uint64_t), want = *AT(n, k, uint64_t);
             /* 0 means unlimited: anything tightens it, and it loosens anything. */
             if (old != 0 && (want == 0 || want > old))
-                return ploosens(c, buf, "%llu%s would loosen the profile's %llu", (unsigned long long)(want / k->unit),
-                                want ? "" : " (unlimited)", (unsigned long long)(old / k->unit));
+                return mini_prof_ploosens(c, buf, "%llu%s would loosen the profile's %llu",
+                                          (unsigned long long)(want / k->unit), want ? "" : " (unlimited)",
+                                          (unsigned long long)(old / k->unit));
         }
     }
     return 0;
@@ -711,9 +713,9 @@ static int override_keys(const struct pctx *c, const cJSON *v, const struct pkey
     const char *parent = sec ? sec->path : "";
     char buf[KP_MAX];
     if (!cJSON_IsObject(v))
-        return pfail(c, path, "must be an object");
+        return mini_prof_pfail(c, path, "must be an object");
     for (const cJSON *it = v->child; it; it = it->next) {
-        kp(buf, path, it->string);
+        mini_prof_kp(buf, path, it->string);
         const struct pkey *k = find_key(parent, it->string);
         if (!k || k->type == PK_ITEMKEY) {
             const char *names[MAX_SECTION_KEYS];
@@ -723,16 +725,16 @@ static int override_keys(const struct pctx *c, const cJSON *v, const struct pkey
         int r = 0;
         switch (k->ov) {
         case OV_NO:
-        case OV_LOWER: return pfail(c, buf, "cannot be overridden");
+        case OV_LOWER: return mini_prof_pfail(c, buf, "cannot be overridden");
         case OV_SECTION_PARSE: r = override_parsed(c, it, k->path, buf, n); break;
         case OV_SECTION_KEYS: r = override_keys(c, it, k, buf, n); break;
         case OV_APPEND: r = parse_strv(c, k, it, buf, n, true); break;
         case OV_CUSTOM: r = k->override(c, it, buf, n); break;
         case OV_TRUE_TO_FALSE:
             if (!cJSON_IsBool(it))
-                return pfail(c, buf, "must be true or false");
+                return mini_prof_pfail(c, buf, "must be true or false");
             if (cJSON_IsTrue(it) && !*AT(n, k, bool))
-                return ploosens(c, buf, "true would loosen the profile's false");
+                return mini_prof_ploosens(c, buf, "true would loosen the profile's false");
             *AT(n, k, bool) = cJSON_IsTrue(it);
             break;
         }
@@ -748,11 +750,11 @@ int mini_profile_apply_overrides(struct mini_profile *p, const cJSON *ov, struct
     if (!ov)
         return 0;
     if (!cJSON_IsObject(ov))
-        return pfail(&c, "overrides", "must be an object");
+        return mini_prof_pfail(&c, "overrides", "must be an object");
     /* Work on a copy so that a failure leaves the profile as it was. */
     _cleanup_profile_ struct mini_profile *n = mini_profile_dup(p);
     if (!n)
-        return pnomem(&c);
+        return mini_prof_pnomem(&c);
     if (override_keys(&c, ov, NULL, "overrides", n) < 0)
         return -1;
     struct mini_profile old = *p;

@@ -76,13 +76,13 @@ static const char *family_name(int af)
     return NULL;
 }
 
-static const struct pkey_name errnos[] = {
+static const struct mini_prof_pkey_name errnos[] = {
     { "EPERM", EPERM },
     { "ENOSYS", ENOSYS },
     { "EACCES", EACCES },
 };
 
-static const struct pkey_name default_actions[] = {
+static const struct mini_prof_pkey_name default_actions[] = {
     { "allow", MINI_SECCOMP_ALLOW },
     { "errno", MINI_SECCOMP_ERRNO },
     { "kill", MINI_SECCOMP_KILL },
@@ -217,35 +217,38 @@ static bool valid_text(const char *s, size_t max)
 static char *syscall_item(const struct pctx *c, const cJSON *v, const char *path)
 {
     if (!cJSON_IsString(v)) {
-        pfail(c, path, "must be a syscall name");
+        mini_prof_pfail(c, path, "must be a syscall name");
         return NULL;
     }
     int nr = seccomp_syscall_resolve_name(v->valuestring);
     if (nr == __NR_SCMP_ERROR) {
-        pfail(c, path, "unknown syscall \"%s\"", v->valuestring);
+        mini_prof_pfail(c, path, "unknown syscall \"%s\"", v->valuestring);
         return NULL;
     }
     if (nr < 0) {
-        pfail(c, path, "syscall \"%s\" does not exist on this architecture", v->valuestring);
+        mini_prof_pfail(c, path, "syscall \"%s\" does not exist on this architecture", v->valuestring);
         return NULL;
     }
     char *s = strdup(v->valuestring);
     if (!s)
-        pnomem(c);
+        mini_prof_pnomem(c);
     return s;
 }
 
-static char *hide_item(const struct pctx *c, const cJSON *v, const char *path) { return get_path(c, v, path, false); }
+static char *hide_item(const struct pctx *c, const cJSON *v, const char *path)
+{
+    return mini_prof_get_path(c, v, path, false);
+}
 
 static char *env_name_item(const struct pctx *c, const cJSON *v, const char *path)
 {
     if (!cJSON_IsString(v) || !valid_env_name(v->valuestring)) {
-        pfail(c, path, "must be a variable name");
+        mini_prof_pfail(c, path, "must be a variable name");
         return NULL;
     }
     char *s = strdup(v->valuestring);
     if (!s)
-        pnomem(c);
+        mini_prof_pnomem(c);
     return s;
 }
 
@@ -267,13 +270,13 @@ static char *default_name(const char *origin)
 static int parse_name(const struct pctx *c, const cJSON *v, const char *path, struct mini_profile *p)
 {
     if (v && !cJSON_IsString(v))
-        return pfail(c, path, "must be a string");
+        return mini_prof_pfail(c, path, "must be a string");
     const char *name = v ? v->valuestring : NULL;
     if (name && !valid_text(name, 64))
-        return pfail(c, path, "must be 1 to 64 characters without control characters");
+        return mini_prof_pfail(c, path, "must be 1 to 64 characters without control characters");
     free(p->name);
     if (!(p->name = name ? strdup(name) : default_name(c->origin)))
-        return pnomem(c);
+        return mini_prof_pnomem(c);
     return 0;
 }
 
@@ -281,7 +284,8 @@ static int check_namespaces(const struct pctx *c, struct mini_profile *p)
 {
     /* spawn and container/ build the root inside a mount namespace. */
     if (!(p->namespaces & MINI_FEAT_MOUNT_NS))
-        return pfail(c, "namespaces.mount", "must be true (the sandbox's filesystem view needs a mount namespace)");
+        return mini_prof_pfail(c, "namespaces.mount",
+                               "must be true (the sandbox's filesystem view needs a mount namespace)");
     return 0;
 }
 
@@ -292,20 +296,20 @@ static int parse_net_entries(const struct pctx *c, const cJSON *arr, const char 
 {
     char buf[KP_MAX];
     if (!cJSON_IsArray(arr))
-        return pfail(c, path, "must be an array of strings");
+        return mini_prof_pfail(c, path, "must be an array of strings");
     size_t i = 0;
     for (const cJSON *it = arr->child; it; it = it->next, i++) {
         struct mini_netrule r;
         const char *why;
-        kpi(buf, path, i);
+        mini_prof_kpi(buf, path, i);
         if (!cJSON_IsString(it))
-            return pfail(c, buf, "must be a string");
+            return mini_prof_pfail(c, buf, "must be a string");
         if (mini_netrule_parse(it->valuestring, &r, &why) < 0)
-            return pfail(c, buf, "\"%.80s\": %s", it->valuestring, why);
+            return mini_prof_pfail(c, buf, "\"%.80s\": %s", it->valuestring, why);
         if (*n + others >= MINI_NET_ENTRIES_MAX)
-            return pfail(c, path, "more than %d allow and deny entries", MINI_NET_ENTRIES_MAX);
-        if (!strv_has(*v, *n, it->valuestring) && push_str(v, n, it->valuestring) < 0)
-            return pnomem(c);
+            return mini_prof_pfail(c, path, "more than %d allow and deny entries", MINI_NET_ENTRIES_MAX);
+        if (!mini_prof_strv_has(*v, *n, it->valuestring) && mini_prof_push_str(v, n, it->valuestring) < 0)
+            return mini_prof_pnomem(c);
     }
     return 0;
 }
@@ -317,19 +321,19 @@ static int parse_net_pins(const struct pctx *c, const cJSON *arr, struct mini_pr
     struct mini_net_pins pins = { 0 };
     int rc = 0;
     if (!cJSON_IsArray(arr))
-        return pfail(c, "network.resolve", "must be an array of \"NAME:ADDRESS\" strings");
+        return mini_prof_pfail(c, "network.resolve", "must be an array of \"NAME:ADDRESS\" strings");
     size_t i = 0;
     for (const cJSON *it = arr->child; it && rc == 0; it = it->next, i++) {
         const char *why;
-        kpi(buf, "network.resolve", i);
+        mini_prof_kpi(buf, "network.resolve", i);
         if (!cJSON_IsString(it))
-            rc = pfail(c, buf, "must be a string");
+            rc = mini_prof_pfail(c, buf, "must be a string");
         else if (i >= MINI_NET_ENTRIES_MAX)
-            rc = pfail(c, "network.resolve", "more than %d entries", MINI_NET_ENTRIES_MAX);
+            rc = mini_prof_pfail(c, "network.resolve", "more than %d entries", MINI_NET_ENTRIES_MAX);
         else if (mini_net_pins_add(&pins, it->valuestring, &why) < 0)
-            rc = pfail(c, buf, "\"%.80s\": %s", it->valuestring, why);
-        else if (push_str(&p->net_resolve, &p->n_net_resolve, it->valuestring) < 0)
-            rc = pnomem(c);
+            rc = mini_prof_pfail(c, buf, "\"%.80s\": %s", it->valuestring, why);
+        else if (mini_prof_push_str(&p->net_resolve, &p->n_net_resolve, it->valuestring) < 0)
+            rc = mini_prof_pnomem(c);
     }
     mini_net_pins_free(&pins);
     return rc;
@@ -337,23 +341,23 @@ static int parse_net_pins(const struct pctx *c, const cJSON *arr, struct mini_pr
 
 static int parse_network_value(const struct pctx *c, const cJSON *v, struct mini_profile *p)
 {
-    free_strv(&p->net_allow, &p->n_net_allow);
-    free_strv(&p->net_deny, &p->n_net_deny);
-    free_strv(&p->net_resolve, &p->n_net_resolve);
+    mini_prof_free_strv(&p->net_allow, &p->n_net_allow);
+    mini_prof_free_strv(&p->net_deny, &p->n_net_deny);
+    mini_prof_free_strv(&p->net_resolve, &p->n_net_resolve);
     if (cJSON_IsObject(v)) {
         const cJSON *allow = cJSON_GetObjectItemCaseSensitive(v, "allow");
         const cJSON *deny = cJSON_GetObjectItemCaseSensitive(v, "deny");
         const cJSON *res = cJSON_GetObjectItemCaseSensitive(v, "resolve");
-        if (check_keys(c, v, "network", "network") < 0)
+        if (mini_prof_check_keys(c, v, "network", "network") < 0)
             return -1;
         if (!allow)
-            return pfail(c, "network.allow", "is required (an array of entries such as \"pypi.org\")");
+            return mini_prof_pfail(c, "network.allow", "is required (an array of entries such as \"pypi.org\")");
         if (parse_net_entries(c, allow, "network.allow", &p->net_allow, &p->n_net_allow, 0) < 0)
             return -1;
         if (deny && parse_net_entries(c, deny, "network.deny", &p->net_deny, &p->n_net_deny, p->n_net_allow) < 0)
             return -1;
         if (!p->n_net_allow)
-            return pfail(c, "network.allow", "must not be empty (use \"none\" for no network)");
+            return mini_prof_pfail(c, "network.allow", "must not be empty (use \"none\" for no network)");
         if (res && parse_net_pins(c, res, p) < 0)
             return -1;
         p->network = MINI_NET_ALLOW;
@@ -362,7 +366,8 @@ static int parse_network_value(const struct pctx *c, const cJSON *v, struct mini
     } else if (cJSON_IsString(v) && strcmp(v->valuestring, "host") == 0) {
         p->network = MINI_NET_HOST;
     } else {
-        return pfail(c, "network", "must be \"none\", \"host\" or an object {\"allow\": [...], \"deny\": [...]}");
+        return mini_prof_pfail(c, "network",
+                               "must be \"none\", \"host\" or an object {\"allow\": [...], \"deny\": [...]}");
     }
     return 0;
 }
@@ -382,9 +387,9 @@ static int parse_network(const struct pctx *c, const cJSON *v, const char *path,
     if (!net_given)
         p->namespaces = want_ns ? p->namespaces | MINI_FEAT_NET_NS : p->namespaces & ~MINI_FEAT_NET_NS;
     else if (want_ns != !!(p->namespaces & MINI_FEAT_NET_NS))
-        return pfail(c, "network",
-                     want_ns ? "\"none\" and an allowlist require namespaces.net to be true"
-                             : "\"host\" requires namespaces.net to be false");
+        return mini_prof_pfail(c, "network",
+                               want_ns ? "\"none\" and an allowlist require namespaces.net to be true"
+                                       : "\"host\" requires namespaces.net to be false");
     return 0;
 }
 
@@ -392,9 +397,9 @@ static bool emit_network(cJSON *o, const char *key, const struct mini_profile *p
 {
     if (p->network == MINI_NET_ALLOW) {
         cJSON *net = cJSON_AddObjectToObject(o, key);
-        return net && add_strv(net, "allow", p->net_allow, p->n_net_allow) &&
-            add_strv(net, "deny", p->net_deny, p->n_net_deny) &&
-            add_strv(net, "resolve", p->net_resolve, p->n_net_resolve);
+        return net && mini_prof_add_strv(net, "allow", p->net_allow, p->n_net_allow) &&
+            mini_prof_add_strv(net, "deny", p->net_deny, p->n_net_deny) &&
+            mini_prof_add_strv(net, "resolve", p->net_resolve, p->n_net_resolve);
     }
     return cJSON_AddStringToObject(o, key, p->network == MINI_NET_HOST ? "host" : "none") != NULL;
 }
@@ -403,16 +408,16 @@ static bool emit_network(cJSON *o, const char *key, const struct mini_profile *p
 static int override_network(const struct pctx *c, const cJSON *it, const char *path, struct mini_profile *n)
 {
     if (!cJSON_IsString(it) || (strcmp(it->valuestring, "none") != 0 && strcmp(it->valuestring, "host") != 0))
-        return pfail(c, path, "must be \"none\" or \"host\"");
+        return mini_prof_pfail(c, path, "must be \"none\" or \"host\"");
     if (strcmp(it->valuestring, "host") == 0 && n->network != MINI_NET_HOST)
-        return ploosens(c, path, "\"host\" would loosen the profile's %s",
-                        n->network == MINI_NET_ALLOW ? "allowlist" : "\"none\"");
+        return mini_prof_ploosens(c, path, "\"host\" would loosen the profile's %s",
+                                  n->network == MINI_NET_ALLOW ? "allowlist" : "\"none\"");
     if (strcmp(it->valuestring, "none") == 0) {
         n->network = MINI_NET_NONE;
         n->namespaces |= MINI_FEAT_NET_NS;
-        free_strv(&n->net_allow, &n->n_net_allow);
-        free_strv(&n->net_deny, &n->n_net_deny);
-        free_strv(&n->net_resolve, &n->n_net_resolve);
+        mini_prof_free_strv(&n->net_allow, &n->n_net_allow);
+        mini_prof_free_strv(&n->net_deny, &n->n_net_deny);
+        mini_prof_free_strv(&n->net_resolve, &n->n_net_resolve);
     }
     return 0;
 }
@@ -423,26 +428,27 @@ int mini_profile_allow_hosts(struct mini_profile *p, char *const *hosts, size_t 
     if (!n)
         return 0;
     if (p->network == MINI_NET_HOST)
-        return pfail(&c, "allow_hosts",
-                     "the profile's network is \"host\", which has no allowlist to add to (override the network to "
-                     "\"none\" first: mini-sandbox run --network none --allow-host ...)");
+        return mini_prof_pfail(
+            &c, "allow_hosts",
+            "the profile's network is \"host\", which has no allowlist to add to (override the network to "
+            "\"none\" first: mini-sandbox run --network none --allow-host ...)");
     cJSON *arr = cJSON_CreateStringArray((const char *const *)hosts, (int)n);
     if (!arr)
-        return pnomem(&c);
+        return mini_prof_pnomem(&c);
     char **allow = NULL;
     size_t n_allow = 0;
     int r = 0;
     for (size_t i = 0; r == 0 && i < p->n_net_allow; i++)
-        if (push_str(&allow, &n_allow, p->net_allow[i]) < 0)
-            r = pnomem(&c);
+        if (mini_prof_push_str(&allow, &n_allow, p->net_allow[i]) < 0)
+            r = mini_prof_pnomem(&c);
     if (r == 0)
         r = parse_net_entries(&c, arr, "allow_hosts", &allow, &n_allow, p->n_net_deny);
     cJSON_Delete(arr);
     if (r < 0) {
-        free_strv(&allow, &n_allow);
+        mini_prof_free_strv(&allow, &n_allow);
         return -1;
     }
-    free_strv(&p->net_allow, &p->n_net_allow);
+    mini_prof_free_strv(&p->net_allow, &p->n_net_allow);
     p->net_allow = allow;
     p->n_net_allow = n_allow;
     p->network = MINI_NET_ALLOW;
@@ -453,29 +459,29 @@ int mini_profile_allow_hosts(struct mini_profile *p, char *const *hosts, size_t 
 static int parse_hostname(const struct pctx *c, const cJSON *v, const char *path, struct mini_profile *p)
 {
     if (v && !cJSON_IsString(v))
-        return pfail(c, path, "must be a string");
+        return mini_prof_pfail(c, path, "must be a string");
     const char *host = v ? v->valuestring : NULL;
     if (host && !(p->namespaces & MINI_FEAT_UTS_NS))
-        return pfail(c, path, "needs namespaces.uts to be true");
+        return mini_prof_pfail(c, path, "needs namespaces.uts to be true");
     if (host && !valid_hostname(host))
-        return pfail(c, path, "must be a valid host name of at most 64 characters");
+        return mini_prof_pfail(c, path, "must be a valid host name of at most 64 characters");
     free(p->hostname);
     p->hostname = NULL;
     if ((p->namespaces & MINI_FEAT_UTS_NS) && !(p->hostname = strdup(host ? host : STRICT_HOSTNAME)))
-        return pnomem(c);
+        return mini_prof_pnomem(c);
     return 0;
 }
 
 static int parse_image(const struct pctx *c, const cJSON *v, const char *path, struct mini_profile *p)
 {
     if (!cJSON_IsString(v))
-        return pfail(c, path, "must be a string");
+        return mini_prof_pfail(c, path, "must be a string");
     const char *image = v->valuestring;
     if (!mini_image_name_valid(image) && !(strlen(image) >= 12 && strlen(image) <= 71))
-        return pfail(c, path, "must be an image name (NAME[:TAG]) or id");
+        return mini_prof_pfail(c, path, "must be an image name (NAME[:TAG]) or id");
     free(p->image);
     if (!(p->image = strdup(image)))
-        return pnomem(c);
+        return mini_prof_pnomem(c);
     return 0;
 }
 
@@ -523,36 +529,36 @@ static int parse_binds(const struct pctx *c, const cJSON *arr, const char *path,
 {
     char buf[KP_MAX], sub[KP_MAX];
     if (!cJSON_IsArray(arr))
-        return pfail(c, path, "must be an array");
+        return mini_prof_pfail(c, path, "must be an array");
     release_binds(p);
     size_t i = 0;
     for (const cJSON *it = arr->child; it; it = it->next, i++) {
-        kpi(buf, path, i);
+        mini_prof_kpi(buf, path, i);
         bool writable = false, optional = true;
         _cleanup_free_ char *n = NULL;
         if (cJSON_IsString(it)) {
-            n = get_path(c, it, buf, true);
+            n = mini_prof_get_path(c, it, buf, true);
         } else if (cJSON_IsObject(it)) {
-            if (check_keys(c, it, buf, "filesystem.binds[]") < 0)
+            if (mini_prof_check_keys(c, it, buf, "filesystem.binds[]") < 0)
                 return -1;
-            if (get_bool(c, it, buf, "writable", &writable) < 0)
+            if (mini_prof_get_bool(c, it, buf, "writable", &writable) < 0)
                 return -1;
-            if (get_bool(c, it, buf, "optional", &optional) < 0)
+            if (mini_prof_get_bool(c, it, buf, "optional", &optional) < 0)
                 return -1;
             const cJSON *pv = cJSON_GetObjectItemCaseSensitive(it, "path");
             if (!pv)
-                return pfail(c, kp(sub, buf, "path"), "is required");
-            n = get_path(c, pv, kp(sub, buf, "path"), true);
+                return mini_prof_pfail(c, mini_prof_kp(sub, buf, "path"), "is required");
+            n = mini_prof_get_path(c, pv, mini_prof_kp(sub, buf, "path"), true);
         } else {
-            return pfail(c, buf, "must be a path or an object");
+            return mini_prof_pfail(c, buf, "must be a path or an object");
         }
         if (!n)
             return -1;
         for (size_t j = 0; j < p->n_binds; j++)
             if (strcmp(p->binds[j].path, n) == 0)
-                return pfail(c, buf, "\"%s\" is listed twice", n);
+                return mini_prof_pfail(c, buf, "\"%s\" is listed twice", n);
         if (push_bind(p, n, writable, optional) < 0)
-            return pnomem(c);
+            return mini_prof_pnomem(c);
     }
     return 0;
 }
@@ -564,11 +570,11 @@ static bool emit_binds(cJSON *fs, const char *key, const struct mini_profile *p)
     for (size_t i = 0; ok && i < p->n_binds; i++) {
         const struct mini_bind *b = &p->binds[i];
         if (!b->writable && b->optional) {
-            ok = json_push(binds, cJSON_CreateString(b->path));
+            ok = mini_prof_json_push(binds, cJSON_CreateString(b->path));
             continue;
         }
         cJSON *bo = cJSON_CreateObject();
-        ok = json_push(binds, bo) && cJSON_AddStringToObject(bo, "path", b->path) &&
+        ok = mini_prof_json_push(binds, bo) && cJSON_AddStringToObject(bo, "path", b->path) &&
             cJSON_AddBoolToObject(bo, "writable", b->writable) && cJSON_AddBoolToObject(bo, "optional", b->optional);
     }
     return ok;
@@ -619,34 +625,34 @@ static int parse_tmpfs(const struct pctx *c, const cJSON *arr, const char *path,
 {
     char buf[KP_MAX], sub[KP_MAX];
     if (!cJSON_IsArray(arr))
-        return pfail(c, path, "must be an array");
+        return mini_prof_pfail(c, path, "must be an array");
     release_tmpfs(p);
     size_t i = 0;
     for (const cJSON *it = arr->child; it; it = it->next, i++) {
-        kpi(buf, path, i);
-        if (check_keys(c, it, buf, "filesystem.tmpfs[]") < 0)
+        mini_prof_kpi(buf, path, i);
+        if (mini_prof_check_keys(c, it, buf, "filesystem.tmpfs[]") < 0)
             return -1;
         const cJSON *pv = cJSON_GetObjectItemCaseSensitive(it, "path");
         if (!pv)
-            return pfail(c, kp(sub, buf, "path"), "is required");
-        _cleanup_free_ char *n = get_path(c, pv, kp(sub, buf, "path"), false);
+            return mini_prof_pfail(c, mini_prof_kp(sub, buf, "path"), "is required");
+        _cleanup_free_ char *n = mini_prof_get_path(c, pv, mini_prof_kp(sub, buf, "path"), false);
         if (!n)
             return -1;
         uint64_t size_mb = DEFAULT_TMP_MB;
         unsigned mode = 01777;
         bool bad;
-        if (get_uint(c, it, buf, "size_mb", 1, MB_MAX, &size_mb) < 0)
+        if (mini_prof_get_uint(c, it, buf, "size_mb", 1, MB_MAX, &size_mb) < 0)
             return -1;
-        const char *m = get_str(c, it, buf, "mode", &bad);
+        const char *m = mini_prof_get_str(c, it, buf, "mode", &bad);
         if (bad)
             return -1;
         if (m && parse_mode(m, &mode) < 0)
-            return pfail(c, kp(sub, buf, "mode"), "must be an octal mode such as \"1777\"");
+            return mini_prof_pfail(c, mini_prof_kp(sub, buf, "mode"), "must be an octal mode such as \"1777\"");
         for (size_t j = 0; j < p->n_tmpfs; j++)
             if (strcmp(p->tmpfs[j].path, n) == 0)
-                return pfail(c, kp(sub, buf, "path"), "\"%s\" is listed twice", n);
+                return mini_prof_pfail(c, mini_prof_kp(sub, buf, "path"), "\"%s\" is listed twice", n);
         if (push_tmpfs(p, n, size_mb * MIB, mode) < 0)
-            return pnomem(c);
+            return mini_prof_pnomem(c);
     }
     return 0;
 }
@@ -659,7 +665,7 @@ static bool emit_tmpfs(cJSON *fs, const char *key, const struct mini_profile *p)
         char mode[8];
         snprintf(mode, sizeof mode, "%o", p->tmpfs[i].mode & 07777);
         cJSON *to = cJSON_CreateObject();
-        ok = json_push(tmpfs, to) && cJSON_AddStringToObject(to, "path", p->tmpfs[i].path) &&
+        ok = mini_prof_json_push(tmpfs, to) && cJSON_AddStringToObject(to, "path", p->tmpfs[i].path) &&
             cJSON_AddNumberToObject(to, "size_mb", (double)(p->tmpfs[i].size_bytes / MIB)) &&
             cJSON_AddStringToObject(to, "mode", mode);
     }
@@ -676,10 +682,10 @@ static int check_allow(const struct pctx *c, struct mini_profile *p)
 {
     const struct mini_seccomp_policy *s = &p->seccomp;
     if (s->default_action == MINI_SECCOMP_ALLOW && s->n_allow)
-        return pfail(c, "seccomp.allow", "only applies when default_action is \"errno\" or \"kill\"");
+        return mini_prof_pfail(c, "seccomp.allow", "only applies when default_action is \"errno\" or \"kill\"");
     if (s->default_action != MINI_SECCOMP_ALLOW && !s->n_allow)
-        return pfail(c, "seccomp.allow", "must list the allowed syscalls when default_action is \"%s\"",
-                     default_actions[s->default_action].name);
+        return mini_prof_pfail(c, "seccomp.allow", "must list the allowed syscalls when default_action is \"%s\"",
+                               default_actions[s->default_action].name);
     return 0;
 }
 
@@ -721,25 +727,25 @@ static int parse_families(const struct pctx *c, const cJSON *arr, const char *pa
     struct mini_seccomp_policy *s = &p->seccomp;
     char buf[KP_MAX];
     if (!cJSON_IsArray(arr))
-        return pfail(c, path, "must be an array of family names");
+        return mini_prof_pfail(c, path, "must be an array of family names");
     release_families(p);
     size_t i = 0;
     for (const cJSON *it = arr->child; it; it = it->next, i++) {
-        kpi(buf, path, i);
+        mini_prof_kpi(buf, path, i);
         if (!cJSON_IsString(it))
-            return pfail(c, buf, "must be a family name");
+            return mini_prof_pfail(c, buf, "must be a family name");
         size_t f = 0;
         while (f < MINI_ARRAY_SIZE(families) && strcmp(families[f].name, it->valuestring) != 0)
             f++;
         if (f == MINI_ARRAY_SIZE(families))
-            return pfail(c, buf, "unknown socket family \"%s\"", it->valuestring);
+            return mini_prof_pfail(c, buf, "unknown socket family \"%s\"", it->valuestring);
         if (families[f].refused)
-            return pfail(c, buf, "socket family \"%s\" is never allowed", it->valuestring);
+            return mini_prof_pfail(c, buf, "socket family \"%s\" is never allowed", it->valuestring);
         for (size_t j = 0; j < s->n_socket_families; j++)
             if (s->socket_families[j] == families[f].af)
-                return pfail(c, buf, "\"%s\" is listed twice", it->valuestring);
+                return mini_prof_pfail(c, buf, "\"%s\" is listed twice", it->valuestring);
         if (push_family(s, families[f].af) < 0)
-            return pnomem(c);
+            return mini_prof_pnomem(c);
     }
     return 0;
 }
@@ -751,7 +757,7 @@ static bool emit_families(cJSON *so, const char *key, const struct mini_profile 
     bool ok = fams != NULL;
     for (size_t i = 0; ok && i < s->n_socket_families; i++) {
         const char *name = family_name(s->socket_families[i]);
-        ok = json_push(fams, name ? cJSON_CreateString(name) : cJSON_CreateNumber(s->socket_families[i]));
+        ok = mini_prof_json_push(fams, name ? cJSON_CreateString(name) : cJSON_CreateNumber(s->socket_families[i]));
     }
     return ok;
 }
@@ -780,16 +786,16 @@ static int parse_env_set(const struct pctx *c, const cJSON *x, const char *path,
 {
     char buf[KP_MAX];
     if (!cJSON_IsObject(x))
-        return pfail(c, path, "must be an object of strings");
+        return mini_prof_pfail(c, path, "must be an object of strings");
     mini_env_free(&p->env_set);
     for (const cJSON *it = x->child; it; it = it->next) {
-        kp(buf, path, it->string);
+        mini_prof_kp(buf, path, it->string);
         if (!valid_env_name(it->string))
-            return pfail(c, buf, "invalid variable name");
+            return mini_prof_pfail(c, buf, "invalid variable name");
         if (!cJSON_IsString(it))
-            return pfail(c, buf, "must be a string");
+            return mini_prof_pfail(c, buf, "must be a string");
         if (mini_env_add(&p->env_set, it->string, it->valuestring) < 0)
-            return pnomem(c);
+            return mini_prof_pnomem(c);
     }
     return 0;
 }
@@ -807,8 +813,9 @@ static int check_environment(const struct pctx *c, struct mini_profile *p)
 {
     char buf[KP_MAX];
     for (size_t i = 0; i < p->n_env_pass; i++)
-        if (strv_has(p->env_set.keys, p->env_set.n, p->env_pass[i]))
-            return pfail(c, kpi(buf, "environment.pass", i), "\"%s\" is also in environment.set", p->env_pass[i]);
+        if (mini_prof_strv_has(p->env_set.keys, p->env_set.n, p->env_pass[i]))
+            return mini_prof_pfail(c, mini_prof_kpi(buf, "environment.pass", i), "\"%s\" is also in environment.set",
+                                   p->env_pass[i]);
     return 0;
 }
 
@@ -818,24 +825,25 @@ static int parse_require(const struct pctx *c, const cJSON *arr, const char *pat
 {
     char buf[KP_MAX];
     if (!cJSON_IsArray(arr))
-        return pfail(c, path, "must be an array of feature names");
+        return mini_prof_pfail(c, path, "must be an array of feature names");
     size_t i = 0;
     for (const cJSON *it = arr->child; it; it = it->next, i++) {
-        kpi(buf, path, i);
+        mini_prof_kpi(buf, path, i);
         if (!cJSON_IsString(it))
-            return pfail(c, buf, "must be a feature name");
+            return mini_prof_pfail(c, buf, "must be a feature name");
         unsigned bit = mini_feature_from_name(it->valuestring);
         if (!bit)
-            return pfail(c, buf,
-                         "unknown feature \"%s\" (known: user_ns, pid_ns, net_ns, mount_ns, ipc_ns, "
-                         "uts_ns, cgroup_ns, seccomp, landlock, cgroups, overlay)",
-                         it->valuestring);
+            return mini_prof_pfail(c, buf,
+                                   "unknown feature \"%s\" (known: user_ns, pid_ns, net_ns, mount_ns, ipc_ns, "
+                                   "uts_ns, cgroup_ns, seccomp, landlock, cgroups, overlay)",
+                                   it->valuestring);
         if (p->require & bit)
-            return pfail(c, buf, "\"%s\" is listed twice", it->valuestring);
+            return mini_prof_pfail(c, buf, "\"%s\" is listed twice", it->valuestring);
         if ((bit & ALL_NS) && !(p->namespaces & bit))
-            return pfail(c, buf, "\"%s\" is required but that namespace is turned off in namespaces", it->valuestring);
+            return mini_prof_pfail(c, buf, "\"%s\" is required but that namespace is turned off in namespaces",
+                                   it->valuestring);
         if (bit == MINI_FEAT_OVERLAY && !p->overlay_root)
-            return pfail(c, buf, "\"overlay\" is required but filesystem.overlay_root is false");
+            return mini_prof_pfail(c, buf, "\"overlay\" is required but filesystem.overlay_root is false");
         p->require |= bit;
     }
     return 0;
@@ -847,7 +855,7 @@ static bool emit_require(cJSON *o, const char *key, const struct mini_profile *p
     bool ok = req != NULL;
     for (unsigned i = 0; ok && i < MINI_FEAT_COUNT; i++)
         if (p->require & (1u << i))
-            ok = json_push(req, cJSON_CreateString(mini_feature_name(i)));
+            ok = mini_prof_json_push(req, cJSON_CreateString(mini_feature_name(i)));
     return ok;
 }
 
@@ -1168,9 +1176,9 @@ void mini_profile_keys_markdown(FILE *out, const char *section)
     fprintf(out, "| key | type | %s | meaning |\n|---|---|---|---|\n", section[0] ? "default (strict)" : "default");
     for (size_t i = 0; i < mini_profile_n_keys; i++) {
         const struct pkey *k = &mini_profile_keys[i];
-        if (!pkey_in(k, section) || k->type == PK_ITEMKEY)
+        if (!mini_prof_pkey_in(k, section) || k->type == PK_ITEMKEY)
             continue;
-        fprintf(out, "| `%s` | ", pkey_name(k));
+        fprintf(out, "| `%s` | ", mini_prof_pkey_name(k));
         type_doc(out, k);
         fputs(" | ", out);
         default_doc(out, k);

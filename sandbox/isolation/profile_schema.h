@@ -53,7 +53,7 @@ struct pctx {
     const cJSON *top; /* the whole profile object being parsed, or NULL */
 };
 
-struct pkey_name {
+struct mini_prof_pkey_name {
     const char *name;
     int value;
 };
@@ -61,14 +61,14 @@ struct pkey_name {
 struct pkey {
     const char *path; /* "limits.memory_mb"; a top-level key has no dot */
     enum pkey_type type;
-    size_t off;                    /* in struct mini_profile */
-    size_t size;                   /* PK_CUSTOM: bytes at off copied by mini_profile_dup */
-    size_t off_n;                  /* PK_STRV: the count */
-    unsigned flags;                /* PKF_* */
-    unsigned bit;                  /* PK_FLAG */
-    uint64_t unit, min, max;       /* PK_UINT */
-    double dmax;                   /* PK_NUMBER */
-    const struct pkey_name *names; /* PK_ENUM */
+    size_t off;                              /* in struct mini_profile */
+    size_t size;                             /* PK_CUSTOM: bytes at off copied by mini_profile_dup */
+    size_t off_n;                            /* PK_STRV: the count */
+    unsigned flags;                          /* PKF_* */
+    unsigned bit;                            /* PK_FLAG */
+    uint64_t unit, min, max;                 /* PK_UINT */
+    double dmax;                             /* PK_NUMBER */
+    const struct mini_prof_pkey_name *names; /* PK_ENUM */
     size_t n_names;
     /* the default, in the JSON's units (PK_STRV: a NULL-terminated list) */
     bool dflt_bool;
@@ -101,28 +101,28 @@ extern const struct pkey mini_profile_keys[];
 extern const size_t mini_profile_n_keys;
 
 /* The last component of an entry's path ("memory_mb"). */
-const char *pkey_name(const struct pkey *k);
+const char *mini_prof_pkey_name(const struct pkey *k);
 /* Whether k is a key of the object at `parent` ("" for the top). */
-bool pkey_in(const struct pkey *k, const char *parent);
+bool mini_prof_pkey_in(const struct pkey *k, const char *parent);
 
 /* Helpers profile.c defines for the callbacks. */
-int pfail(const struct pctx *c, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-int pnomem(const struct pctx *c);
-int ploosens(const struct pctx *c, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-const char *kp(char *buf, const char *parent, const char *key);
-const char *kpi(char *buf, const char *parent, size_t i);
-int check_keys(const struct pctx *c, const cJSON *v, const char *path, const char *parent);
-int unknown_key(const struct pctx *c, const char *path, const char *key, const char *const *allowed, size_t n_allowed);
-int get_bool(const struct pctx *c, const cJSON *obj, const char *path, const char *key, bool *out);
-const char *get_str(const struct pctx *c, const cJSON *obj, const char *path, const char *key, bool *bad);
-int get_uint(const struct pctx *c, const cJSON *obj, const char *path, const char *key, uint64_t min, uint64_t max,
-             uint64_t *out);
-char *get_path(const struct pctx *c, const cJSON *v, const char *path, bool allow_root);
-int push_str(char ***v, size_t *n, const char *s);
-void free_strv(char ***v, size_t *n);
-bool strv_has(char **v, size_t n, const char *s);
-bool add_strv(cJSON *obj, const char *key, char **v, size_t n);
-bool json_push(cJSON *arr, cJSON *item);
+int mini_prof_pfail(const struct pctx *c, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int mini_prof_pnomem(const struct pctx *c);
+int mini_prof_ploosens(const struct pctx *c, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+const char *mini_prof_kp(char *buf, const char *parent, const char *key);
+const char *mini_prof_kpi(char *buf, const char *parent, size_t i);
+int mini_prof_check_keys(const struct pctx *c, const cJSON *v, const char *path, const char *parent);
+int mini_prof_get_bool(const struct pctx *c, const cJSON *obj, const char *path, const char *key, bool *out);
+const char *mini_prof_get_str(const struct pctx *c, const cJSON *obj, const char *path, const char *key, bool *bad);
+int mini_prof_get_uint(const struct pctx *c, const cJSON *obj, const char *path, const char *key, uint64_t min,
+                       uint64_t max, uint64_t *out);
+char *mini_prof_get_path(const struct pctx *c, const cJSON *v, const char *path, bool allow_root);
+int mini_prof_push_str(char ***v, size_t *n, const char *s);
+void mini_prof_free_strv(char ***v, size_t *n);
+bool mini_prof_strv_has(char **v, size_t n, const char *s);
+bool mini_prof_add_strv(cJSON *obj, const char *key, char **v, size_t n);
+bool mini_prof_json_push(cJSON *arr, cJSON *item);
 
 /* The key reference of section `section` ("" for the top level) as a
  * Markdown table, from the table. */
