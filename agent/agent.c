@@ -17,6 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
+static cJSON *mini_agent_template_vars(struct mini_agent *a);
+
+static struct mini_flow mini_agent_execute_actions(struct mini_agent *a, const cJSON *msg, struct mini_err *e);
+
 extern char **environ;
 
 #define TRAJECTORY_FORMAT "mini-swe-agent-1.1"
@@ -304,7 +308,13 @@ static cJSON *agent_dump(const struct mini_agent *a)
     return d;
 }
 
-cJSON *mini_agent_template_vars(struct mini_agent *a)
+/* The variables of every template, as mini-swe-agent's get_template_vars
+ * at this moment: the agent's config (its fields only, defaults filled in,
+ * output_path the trajectory's), the environment's (its config, uname's
+ * fields, for the local environment the process environment), the
+ * model's, n_model_calls, model_cost, elapsed_seconds (whole seconds),
+ * task.  NULL when out of memory. */
+static cJSON *mini_agent_template_vars(struct mini_agent *a)
 {
     cJSON *v = agent_dump(a);
     if (!v)
@@ -382,7 +392,9 @@ static int save(struct mini_agent *a, struct mini_err *e)
     return 0;
 }
 
-int mini_agent_save(struct mini_agent *a, struct mini_err *e)
+/* Write the trajectory now (atomically), as Python's json.dump(indent=2);
+ * synced to disk (fsync) only once the run has ended (never with no_sync). */
+static int mini_agent_save(struct mini_agent *a, struct mini_err *e)
 {
     if (!a->output_path)
         return 0;
@@ -627,7 +639,8 @@ struct mini_flow mini_agent_submitted(const char *submission)
     return mini_flow_of(MINI_FLOW_SUBMITTED, exit_message("Submitted", submission, NULL));
 }
 
-struct mini_flow mini_agent_execute_actions(struct mini_agent *a, const cJSON *msg, struct mini_err *e)
+/* mini_agent_run_actions, then the submission or the observations. */
+static struct mini_flow mini_agent_execute_actions(struct mini_agent *a, const cJSON *msg, struct mini_err *e)
 {
     _cleanup_cjson_ cJSON *outputs = cJSON_CreateArray();
     _cleanup_free_ char *submission = NULL;

@@ -122,16 +122,6 @@ void mini_agent_audit_rejected(struct mini_agent *a, const cJSON *msg, const cha
  * when -1 is returned for an error, which is then the exit status's
  * cause); the trajectory has been saved either way. */
 int mini_agent_run(struct mini_agent *a, const char *task, struct mini_err *e);
-/* The variables of every template, as mini-swe-agent's get_template_vars
- * at this moment: the agent's config (its fields only, defaults filled in,
- * output_path the trajectory's), the environment's (its config, uname's
- * fields, for the local environment the process environment), the
- * model's, n_model_calls, model_cost, elapsed_seconds (whole seconds),
- * task.  NULL when out of memory. */
-cJSON *mini_agent_template_vars(struct mini_agent *a);
-/* Write the trajectory now (atomically), as Python's json.dump(indent=2);
- * synced to disk (fsync) only once the run has ended (never with no_sync). */
-int mini_agent_save(struct mini_agent *a, struct mini_err *e);
 void mini_agent_fini(struct mini_agent *a);
 
 /* ---- the plain agent's stages, and their parts, for a front end's own ---- */
@@ -142,8 +132,6 @@ struct mini_flow mini_agent_step(struct mini_agent *a, struct mini_err *e);
 /* The step and cost limits (MINI_FLOW_LIMITS_EXCEEDED), the wall-time
  * limit (MINI_FLOW_TIME_EXCEEDED), in this order, then the model. */
 struct mini_flow mini_agent_query(struct mini_agent *a, const cJSON **msg, struct mini_err *e);
-/* mini_agent_run_actions, then the submission or the observations. */
-struct mini_flow mini_agent_execute_actions(struct mini_agent *a, const cJSON *msg, struct mini_err *e);
 
 /* Add msg (taken) to the trajectory. */
 void mini_agent_add_message(struct mini_agent *a, cJSON *msg);

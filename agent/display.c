@@ -315,7 +315,8 @@ static void show_content(struct mini_display *d, const cJSON *content, enum mini
     mini_display_flush(d);
 }
 
-void mini_display_actions(struct mini_display *d, const cJSON *actions)
+/* Commands as highlighted blocks (a list of actions {"command": ...}). */
+static void mini_display_actions(struct mini_display *d, const cJSON *actions)
 {
     const char *bar = d->utf8 ? "\u2503" : "|";
     const cJSON *act;

@@ -65,8 +65,6 @@ void mini_display_rule(struct mini_display *d, const char *label);
 /* One message of the trajectory; output_shown: it is the observation of a
  * command whose output was just shown live, so only its title is. */
 void mini_display_message(struct mini_display *d, const cJSON *msg, long step, double cost, bool output_shown);
-/* Commands as highlighted blocks (a list of actions {"command": ...}). */
-void mini_display_actions(struct mini_display *d, const cJSON *actions);
 
 /* A command starts; its output, as it arrives; it has ended (result). */
 void mini_display_command_start(struct mini_display *d, const char *command, bool show_command);

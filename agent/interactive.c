@@ -75,7 +75,8 @@ struct mini_ui {
 
 static const char *const mode_names[] = { "confirm", "yolo", "human" };
 
-int mini_ui_parse_mode(const char *name)
+/* "confirm", "yolo", "human" -> mode; -1 for anything else. */
+static int mini_ui_parse_mode(const char *name)
 {
     for (size_t i = 0; name && i < MINI_ARRAY_SIZE(mode_names); i++)
         if (strcmp(name, mode_names[i]) == 0)
@@ -83,7 +84,7 @@ int mini_ui_parse_mode(const char *name)
     return -1;
 }
 
-const char *mini_ui_mode_name(enum mini_mode mode)
+static const char *mini_ui_mode_name(enum mini_mode mode)
 {
     return (unsigned)mode < MINI_ARRAY_SIZE(mode_names) ? mode_names[mode] : "?";
 }

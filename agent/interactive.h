@@ -64,10 +64,6 @@ struct mini_ui_opts {
     const char *history_dir;
 };
 
-/* "confirm", "yolo", "human" -> mode; -1 for anything else. */
-int mini_ui_parse_mode(const char *name);
-const char *mini_ui_mode_name(enum mini_mode mode);
-
 /* Whether the agent section asks for a mode that needs someone at a
  * terminal (confirm or human, with the interactive agent class); the mode's
  * name in *mode when it does. */

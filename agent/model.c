@@ -66,7 +66,8 @@ void mini_model_scrub(const struct mini_model *m, struct mini_err *e)
     }
 }
 
-int mini_model_render(const char *tpl, const cJSON *vars, char **out, struct mini_err *e)
+/* Render a template with vars; *out is malloc'd text. */
+static int mini_model_render(const char *tpl, const cJSON *vars, char **out, struct mini_err *e)
 {
     struct mini_buf b = MINI_BUF_INIT;
     if (mini_tpl_render(tpl, strlen(tpl), vars, &b, e) < 0) {

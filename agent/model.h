@@ -107,6 +107,5 @@ void mini_model_set_notes(struct mini_model *m, mini_model_note_fn fn, void *arg
  * GLOBAL_MODEL_STATS).  MSWEA_GLOBAL_COST_LIMIT and MSWEA_GLOBAL_CALL_LIMIT
  * (0: none) make a query fail once they are reached. */
 double mini_model_global_cost(void);
-long mini_model_global_calls(void);
 
 #endif

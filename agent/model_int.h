@@ -151,8 +151,6 @@ struct mini_model {
 };
 
 /* ---- model.c ---- */
-/* Render a template with vars; *out is malloc'd text. */
-int mini_model_render(const char *tpl, const cJSON *vars, char **out, struct mini_err *e);
 /* The format-error message (role user) for a reply without a valid action.
  * error: the problem in words; actions: array of the commands found (may be
  * NULL: empty); finish_reason/content may be NULL; response is copied. */
@@ -211,8 +209,6 @@ int mini_toolcall_actions(const cJSON *tool_calls, cJSON **actions, char **error
 int mini_message_actions(struct mini_model *m, const cJSON *msg, cJSON **actions, char **error, struct mini_err *e);
 
 /* ---- model_openai.c ---- */
-/* The tool definition (OpenAI shape) and its Anthropic twin. */
-cJSON *mini_bash_tool_openai(void);
 cJSON *mini_bash_tool_anthropic(void);
 /* Request body for /chat/completions: model, messages and tools, before
  * model_kwargs (mini_model_finish_body).  NULL with e. */

@@ -32,7 +32,8 @@ static cJSON *bash_parameters(void)
     return TAKE_PTR(params);
 }
 
-cJSON *mini_bash_tool_openai(void)
+/* The tool definition (OpenAI shape) and its Anthropic twin. */
+static cJSON *mini_bash_tool_openai(void)
 {
     cJSON *tool = cJSON_CreateObject();
     cJSON *fn = cJSON_CreateObject();

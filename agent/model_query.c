@@ -36,7 +36,7 @@ double mini_model_global_cost(void)
     return c;
 }
 
-long mini_model_global_calls(void)
+static long mini_model_global_calls(void)
 {
     pthread_mutex_lock(&global_lock);
     long n = global_calls;

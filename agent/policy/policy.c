@@ -290,7 +290,6 @@ void mini_policy_match(const struct mini_policy *p, const char *command, struct 
 }
 
 bool mini_policy_default_given(const struct mini_policy *p) { return p->def_given; }
-enum mini_verdict mini_policy_default(const struct mini_policy *p) { return p->def; }
 const char *mini_policy_approver(const struct mini_policy *p) { return p->approver; }
 double mini_policy_approver_timeout(const struct mini_policy *p) { return p->approver_timeout; }
 const char *mini_policy_audit_log(const struct mini_policy *p) { return p->audit_log; }

@@ -58,7 +58,6 @@ void mini_policy_free(struct mini_policy *p);
 void mini_policy_match(const struct mini_policy *p, const char *command, struct mini_policy_match *m);
 /* Whether `default` was given (confirm mode asks the person otherwise). */
 bool mini_policy_default_given(const struct mini_policy *p);
-enum mini_verdict mini_policy_default(const struct mini_policy *p);
 /* Each NULL when not set. */
 const char *mini_policy_approver(const struct mini_policy *p);
 double mini_policy_approver_timeout(const struct mini_policy *p);

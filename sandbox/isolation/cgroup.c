@@ -187,7 +187,9 @@ static bool remove_dir(const char *dir)
     return false;
 }
 
-size_t mini_cgroups_retry_pending(struct mini_cgroups *cg)
+/* Retry removing directories left over by earlier destroys; returns how
+ * many are still pending. */
+static size_t mini_cgroups_retry_pending(struct mini_cgroups *cg)
 {
     size_t k = 0;
     for (size_t i = 0; i < cg->n_pending; i++) {
@@ -741,8 +743,8 @@ int mini_cgroup_result(const struct mini_cgroup *c, struct mini_cgroup_result *r
         if (r->oom_kills >= 0)
             r->oom_killed = r->oom_kills > 0;
         else /* kernels before 4.13 have no oom_kill count */
-            r->oom_killed =
-                cg_read_key(mat, mem, "memory.oom_control", "under_oom") > 0 || (c->memory_limit && r->memory_events > 0);
+            r->oom_killed = cg_read_key(mat, mem, "memory.oom_control", "under_oom") > 0 ||
+                (c->memory_limit && r->memory_events > 0);
     }
     const char *pids;
     int pat = dir_with(c, MINI_CGC_PIDS, &pids);

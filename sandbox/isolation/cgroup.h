@@ -180,8 +180,5 @@ int mini_cgroup_kill(struct mini_cgroup *c);
  * the kernel finishes; what still cannot be removed is retried later (see
  * above).  Leaves *c inactive (MINI_CGROUP_INIT); safe to call twice. */
 void mini_cgroup_destroy(struct mini_cgroup *c);
-/* Retry removing directories left over by earlier destroys; returns how
- * many are still pending. */
-size_t mini_cgroups_retry_pending(struct mini_cgroups *cg);
 
 #endif
