@@ -18,7 +18,7 @@
 
 struct build {
     const struct mini_rootfs_spec *s;
-    int rootfd;                 /* the new root's tmpfs */
+    int rootfd; /* the new root's tmpfs */
     /* Building a template (mini_rootfs_template): a detached tree, in
      * which mount(2) on a path is refused; every mount is made detached
      * and moved onto its mount point. */
@@ -145,8 +145,7 @@ static int detached_tmpfs(unsigned mode, unsigned long long size, uint64_t attrs
     snprintf(sz, sizeof sz, "%llu", size);
     _cleanup_close_ int fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
     if (fs < 0 || fsconfig(fs, FSCONFIG_SET_STRING, "source", "tmpfs", 0) < 0 ||
-        fsconfig(fs, FSCONFIG_SET_STRING, "mode", m, 0) < 0 ||
-        fsconfig(fs, FSCONFIG_SET_STRING, "size", sz, 0) < 0 ||
+        fsconfig(fs, FSCONFIG_SET_STRING, "mode", m, 0) < 0 || fsconfig(fs, FSCONFIG_SET_STRING, "size", sz, 0) < 0 ||
         (ro_sb && fsconfig(fs, FSCONFIG_SET_FLAG, "ro", NULL, 0) < 0) ||
         fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
         return -1;
@@ -309,8 +308,7 @@ static int add_hide(struct build *b, const char *path)
         if (fstat(fd, &st) < 0)
             return fail(b, errno, "stat", path);
         if (S_ISDIR(st.st_mode))
-            return mount_tmpfs(b, path, 0755, 16 << 10, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
-                               true);
+            return mount_tmpfs(b, path, 0755, 16 << 10, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, true);
         int r = cover_file(b, fd, path);
         if (r <= 0)
             return r;

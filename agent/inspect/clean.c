@@ -31,7 +31,7 @@ uint32_t insp_utf8_decode(const char *p, size_t n, size_t *len)
 static bool shown_escaped(uint32_t cp)
 {
     return (cp >= 0x80 && cp <= 0x9f) || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069) ||
-           cp == 0x2028 || cp == 0x2029 || cp == 0x200e || cp == 0x200f || cp == 0x061c;
+        cp == 0x2028 || cp == 0x2029 || cp == 0x200e || cp == 0x200f || cp == 0x061c;
 }
 
 int insp_clean_append(struct mini_buf *out, const char *p, size_t n)
@@ -55,7 +55,7 @@ int insp_clean_append(struct mini_buf *out, const char *p, size_t n)
         } else if (c == '\r' && i + 1 < n && s[i + 1] == '\n') {
             i++; /* the \n follows */
         } else if (c < 0x20 || c == 0x7f) {
-            char caret[2] = {'^', c == 0x7f ? '?' : (char)(c + 0x40)};
+            char caret[2] = { '^', c == 0x7f ? '?' : (char)(c + 0x40) };
             rc = mini_buf_append(out, caret, 2);
             i++;
         } else {

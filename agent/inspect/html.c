@@ -94,8 +94,10 @@ static void step(FILE *out, const struct insp_traj *t, size_t k, size_t s)
     char title[64];
     insp_step_title(title, sizeof title, t, s);
     if (s == 0)
-        fprintf(out, "<details class=\"prompts\" id=\"t%zu-s0\"><summary>System and instance prompts (%zu messages)</summary>\n",
-                k, to - from);
+        fprintf(
+            out,
+            "<details class=\"prompts\" id=\"t%zu-s0\"><summary>System and instance prompts (%zu messages)</summary>\n",
+            k, to - from);
     else
         fprintf(out, "<section class=\"step\" id=\"t%zu-s%zu\"><h3>%s</h3>\n", k, s, title);
     for (size_t i = from; i < to && i < t->n_msgs; i++)
@@ -154,7 +156,8 @@ static void trajectory(FILE *out, struct insp_traj *t, size_t k, bool prompts)
 static void overview(FILE *out, const struct insp_set *set)
 {
     fputs("<table id=\"overview\"><tr><th>Trajectory</th><th>Exit status</th><th>Steps</th><th>Cost</th>"
-          "<th>Resolved</th></tr>\n", out);
+          "<th>Resolved</th></tr>\n",
+          out);
     for (size_t i = 0; i < set->n; i++) {
         const struct insp_traj *t = &set->t[i];
         fprintf(out, "<tr><td><a href=\"#t%zu\">", i + 1);

@@ -87,9 +87,12 @@ int mini_inspect_main(int argc, char **argv)
 {
     enum { OPT_HTML = 256, OPT_TEXT, OPT_LIST, OPT_NO_PROMPTS };
     static const struct option opts[] = {
-        {"html", required_argument, NULL, OPT_HTML},     {"text", no_argument, NULL, OPT_TEXT},
-        {"list", no_argument, NULL, OPT_LIST},           {"no-prompts", no_argument, NULL, OPT_NO_PROMPTS},
-        {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0},
+        { "html", required_argument, NULL, OPT_HTML },
+        { "text", no_argument, NULL, OPT_TEXT },
+        { "list", no_argument, NULL, OPT_LIST },
+        { "no-prompts", no_argument, NULL, OPT_NO_PROMPTS },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
     };
     const char *html = NULL;
     bool text = false, list = false, prompts = true;

@@ -57,7 +57,7 @@ struct insp_traj {
     bool loaded;    /* msgs below are there */
     struct insp_msg *msgs;
     size_t n_msgs;
-    size_t n_prompt; /* messages before the first step: the system and instance prompts */
+    size_t n_prompt;    /* messages before the first step: the system and instance prompts */
     size_t *step_start; /* n_steps indexes into msgs */
 };
 
@@ -105,9 +105,9 @@ void insp_json_fix_escapes(char *p, size_t n);
 /* page.c: a step's lines. */
 enum insp_style {
     INSP_TEXT = 0,
-    INSP_HEAD,   /* a message's header: "ASSISTANT", "TOOL (returncode 0)" */
-    INSP_CMD,    /* a command the model asked for */
-    INSP_DIM,    /* the prompts, reasoning */
+    INSP_HEAD, /* a message's header: "ASSISTANT", "TOOL (returncode 0)" */
+    INSP_CMD,  /* a command the model asked for */
+    INSP_DIM,  /* the prompts, reasoning */
 };
 struct insp_line {
     const char *s; /* not NUL-terminated: n bytes */

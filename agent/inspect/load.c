@@ -137,8 +137,10 @@ static char *dup_clean(const char *s) { return s ? insp_clean(s, strlen(s)) : NU
 static const char *interrupt_note(const char *t)
 {
     static const char *const names[][2] = {
-        {"FormatError", "format error"},        {"UserRejection", "rejected"},
-        {"UserInterruption", "interruption"},   {"UserNewTask", "new task"},
+        { "FormatError", "format error" },
+        { "UserRejection", "rejected" },
+        { "UserInterruption", "interruption" },
+        { "UserNewTask", "new task" },
     };
     for (size_t i = 0; i < MINI_ARRAY_SIZE(names); i++)
         if (strcmp(t, names[i][0]) == 0)
@@ -148,7 +150,7 @@ static const char *interrupt_note(const char *t)
 
 static int msg_convert(struct insp_msg *out, const cJSON *m)
 {
-    struct conv c = {MINI_BUF_INIT, NULL, 0, false};
+    struct conv c = { MINI_BUF_INIT, NULL, 0, false };
     const char *role = get_str(m, "role");
     if (!role)
         role = get_str(m, "type");
@@ -196,7 +198,7 @@ static int msg_convert(struct insp_msg *out, const cJSON *m)
     out->commands = c.commands;
     out->n_commands = c.n_commands;
     bool oom = c.oom || !out->role || !out->text || (get_str(m, "reasoning_content") && !out->reasoning) ||
-               (note.len && !out->note);
+        (note.len && !out->note);
     mini_buf_free(&note);
     mini_buf_free(&c.text);
     return oom ? -1 : 0;
@@ -227,7 +229,7 @@ static bool starts_step(const cJSON *m)
  * <issue> when it has one of them, else the whole text. */
 static char *task_of(const char *text)
 {
-    static const char *const tags[] = {"task", "pr_description", "issue", "problem_statement"};
+    static const char *const tags[] = { "task", "pr_description", "issue", "problem_statement" };
     for (size_t i = 0; i < MINI_ARRAY_SIZE(tags); i++) {
         char open[40], close[40];
         snprintf(open, sizeof open, "<%s>", tags[i]);
@@ -402,7 +404,7 @@ int insp_parse(struct insp_traj *t, const char *data, size_t len, bool full)
     free(t->task);
     t->task = NULL;
     if (first_user) {
-        struct insp_msg fm = {0};
+        struct insp_msg fm = { 0 };
         if (msg_convert(&fm, first_user) == 0)
             t->task = task_of(fm.text);
         msg_free(&fm);
@@ -501,7 +503,8 @@ static int walk(int dirfd, const char *path, int depth, struct found *f, struct 
             break;
         }
         if (S_ISDIR(st.st_mode)) {
-            int fd = depth < INSP_MAX_DEPTH ? openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+            int fd = depth < INSP_MAX_DEPTH ? openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                                            : -1;
             /* An unreadable folder inside is skipped, as find(1) would. */
             if (fd >= 0)
                 rc = walk(fd, child, depth + 1, f, e);
@@ -559,7 +562,7 @@ int insp_collect(const char *path, struct insp_set *set, struct mini_err *e)
     struct stat st;
     if (stat(path, &st) < 0)
         return mini_err_sys(e, MINI_E_IO, errno, "%s", path);
-    struct found f = {0};
+    struct found f = { 0 };
     int rc = 0;
     if (S_ISDIR(st.st_mode)) {
         set->folder = true;

@@ -14,7 +14,7 @@ static int add(struct insp_page *p, const char *s, size_t n, enum insp_style sty
         p->lines = l;
         p->cap = cap;
     }
-    p->lines[p->n++] = (struct insp_line){s, n, (unsigned char)style, prefix};
+    p->lines[p->n++] = (struct insp_line){ s, n, (unsigned char)style, prefix };
     return 0;
 }
 

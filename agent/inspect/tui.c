@@ -80,7 +80,7 @@ static void put_char(uint32_t cp, const struct tui *u)
     } else if (!u->utf8) {
         addch('?');
     } else {
-        wchar_t wc[2] = {(wchar_t)cp, 0};
+        wchar_t wc[2] = { (wchar_t)cp, 0 };
         if (wcwidth(wc[0]) < 0)
             wc[0] = L'?';
         addnwstr(wc, 1);
@@ -181,7 +181,7 @@ static int wrap(struct tui *u)
                 used += cw;
                 end += k;
             }
-            if (add_row(u, &cap, (struct row){l, off, end - off, first}) < 0)
+            if (add_row(u, &cap, (struct row){ l, off, end - off, first }) < 0)
                 return -1;
             first = false;
             off = end;
@@ -215,7 +215,7 @@ static void load_page(struct tui *u)
     u->have_match = false;
     struct insp_traj *t = &u->set->t[u->cur];
     if (!t->loaded) {
-        u->error_line = (struct insp_line){t->error ? t->error : "cannot be read", 0, INSP_HEAD, "error: "};
+        u->error_line = (struct insp_line){ t->error ? t->error : "cannot be read", 0, INSP_HEAD, "error: " };
         u->error_line.n = strlen(u->error_line.s);
         u->page.lines = &u->error_line;
         u->page.n = 1;
@@ -335,9 +335,11 @@ static void draw_traj(struct tui *u)
     if (u->msg[0])
         snprintf(foot, sizeof foot, " %s", u->msg);
     else
-        snprintf(foot, sizeof foot, " rows %zu-%zu/%zu%s | h/l step 0/$ first/last H/L traj j/k/PgDn/PgUp scroll "
-                 "/ n N search p prompts%s q quit", u->n_rows ? u->top + 1 : 0, last, u->n_rows,
-                 last < u->n_rows ? " (more below)" : "", u->set->folder ? " Esc list" : "");
+        snprintf(foot, sizeof foot,
+                 " rows %zu-%zu/%zu%s | h/l step 0/$ first/last H/L traj j/k/PgDn/PgUp scroll "
+                 "/ n N search p prompts%s q quit",
+                 u->n_rows ? u->top + 1 : 0, last, u->n_rows, last < u->n_rows ? " (more below)" : "",
+                 u->set->folder ? " Esc list" : "");
     bar(u->h - 1, foot, u);
 }
 
@@ -390,8 +392,8 @@ static void draw_list(struct tui *u)
                 attron(COLOR_PAIR(PAIR_ERROR));
             snprintf(line, sizeof line, "  error: %s", t->error);
         } else {
-            snprintf(line, sizeof line, "  %-18s %5zu  %-10s %s", t->exit_status && *t->exit_status ? t->exit_status : "-",
-                     t->n_steps, cost, insp_resolved_text(t));
+            snprintf(line, sizeof line, "  %-18s %5zu  %-10s %s",
+                     t->exit_status && *t->exit_status ? t->exit_status : "-", t->n_steps, cost, insp_resolved_text(t));
         }
         used += put_clipped(line, strlen(line), u->w - used, u);
         fill_to_end(used, u->w);
@@ -474,7 +476,7 @@ static bool read_query(struct tui *u)
         }
         if (r == OK && ch >= 0x20 && ch != 0x7f) {
             char mb[MB_LEN_MAX];
-            mbstate_t st = {0};
+            mbstate_t st = { 0 };
             size_t k = wcrtomb(mb, (wchar_t)ch, &st);
             if (k != (size_t)-1 && n + k <= SEARCH_MAX) {
                 memcpy(q + n, mb, k);
@@ -566,21 +568,31 @@ static bool key_traj(struct tui *u, int r, wint_t ch)
     if (r == KEY_CODE_YES) {
         switch (ch) {
         case KEY_RIGHT: go_step(u, u->step + 1); break;
-        case KEY_LEFT: if (u->step > 0) go_step(u, u->step - 1); break;
+        case KEY_LEFT:
+            if (u->step > 0)
+                go_step(u, u->step - 1);
+            break;
         case KEY_DOWN: scroll_by(u, 1); break;
         case KEY_UP: scroll_by(u, -1); break;
         case KEY_NPAGE: scroll_by(u, page); break;
         case KEY_PPAGE: scroll_by(u, -page); break;
         case KEY_HOME: u->top = 0; break;
         case KEY_END: u->top = max_top(u); break;
-        case KEY_BACKSPACE: if (u->set->folder) u->list = true; break;
+        case KEY_BACKSPACE:
+            if (u->set->folder)
+                u->list = true;
+            break;
         }
         return true;
     }
     switch (ch) {
-    case 'q': case 3: return false;
+    case 'q':
+    case 3: return false;
     case 'l': go_step(u, u->step + 1); break;
-    case 'h': if (u->step > 0) go_step(u, u->step - 1); break;
+    case 'h':
+        if (u->step > 0)
+            go_step(u, u->step - 1);
+        break;
     case '0': go_step(u, 0); break;
     case '$': go_step(u, t->n_steps); break;
     case 'j': scroll_by(u, 1); break;
@@ -588,8 +600,18 @@ static bool key_traj(struct tui *u, int r, wint_t ch)
     case ' ': scroll_by(u, page); break;
     case 'g': u->top = 0; break;
     case 'G': u->top = max_top(u); break;
-    case 'L': if (u->cur + 1 < u->set->n) { u->sel = u->cur + 1; open_traj(u, u->cur + 1); } break;
-    case 'H': if (u->cur > 0) { u->sel = u->cur - 1; open_traj(u, u->cur - 1); } break;
+    case 'L':
+        if (u->cur + 1 < u->set->n) {
+            u->sel = u->cur + 1;
+            open_traj(u, u->cur + 1);
+        }
+        break;
+    case 'H':
+        if (u->cur > 0) {
+            u->sel = u->cur - 1;
+            open_traj(u, u->cur - 1);
+        }
+        break;
     case 'p':
         u->prompts = !u->prompts;
         if (u->prompts) {
@@ -600,10 +622,26 @@ static bool key_traj(struct tui *u, int r, wint_t ch)
         }
         snprintf(u->msg, sizeof u->msg, "prompts %s", u->prompts ? "shown (step 0)" : "hidden");
         break;
-    case '/': if (read_query(u)) { u->have_match = false; search_traj(u, 1); } break;
-    case 'n': if (u->query[0]) search_traj(u, 1); break;
-    case 'N': if (u->query[0]) search_traj(u, -1); break;
-    case 27: case 127: case 8: if (u->set->folder) u->list = true; break;
+    case '/':
+        if (read_query(u)) {
+            u->have_match = false;
+            search_traj(u, 1);
+        }
+        break;
+    case 'n':
+        if (u->query[0])
+            search_traj(u, 1);
+        break;
+    case 'N':
+        if (u->query[0])
+            search_traj(u, -1);
+        break;
+    case 27:
+    case 127:
+    case 8:
+        if (u->set->folder)
+            u->list = true;
+        break;
     }
     return true;
 }
@@ -613,26 +651,51 @@ static bool key_list(struct tui *u, int r, wint_t ch)
     size_t n = u->set->n, page = body_rows(u);
     if (r == KEY_CODE_YES) {
         switch (ch) {
-        case KEY_DOWN: if (u->sel + 1 < n) u->sel++; break;
-        case KEY_UP: if (u->sel > 0) u->sel--; break;
+        case KEY_DOWN:
+            if (u->sel + 1 < n)
+                u->sel++;
+            break;
+        case KEY_UP:
+            if (u->sel > 0)
+                u->sel--;
+            break;
         case KEY_NPAGE: u->sel = u->sel + page < n ? u->sel + page : n - 1; break;
         case KEY_PPAGE: u->sel = u->sel > page ? u->sel - page : 0; break;
         case KEY_HOME: u->sel = 0; break;
         case KEY_END: u->sel = n - 1; break;
-        case KEY_ENTER: case KEY_RIGHT: open_traj(u, u->sel); break;
+        case KEY_ENTER:
+        case KEY_RIGHT: open_traj(u, u->sel); break;
         }
         return true;
     }
     switch (ch) {
-    case 'q': case 3: return false;
-    case 'j': if (u->sel + 1 < n) u->sel++; break;
-    case 'k': if (u->sel > 0) u->sel--; break;
+    case 'q':
+    case 3: return false;
+    case 'j':
+        if (u->sel + 1 < n)
+            u->sel++;
+        break;
+    case 'k':
+        if (u->sel > 0)
+            u->sel--;
+        break;
     case 'g': u->sel = 0; break;
     case 'G': u->sel = n - 1; break;
-    case '\n': case '\r': case 'l': open_traj(u, u->sel); break;
-    case '/': if (read_query(u)) search_list(u, 1); break;
-    case 'n': if (u->query[0]) search_list(u, 1); break;
-    case 'N': if (u->query[0]) search_list(u, -1); break;
+    case '\n':
+    case '\r':
+    case 'l': open_traj(u, u->sel); break;
+    case '/':
+        if (read_query(u))
+            search_list(u, 1);
+        break;
+    case 'n':
+        if (u->query[0])
+            search_list(u, 1);
+        break;
+    case 'N':
+        if (u->query[0])
+            search_list(u, -1);
+        break;
     }
     return true;
 }
@@ -645,7 +708,7 @@ int insp_tui_run(struct insp_set *set, struct mini_err *e)
     SCREEN *scr = newterm(NULL, stdout, stdin);
     if (!scr)
         return mini_err_set(e, MINI_E_IO, "cannot use the terminal (TERM=%s)", term);
-    struct sigaction sa = {0}, old_term, old_hup;
+    struct sigaction sa = { 0 }, old_term, old_hup;
     sa.sa_handler = on_stop; /* no SA_RESTART: get_wch returns */
     sigaction(SIGTERM, &sa, &old_term);
     sigaction(SIGHUP, &sa, &old_hup);
@@ -654,7 +717,7 @@ int insp_tui_run(struct insp_set *set, struct mini_err *e)
     noecho();
     keypad(stdscr, TRUE);
     curs_set(0);
-    struct tui u = {.set = set, .list = set->folder, .utf8 = MB_CUR_MAX > 1};
+    struct tui u = { .set = set, .list = set->folder, .utf8 = MB_CUR_MAX > 1 };
     const char *nc = getenv("NO_COLOR");
     if (has_colors() && !(nc && *nc)) {
         start_color();

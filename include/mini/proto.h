@@ -141,7 +141,7 @@ struct mini_req_open {
     char *image;         /* an image of the daemon's store as the root (docs/images.md); NULL: the profile's */
     char **allow_hosts;  /* entries added to the profile's network allowlist (NULL-terminated); NULL if absent */
     size_t n_allow_hosts;
-    char *user;          /* with an image: who the commands run as, instead of its config's User */
+    char *user; /* with an image: who the commands run as, instead of its config's User */
 };
 
 struct mini_req_exec {
@@ -255,8 +255,8 @@ struct mini_rep_stats {
     int64_t execs_total;
     int64_t clients;
     int64_t uptime_ms;
-    int64_t preparing; /* sandboxes of the sessions' pools being prepared now (0 when absent) */
-    int64_t held_ahead; /* fds the daemon holds for sessions not yet opened (0 when absent) */
+    int64_t preparing;        /* sandboxes of the sessions' pools being prepared now (0 when absent) */
+    int64_t held_ahead;       /* fds the daemon holds for sessions not yet opened (0 when absent) */
     int64_t seccomp_programs; /* compiled programs the daemon keeps (0 when absent) */
 };
 

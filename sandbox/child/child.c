@@ -39,17 +39,17 @@
 /* What the steps share.  The fds are the child's own, -1 when unused. */
 struct child {
     const struct mini_spawn_cfg *cfg;
-    const char *overlay_work; /* this sandbox's overlayfs work dir, relative to cfg->overlay_dir */
-    int ctl, out, in;         /* the daemon's channels, as cloned (moved to MINI_FD_* by take_fds) */
+    const char *overlay_work;    /* this sandbox's overlayfs work dir, relative to cfg->overlay_dir */
+    int ctl, out, in;            /* the daemon's channels, as cloned (moved to MINI_FD_* by take_fds) */
     int cg_fds[MINI_GO_FDS_MAX]; /* the command's v1 `tasks` files, from "go" */
     size_t n_cg;
-    int ws_mount;             /* the idmapped workspace that came with "go" */
-    int ws_fd;                /* the workspace looked up again in this mount namespace */
-    int overlay_fd;           /* cfg->overlay_dir */
-    int root_fd;              /* the new root, from mini_rootfs_base() */
-    int image_fd;             /* cfg->image_root, or its idmapped clone that came with "go" */
-    int template_fd;          /* the session's template of the root, from "go", or -1 */
-    bool image_detached;      /* image_fd is that clone (a detached mount) */
+    int ws_mount;        /* the idmapped workspace that came with "go" */
+    int ws_fd;           /* the workspace looked up again in this mount namespace */
+    int overlay_fd;      /* cfg->overlay_dir */
+    int root_fd;         /* the new root, from mini_rootfs_base() */
+    int image_fd;        /* cfg->image_root, or its idmapped clone that came with "go" */
+    int template_fd;     /* the session's template of the root, from "go", or -1 */
+    bool image_detached; /* image_fd is that clone (a detached mount) */
     /* MINI_SANDBOX_TIMING: the steps' times, sent before exec_init */
     struct mini_child_times t;
     struct mini_err e;

@@ -57,10 +57,10 @@ enum { MINI_MSG_GO = 1, MINI_MSG_LAUNCH = 2, MINI_MSG_SECCOMP = 3 };
 /* GO: the id maps are written; fds may ride along, in this order. */
 struct mini_go_msg {
     uint32_t type;
-    uint32_t has_fd;    /* an idmapped workspace (first fd) */
-    uint32_t has_image; /* an idmapped image root (next fd) */
+    uint32_t has_fd;       /* an idmapped workspace (first fd) */
+    uint32_t has_image;    /* an idmapped image root (next fd) */
     uint32_t has_template; /* the session's template of the root (next fd) */
-    uint32_t n_cgroup;  /* the command's v1 `tasks` files to join (the rest) */
+    uint32_t n_cgroup;     /* the command's v1 `tasks` files to join (the rest) */
 };
 /* The most fds a GO carries: the three above and a tasks file per v1
  * hierarchy (MINI_CG_HIER_MAX, which is smaller). */

@@ -34,8 +34,7 @@ int mini_sandbox_open_init(struct mini_err *e)
     /* Opened, not shown: the sibling path as it is (open resolves it), with
      * no realpath, which would read every component's link on each start. */
     const char *env = getenv("MINI_SANDBOX_INIT");
-    _cleanup_free_ char *path =
-        env && *env ? strdup(env) : mini_exe_sibling(MINI_BIN_TO_LIBEXEC "/mini-sandbox-init");
+    _cleanup_free_ char *path = env && *env ? strdup(env) : mini_exe_sibling(MINI_BIN_TO_LIBEXEC "/mini-sandbox-init");
     if (!path)
         return mini_err_sys(e, MINI_E_IO, errno, "finding mini-sandbox-init relative to /proc/self/exe");
     int fd = open(path, O_PATH | O_CLOEXEC);
@@ -295,8 +294,7 @@ static int recv_template(int sock, int *fd, struct mini_err *e)
     if (n < 0)
         return mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "reading the template's builder");
     struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-    int got = c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-            c->cmsg_len == CMSG_LEN(sizeof(int))
+    int got = c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int))
         ? *(int *)CMSG_DATA(c)
         : -1;
     if (n != sizeof m || (mh.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) || m.type != MINI_CTL_READY || got < 0) {

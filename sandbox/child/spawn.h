@@ -43,13 +43,13 @@ struct mini_spawn_cfg {
      * yet, sent later with mini_sandbox_send_seccomp (the child waits for
      * it before it confines itself). */
     const struct mini_bpf *seccomp;
-    const char *workspace;          /* canonical host path, mounted at the same path */
-    int workspace_fd;               /* O_PATH fd of the workspace, opened at session open */
-    const char *root_dir;           /* an empty directory (daemon state) used as mount point */
-    const char *overlay_dir;        /* per-session upper/work dirs when profile->overlay_root; else NULL */
-    const char *image_root;         /* an image's tree as the root (docs/images.md), or NULL */
-    int image_userns;               /* root daemon: its idmapping, image uid inner_uid -> host_uid; else -1 */
-    uid_t host_uid;                 /* host ids that inner_uid/inner_gid map to */
+    const char *workspace;   /* canonical host path, mounted at the same path */
+    int workspace_fd;        /* O_PATH fd of the workspace, opened at session open */
+    const char *root_dir;    /* an empty directory (daemon state) used as mount point */
+    const char *overlay_dir; /* per-session upper/work dirs when profile->overlay_root; else NULL */
+    const char *image_root;  /* an image's tree as the root (docs/images.md), or NULL */
+    int image_userns;        /* root daemon: its idmapping, image uid inner_uid -> host_uid; else -1 */
+    uid_t host_uid;          /* host ids that inner_uid/inner_gid map to */
     gid_t host_gid;
     uid_t inner_uid; /* the ids mapped inside, which the sandbox runs as: 0, or an image's User */
     gid_t inner_gid;
@@ -62,15 +62,15 @@ struct mini_spawn_cfg {
     /* The session's template of the root (mini_sandbox_template), sent with
      * GO for the child to clone, or -1: the child builds it all. */
     int template_fd;
-    unsigned namespaces;  /* MINI_FEAT_*_NS to create (from the assessment) */
-    bool cgroup_memory;   /* memory is limited by a cgroup: no RLIMIT_AS */
-    bool cgroup_pids;     /* pids are limited by a cgroup: no RLIMIT_NPROC */
+    unsigned namespaces; /* MINI_FEAT_*_NS to create (from the assessment) */
+    bool cgroup_memory;  /* memory is limited by a cgroup: no RLIMIT_AS */
+    bool cgroup_pids;    /* pids are limited by a cgroup: no RLIMIT_NPROC */
     /* The command's cgroup: v2 joined at birth through clone3's
      * CLONE_INTO_CGROUP (the group's directory fd); v1 joined by the child
      * writing itself into each hierarchy's `tasks`, which come with GO
      * (mini_sandbox_go), before it builds its root. */
-    int cgroup_fd;   /* v2 group directory, else -1 */
-    bool cgroup_v1;  /* v1 `tasks` fds will come with GO */
+    int cgroup_fd;  /* v2 group directory, else -1 */
+    bool cgroup_v1; /* v1 `tasks` fds will come with GO */
     /* The degraded path (no user namespaces): no namespaces at all; the
      * sandbox is confined by this Landlock plan, its seccomp supplement,
      * the profile's filter, no_new_privs and rlimits, and killed as a
@@ -106,7 +106,7 @@ struct mini_sb_times {
     int64_t attach; /* cgroup attached where the clone could not join it */
     /* The child's own steps (MINI_CTL_TIMES), between go and ready. */
     struct mini_child_times child;
-    int64_t ready;  /* init's READY read by the daemon */
+    int64_t ready; /* init's READY read by the daemon */
 };
 #define MINI_SB_MARK(t, step) ((void)(mini_sb_timing && ((t)->step = mini_mono_ns()) != 0))
 

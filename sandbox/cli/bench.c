@@ -30,9 +30,9 @@
  * exit arrives; one-shot: `mini-sandbox run` as a fresh process each time,
  * against the bench's daemon and with a private daemon of its own. */
 enum { K_BARE, K_CLONE, K_SANDBOX, K_B2B, K_IMAGE, K_ONESHOT, K_ONESHOT_PRIV, K_BWRAP, K_BWRAP_SH, K_COUNT };
-static const char *const kind_names[K_COUNT] = { "bare fork+exec",  "clone, 7 new ns", "sandbox",
-                                                 "back to back",    "sandbox, image",  "run, daemon",
-                                                 "run, private",    "bwrap",           "bwrap, sh -c" };
+static const char *const kind_names[K_COUNT] = { "bare fork+exec", "clone, 7 new ns", "sandbox",
+                                                 "back to back",   "sandbox, image",  "run, daemon",
+                                                 "run, private",   "bwrap",           "bwrap, sh -c" };
 static const char *const kind_keys[K_COUNT] = { "bare",          "clone_ns",    "sandbox",         "back_to_back",
                                                 "sandbox_image", "oneshot_run", "oneshot_private", "bwrap",
                                                 "bwrap_sh" };
@@ -405,10 +405,10 @@ int mini_cli_bench(int argc, char **argv)
     /* The private daemon's runtime directory: empty, so nothing listens
      * there.  Root's client would take the system-wide daemon's socket
      * first (MINI_SYSTEM_SOCKET): then that row is left out. */
-    const char *no_private = !self ? "this binary's path is unknown"
+    const char *no_private = !self                                ? "this binary's path is unknown"
         : geteuid() == 0 && access(MINI_SYSTEM_SOCKET, F_OK) == 0 ? "root's client would use the system-wide daemon"
-        : bench_mkdtemp(rt, sizeof rt, "mini-bench-rt") < 0        ? "no runtime directory could be made"
-                                                                    : NULL;
+        : bench_mkdtemp(rt, sizeof rt, "mini-bench-rt") < 0       ? "no runtime directory could be made"
+                                                                  : NULL;
     bool private_row = no_private == NULL;
     int rc = 1;
     struct series s[K_COUNT] = { 0 };
@@ -446,8 +446,8 @@ int mini_cli_bench(int argc, char **argv)
     bool clone_ns = run_local(cmd.argv, ALL_NS, &ms) == 0;
     if (run_local(cmd.argv, 0, &ms) < 0 || run_sandbox(&k, &ms, &e) < 0 || (image && run_sandbox(&ki, &ms, &e) < 0) ||
         (cmd.bwrap_argv && run_local(cmd.bwrap_argv, 0, &ms) < 0) ||
-        (cmd.bwrap_sh_argv && run_local(cmd.bwrap_sh_argv, 0, &ms) < 0) || (run_row && run_oneshot(run_argv, NULL, &ms) < 0) ||
-        (private_row && run_oneshot(priv_argv, rt, &ms) < 0)) {
+        (cmd.bwrap_sh_argv && run_local(cmd.bwrap_sh_argv, 0, &ms) < 0) ||
+        (run_row && run_oneshot(run_argv, NULL, &ms) < 0) || (private_row && run_oneshot(priv_argv, rt, &ms) < 0)) {
         if (e.code == MINI_OK)
             mini_err_set(&e, MINI_E_SPAWN_FAILED, "the benchmark command failed");
         goto fail;
@@ -462,12 +462,14 @@ int mini_cli_bench(int argc, char **argv)
             goto fail;
         settle(&k);
         if ((cmd.bwrap_argv && run_local(cmd.bwrap_argv, 0, &s[K_BWRAP].ms[s[K_BWRAP].n++]) < 0) ||
-            (cmd.bwrap_sh_argv && (settle(&k), run_local(cmd.bwrap_sh_argv, 0, &s[K_BWRAP_SH].ms[s[K_BWRAP_SH].n++])) < 0)) {
+            (cmd.bwrap_sh_argv &&
+             (settle(&k), run_local(cmd.bwrap_sh_argv, 0, &s[K_BWRAP_SH].ms[s[K_BWRAP_SH].n++])) < 0)) {
             mini_err_set(&e, MINI_E_SPAWN_FAILED, "bwrap failed (is it allowed to create namespaces here?)");
             goto fail;
         }
         if ((run_row && (settle(&k), run_oneshot(run_argv, NULL, &s[K_ONESHOT].ms[s[K_ONESHOT].n++])) < 0) ||
-            (private_row && (settle(&k), run_oneshot(priv_argv, rt, &s[K_ONESHOT_PRIV].ms[s[K_ONESHOT_PRIV].n++])) < 0)) {
+            (private_row &&
+             (settle(&k), run_oneshot(priv_argv, rt, &s[K_ONESHOT_PRIV].ms[s[K_ONESHOT_PRIV].n++])) < 0)) {
             mini_err_set(&e, MINI_E_SPAWN_FAILED, "mini-sandbox run failed");
             goto fail;
         }

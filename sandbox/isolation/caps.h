@@ -110,13 +110,13 @@ struct mini_caps {
     struct mini_caps_ns ns[MINI_NS_COUNT];
     bool ns_all; /* all seven in one clone3, as spawn.c does */
     int ns_all_err;
-    long max_user_namespaces;               /* /proc/sys/user/max_user_namespaces, -1 if unreadable */
-    int unprivileged_userns_clone;          /* kernel.unprivileged_userns_clone, -1 if absent */
-    int apparmor_restrict_userns;           /* kernel.apparmor_restrict_unprivileged_userns, -1 if absent */
-    int apparmor_profile_loaded;            /* MINI_APPARMOR_PROFILE is loaded: 1, 0, -1 cannot tell */
+    long max_user_namespaces;                       /* /proc/sys/user/max_user_namespaces, -1 if unreadable */
+    int unprivileged_userns_clone;                  /* kernel.unprivileged_userns_clone, -1 if absent */
+    int apparmor_restrict_userns;                   /* kernel.apparmor_restrict_unprivileged_userns, -1 if absent */
+    int apparmor_profile_loaded;                    /* MINI_APPARMOR_PROFILE is loaded: 1, 0, -1 cannot tell */
     char apparmor_profile_file[MINI_CAPS_PATH_MAX]; /* the profile this install ships */
-    char userns_why[MINI_CAPS_TEXT_MAX];    /* when user namespaces fail: why, one line */
-    char userns_remedy[MINI_CAPS_TEXT_MAX]; /* and what to change */
+    char userns_why[MINI_CAPS_TEXT_MAX];            /* when user namespaces fail: why, one line */
+    char userns_remedy[MINI_CAPS_TEXT_MAX];         /* and what to change */
 
     /* seccomp */
     bool seccomp; /* a filter could be installed (forked child) */

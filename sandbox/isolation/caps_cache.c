@@ -34,8 +34,8 @@ static const char *const key_files[] = {
 };
 static const char *const key_ns[] = { "user", "mnt", "pid", "net", "ipc", "uts", "cgroup" };
 /* Lines of /proc/self/status: capabilities, no_new_privs, seccomp. */
-static const char *const key_status[] = { "CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:",
-                                          "NoNewPrivs:", "Seccomp:", "Seccomp_filters:" };
+static const char *const key_status[] = { "CapInh:", "CapPrm:",     "CapEff:",  "CapBnd:",
+                                          "CapAmb:", "NoNewPrivs:", "Seccomp:", "Seccomp_filters:" };
 
 int mini_caps_cache_key(const struct mini_caps *c, const char *exe, char *buf, size_t size)
 {
@@ -47,9 +47,8 @@ int mini_caps_cache_key(const struct mini_caps *c, const char *exe, char *buf, s
     appendf(buf, size, "mini caps cache 2\nkernel %s %s %s\nids %u %u %u %u\n", u.release, u.version, u.machine,
             (unsigned)getuid(), (unsigned)geteuid(), (unsigned)getgid(), (unsigned)getegid());
     /* The daemon binary: a new build or install probes again. */
-    appendf(buf, size, "exe %llu %llu %lld %lld.%09ld\n", (unsigned long long)st.st_dev,
-            (unsigned long long)st.st_ino, (long long)st.st_size, (long long)st.st_mtim.tv_sec,
-            st.st_mtim.tv_nsec);
+    appendf(buf, size, "exe %llu %llu %lld %lld.%09ld\n", (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+            (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
     for (size_t i = 0; i < MINI_ARRAY_SIZE(key_ns); i++) {
         char path[64];
         snprintf(path, sizeof path, "/proc/self/ns/%s", key_ns[i]);
@@ -181,8 +180,7 @@ bool mini_caps_cache_path(const char *dir, const char *exe, char path[static MIN
     if (stat(exe, &st) < 0)
         return false;
     return (size_t)snprintf(path, MINI_CAPS_PATH_MAX, "%s/" MINI_CAPS_CACHE_PREFIX "%llx-%llx" MINI_CAPS_CACHE_SUFFIX,
-                            dir, (unsigned long long)st.st_dev,
-                            (unsigned long long)st.st_ino) < MINI_CAPS_PATH_MAX;
+                            dir, (unsigned long long)st.st_dev, (unsigned long long)st.st_ino) < MINI_CAPS_PATH_MAX;
 }
 
 /* A cache file's name: this scheme's, or the single file of the releases
@@ -191,8 +189,9 @@ static bool cache_name(const char *name, bool *old)
 {
     size_t n = strlen(name), p = strlen(MINI_CAPS_CACHE_PREFIX), x = strlen(MINI_CAPS_CACHE_SUFFIX);
     *old = strcmp(name, MINI_CAPS_CACHE_OLD) == 0;
-    return *old || (n > p + x && strncmp(name, MINI_CAPS_CACHE_PREFIX, p) == 0 &&
-                    strcmp(name + n - x, MINI_CAPS_CACHE_SUFFIX) == 0);
+    return *old ||
+        (n > p + x && strncmp(name, MINI_CAPS_CACHE_PREFIX, p) == 0 &&
+         strcmp(name + n - x, MINI_CAPS_CACHE_SUFFIX) == 0);
 }
 
 struct aged {

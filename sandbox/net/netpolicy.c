@@ -340,10 +340,7 @@ void mini_net_pins_free(struct mini_net_pins *t)
 
 /* ------------------------------------------------------------ requests */
 
-static bool is_tchar(unsigned char c)
-{
-    return isalnum(c) || (c && strchr("!#$%&'*+-.^_`|~", c));
-}
+static bool is_tchar(unsigned char c) { return isalnum(c) || (c && strchr("!#$%&'*+-.^_`|~", c)); }
 
 static int refuse(int *status, const char **why, int code, const char *text)
 {

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include "mini/buf.h"
 
-#define MINI_NET_HOST_MAX 253  /* a DNS name's longest text form */
+#define MINI_NET_HOST_MAX 253 /* a DNS name's longest text form */
 
 enum mini_netrule_kind {
     MINI_NR_ANY,    /* "*": any name, any public address */

@@ -54,12 +54,17 @@
 
 enum { V_FLOOR, V_MAPS, V_LO, V_ROOT, V_CONFINE, V_INIT, V_CGROUP, V_N };
 static const char *const names[V_N] = {
-    "floor: clone, 7 new ns, exec", "+ uid/gid maps by the parent", "+ loopback up",
-    "+ root: template clone, /tmp, /proc, pivot_root", "+ caps, no_new_privs, seccomp",
-    "+ pid 1 forks the command", "+ v1 memory and pids cgroups",
+    "floor: clone, 7 new ns, exec",
+    "+ uid/gid maps by the parent",
+    "+ loopback up",
+    "+ root: template clone, /tmp, /proc, pivot_root",
+    "+ caps, no_new_privs, seccomp",
+    "+ pid 1 forks the command",
+    "+ v1 memory and pids cgroups",
 };
 
-#define ALL_NS (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
+#define ALL_NS \
+    (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
 #define MAX_CONC 64
 
 static int template_fd = -1;

@@ -17,8 +17,8 @@
 static bool valid_output(const char *p, size_t n)
 {
     struct mini_buf clean = MINI_BUF_INIT;
-    bool ok = mini_utf8_sanitize_keep_nul(&clean, p, n) == 0 && clean.len == n &&
-              (n == 0 || memcmp(clean.data, p, n) == 0);
+    bool ok =
+        mini_utf8_sanitize_keep_nul(&clean, p, n) == 0 && clean.len == n && (n == 0 || memcmp(clean.data, p, n) == 0);
     mini_buf_free(&clean);
     return ok;
 }

@@ -47,8 +47,7 @@ int unshare(int flags)
     }
     const char *dir = getenv("MINI_TEST_SLOW_UNSHARE");
     char on[4096];
-    if (!dir || !(flags & CLONE_NEWNS) || snprintf(on, sizeof on, "%s/on", dir) >= (int)sizeof on ||
-        unlink(on) < 0)
+    if (!dir || !(flags & CLONE_NEWNS) || snprintf(on, sizeof on, "%s/on", dir) >= (int)sizeof on || unlink(on) < 0)
         return real(flags);
     touch(dir, "before");
     wait_for(dir, "go1");

@@ -144,8 +144,8 @@ static void checks(const char *dir, void (*plant)(void))
     CHECK_MSG(!cached(dir, &c), "an empty directory hits");
     CHECK(mini_caps_features(&c) == mini_caps_features(&live));
     if (!all) {
-        printf("# uid %u: not every probe succeeds here (features 0x%x): nothing may be stored\n",
-               (unsigned)geteuid(), mini_caps_features(&live));
+        printf("# uid %u: not every probe succeeds here (features 0x%x): nothing may be stored\n", (unsigned)geteuid(),
+               mini_caps_features(&live));
         CHECK_MSG(access(path, F_OK) < 0, "a partial result was stored");
         CHECK(!cached(dir, &c));
         return;

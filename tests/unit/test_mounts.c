@@ -70,8 +70,7 @@ int main(void)
     snprintf(sibling, sizeof sibling, "%s/bound-not", base);
     snprintf(inner, sizeof inner, "%s/bound/inner", base);
     snprintf(spaced, sizeof spaced, "%s/bound/with space", base);
-    CHECK(mkdir(bound, 0755) == 0 && mkdir(sibling, 0755) == 0 && mkdir(inner, 0755) == 0 &&
-          mkdir(spaced, 0755) == 0);
+    CHECK(mkdir(bound, 0755) == 0 && mkdir(sibling, 0755) == 0 && mkdir(inner, 0755) == 0 && mkdir(spaced, 0755) == 0);
 
     mount_watch_init(&w);
     CHECK(w.fd >= 0 && w.wake_fd >= 0);
@@ -92,8 +91,7 @@ int main(void)
     /* A sibling whose name starts like the path: an event, the same hash. */
     CHECK(mount("tmpfs", sibling, "tmpfs", 0, "size=1m") == 0);
     uint64_t ev1 = mount_watch_events(&w);
-    CHECK_MSG(ev1 == ev0 + 1, "a mount is one event (%llu -> %llu)", (unsigned long long)ev0,
-              (unsigned long long)ev1);
+    CHECK_MSG(ev1 == ev0 + 1, "a mount is one event (%llu -> %llu)", (unsigned long long)ev0, (unsigned long long)ev1);
     CHECK_MSG(mount_watch_events(&w) == ev1, "an event is counted once");
     CHECK_MSG(woken() && !woken(), "the wake-up fd reports it, once");
     CHECK_MSG(hash_of(paths, 2) == h0, "a mount beside the path does not count");

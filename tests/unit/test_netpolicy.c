@@ -93,9 +93,23 @@ static void test_rules(void)
 static void test_special(void)
 {
     static const char *const special[] = {
-        "127.0.0.1",  "127.9.9.9", "10.0.0.1",      "172.16.0.1",      "192.168.1.1", "169.254.169.254",
-        "100.64.0.1", "0.0.0.0",   "224.0.0.1",     "255.255.255.255", "::1",         "::",
-        "fe80::1",    "fc00::1",   "fd00:ec2::254", "ff02::1",         "::ffff:127.0.0.1",
+        "127.0.0.1",
+        "127.9.9.9",
+        "10.0.0.1",
+        "172.16.0.1",
+        "192.168.1.1",
+        "169.254.169.254",
+        "100.64.0.1",
+        "0.0.0.0",
+        "224.0.0.1",
+        "255.255.255.255",
+        "::1",
+        "::",
+        "fe80::1",
+        "fc00::1",
+        "fd00:ec2::254",
+        "ff02::1",
+        "::ffff:127.0.0.1",
         "64:ff9b::a9fe:a9fe", /* NAT64 of 169.254.169.254 */
         "2002:7f00:1::",      /* 6to4 of 127.0.0.1 */
         "::127.0.0.1",        /* IPv4-compatible */
@@ -126,8 +140,10 @@ static void test_requests(void)
     struct mini_http_req r;
     int st = 0;
     CHECK(parse("CONNECT pypi.org:443 HTTP/1.1\r\nHost: pypi.org:443\r\n\r\nTLS", &r, &st) == 1);
-    CHECK(r.connect && r.port == 443 && !r.host_is_ip && r.head_len == strlen("CONNECT pypi.org:443 HTTP/1.1\r\n"
-                                                                              "Host: pypi.org:443\r\n\r\n"));
+    CHECK(r.connect && r.port == 443 && !r.host_is_ip &&
+          r.head_len ==
+              strlen("CONNECT pypi.org:443 HTTP/1.1\r\n"
+                     "Host: pypi.org:443\r\n\r\n"));
     CHECK_STR(r.host, "pypi.org");
     CHECK(parse("CONNECT [::1]:8443 HTTP/1.1\r\n\r\n", &r, &st) == 1 && r.host_is_ip && r.port == 8443);
     CHECK(parse("CONNECT 10.1.2.3:80 HTTP/1.0\r\n\r\n", &r, &st) == 1 && r.host_is_ip);

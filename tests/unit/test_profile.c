@@ -216,7 +216,8 @@ static void test_malformed(void)
         "strict.json: network: must be \"none\", \"host\" or an object {\"allow\": [...], \"deny\": [...]}");
     BAD("{\"network\": {\"deny\": [\"a.org\"]}}",
         "strict.json: network.allow: is required (an array of entries such as \"pypi.org\")");
-    BAD("{\"network\": {\"allow\": []}}", "strict.json: network.allow: must not be empty (use \"none\" for no network)");
+    BAD("{\"network\": {\"allow\": []}}",
+        "strict.json: network.allow: must not be empty (use \"none\" for no network)");
     BAD("{\"network\": {\"allow\": [\"a..org\"]}}",
         "strict.json: network.allow[0]: \"a..org\": not a host name (letters, digits, '-', '_' and dots; \"*.\" "
         "only as a prefix), IP address or CIDR");
@@ -344,8 +345,9 @@ static void test_network_allow(void)
     CHECK(mini_profile_allow_hosts(p, more, 2, &e) == 0 && p->n_net_allow == 6);
     char *bad[] = { "ok.test", "no spaces", NULL };
     CHECK(mini_profile_allow_hosts(p, bad, 2, &e) < 0 && e.code == MINI_E_BAD_REQUEST && p->n_net_allow == 6);
-    CHECK_STR(e.msg, "allow_hosts[1]: \"no spaces\": not a host name (letters, digits, '-', '_' and dots; \"*.\" "
-                     "only as a prefix), IP address or CIDR");
+    CHECK_STR(e.msg,
+              "allow_hosts[1]: \"no spaces\": not a host name (letters, digits, '-', '_' and dots; \"*.\" "
+              "only as a prefix), IP address or CIDR");
     cJSON *ov = parse("{\"network\": \"host\"}");
     CHECK(mini_profile_apply_overrides(p, ov, &e) < 0 && e.code == MINI_E_LIMIT);
     CHECK_STR(e.msg, "overrides.network: \"host\" would loosen the profile's allowlist");
