@@ -263,7 +263,7 @@ static inline int ep_add(struct server *s, int fd, uint32_t events, struct ev *e
 static inline void ep_mod(struct server *s, int fd, uint32_t events, struct ev *ev) { loop_mod(s->ep, fd, events, ev); }
 static inline void ep_del(struct server *s, int fd) { loop_del(s->ep, fd); }
 
-/* ------------------------------------------------------------ server.c */
+/* ------------------------------------------------------------- reply.c */
 
 /* Unsent reply bytes of a client. */
 size_t wq_pending(const struct client *c);
@@ -271,6 +271,8 @@ size_t wq_pending(const struct client *c);
 void send_rep(struct server *s, struct client *c, const struct mini_rep *rep);
 void send_error(struct server *s, struct client *c, int64_t id, const struct mini_err *e);
 void send_ok(struct server *s, struct client *c, int64_t id);
+/* Send what c's socket takes of its queue, and apply the backpressure. */
+void client_flush(struct server *s, struct client *c);
 
 /* ----------------------------------------------------------- session.c */
 
