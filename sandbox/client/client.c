@@ -102,7 +102,8 @@ static int connect_path(const char *path)
  * all) stays with the client.  The image store's (XDG_DATA_HOME,
  * MINI_IMAGE_STORE) so that it finds the images the client's user
  * imported (docs/images.md); MINI_SANDBOX_TIMING so that its per-step
- * timers print on the client's stderr (docs/sandbox-lifecycle.md). */
+ * timers print on the client's stderr, and MINI_SANDBOXD_CACHES so that a
+ * test run can turn its caches off (docs/sandbox-lifecycle.md). */
 static const char *const daemon_env[] = { "PATH",
                                           "HOME",
                                           "LANG",
@@ -111,6 +112,7 @@ static const char *const daemon_env[] = { "PATH",
                                           "XDG_DATA_HOME",
                                           "MINI_IMAGE_STORE",
                                           "MINI_SANDBOX_TIMING",
+                                          "MINI_SANDBOXD_CACHES",
                                           NULL };
 
 /* The child's side of spawn_daemon, under vfork: it shares the client's

@@ -31,6 +31,7 @@
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 MINI_TEST_LOG_LEVEL=debug
 mini_test_init "$@"
+skip_if_caches_off "it checks the parked session"
 
 TAG=$RUN_TAG
 SBX_PROFILE=strict

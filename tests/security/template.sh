@@ -40,6 +40,7 @@
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 MINI_TEST_LOG_LEVEL=debug
 mini_test_init "$@"
+skip_if_caches_off "it checks the template of the root"
 
 TAG=$RUN_TAG
 start_daemon
