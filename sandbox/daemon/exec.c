@@ -257,6 +257,14 @@ done:
      * when its pidfd says so, off the client's path. */
 }
 
+/* Watch one of the command's fds (what names it in the error). */
+static int exec_watch(struct server *s, int fd, struct ev *ev, const char *what, struct mini_err *e)
+{
+    if (ep_add(s, fd, EPOLLIN, ev) < 0)
+        return mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "watching the sandbox (%s)", what);
+    return 0;
+}
+
 /* The sandbox died before it accepted the command (it was killed from
  * outside while prepared: a user's kill, the OOM killer): the command never
  * ran, so it gets one fresh sandbox, prepared now.  false when that does
@@ -280,9 +288,12 @@ static bool exec_retry(struct server *s, struct exec *x)
         x->out_eof = x->reaped = true; /* nothing left to wait for */
         return false;
     }
-    if (ep_add(s, x->slot.sb.ctl, EPOLLIN, &x->ev_ctl) < 0 || ep_add(s, x->slot.sb.out, EPOLLIN, &x->ev_out) < 0 ||
-        ep_add(s, x->slot.sb.pidfd, EPOLLIN, &x->ev_pid) < 0) {
-        mini_err_sys(&x->err, MINI_E_SPAWN_FAILED, errno, "watching the sandbox");
+    int r = exec_watch(s, x->slot.sb.ctl, &x->ev_ctl, "its control socket", &x->err);
+    if (r == 0)
+        r = exec_watch(s, x->slot.sb.out, &x->ev_out, "its output", &x->err);
+    if (r == 0)
+        r = exec_watch(s, x->slot.sb.pidfd, &x->ev_pid, "its pidfd", &x->err);
+    if (r < 0) {
         ep_del(s, x->slot.sb.ctl);
         ep_del(s, x->slot.sb.out);
         slot_release(&x->slot);
@@ -612,6 +623,29 @@ static int check_cwd(const struct session *ss, const char *cwd, struct mini_err 
                         ss->image.root ? " or a directory of the image" : "");
 }
 
+/* Everything a command is watched by, step by step: its timeout, the
+ * sandbox's fds (a prepared one's control socket and pidfd are watched
+ * already), the disk watch's poll.  e names the step that failed. */
+static int exec_watch_all(struct server *s, struct exec *x, bool pooled, const struct itimerspec *its,
+                          struct mini_err *e)
+{
+    if (x->timer < 0 || timerfd_settime(x->timer, 0, its, NULL) < 0)
+        return mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "watching the sandbox (the command's timeout)");
+    if (exec_watch(s, x->timer, &x->ev_timer, "the command's timeout", e) < 0)
+        return -1;
+    if (!pooled && exec_watch(s, x->slot.sb.ctl, &x->ev_ctl, "its control socket", e) < 0)
+        return -1;
+    if (exec_watch(s, x->slot.sb.out, &x->ev_out, "its output", e) < 0)
+        return -1;
+    if (!pooled && exec_watch(s, x->slot.sb.pidfd, &x->ev_pid, "its pidfd", e) < 0)
+        return -1;
+    if (disk_exec_start(x) < 0)
+        return mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "watching the sandbox (the disk watch's poll)");
+    if (x->disk_timer >= 0 && exec_watch(s, x->disk_timer, &x->ev_disk, "the disk watch's poll", e) < 0)
+        return -1;
+    return 0;
+}
+
 static struct exec *exec_find(struct server *s, struct client *c, int64_t id)
 {
     for (struct exec *x = s->execs; x; x = x->next)
@@ -719,13 +753,7 @@ void do_exec(struct server *s, struct client *c, const struct mini_req *req)
         ep_mod(s, x->slot.sb.ctl, EPOLLIN, &x->ev_ctl);
         ep_mod(s, x->slot.sb.pidfd, EPOLLIN, &x->ev_pid);
     }
-    if (x->timer < 0 || timerfd_settime(x->timer, 0, &its, NULL) < 0 ||
-        ep_add(s, x->timer, EPOLLIN, &x->ev_timer) < 0 ||
-        (!pooled && ep_add(s, x->slot.sb.ctl, EPOLLIN, &x->ev_ctl) < 0) ||
-        ep_add(s, x->slot.sb.out, EPOLLIN, &x->ev_out) < 0 ||
-        (!pooled && ep_add(s, x->slot.sb.pidfd, EPOLLIN, &x->ev_pid) < 0) || disk_exec_start(x) < 0 ||
-        (x->disk_timer >= 0 && ep_add(s, x->disk_timer, EPOLLIN, &x->ev_disk) < 0)) {
-        mini_err_sys(&e, MINI_E_SPAWN_FAILED, errno, "watching the sandbox");
+    if (exec_watch_all(s, x, pooled, &its, &e) < 0) {
         ep_del(s, x->timer);
         ep_del(s, x->disk_timer);
         ep_del(s, x->slot.sb.ctl);

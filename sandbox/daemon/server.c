@@ -592,6 +592,7 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
      * wired to the sessions and the loop. */
     bool caches = !cfg->caches_off;
     s.ep = epoll_create1(EPOLL_CLOEXEC);
+    int ep_errno = errno;
     roott_init(&s.roott, caches, &s.helpers);
     sessions_init(&s, caches);
     struct ev ev_sig = { EV_SIGNAL, NULL };
@@ -672,8 +673,12 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
     signal(SIGPIPE, SIG_IGN);
     mini_sandbox_note_signals();
     s.sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-    if (s.ep < 0 || s.sfd < 0 || ep_add(&s, s.sfd, EPOLLIN, &ev_sig) < 0) {
-        mini_err_sys(e, MINI_E_IO, errno, "setting up the event loop");
+    if (s.ep < 0) {
+        mini_err_sys(e, MINI_E_IO, ep_errno, "setting up the event loop (epoll)");
+        goto out;
+    }
+    if (s.sfd < 0 || ep_add(&s, s.sfd, EPOLLIN, &ev_sig) < 0) {
+        mini_err_sys(e, MINI_E_IO, errno, "setting up the event loop (the signalfd)");
         goto out;
     }
     roott_watch(&s.roott, s.ep);

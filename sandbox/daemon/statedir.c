@@ -57,8 +57,10 @@ int statedir_overlay(struct statedir *sd, const char *sid, uid_t uid, gid_t gid,
     static const char *const sub[] = { "upper", "work" };
     for (size_t i = 0; i < 2; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, sub[i]);
-        if (mkdir(path, 0700) < 0 || (geteuid() == 0 && chown(path, uid, gid) < 0))
+        if (mkdir(path, 0700) < 0)
             return mini_err_sys(e, MINI_E_IO, errno, "creating %s", path);
+        if (geteuid() == 0 && chown(path, uid, gid) < 0)
+            return mini_err_sys(e, MINI_E_IO, errno, "creating %s: chown", path);
     }
     return 0;
 }
