@@ -243,14 +243,7 @@ int main(int argc, char **argv)
     mini_sb_timing = timing && strcmp(timing, "1") == 0;
     mini_log_init("mini-sandboxd", mini_sb_timing ? MINI_LOG_INFO : MINI_LOG_WARN);
     struct mini_server_cfg cfg = { .inherit_fd = -1, .listen_fd = -1, .main_ns = main_ns };
-    /* --caches's default from the environment, so that a test run can turn
-     * the caches off for every daemon it starts, also the private ones
-     * mini-sandbox and mini start themselves (docs/sandbox-lifecycle.md). */
-    const char *caches = getenv("MINI_SANDBOXD_CACHES");
-    if (caches && *caches && !parse_caches(caches, &cfg.caches_off)) {
-        fprintf(stderr, "mini-sandboxd: MINI_SANDBOXD_CACHES: \"%s\" is neither on nor off\n", caches);
-        return 2;
-    }
+    bool caches_given = false;
     _cleanup_free_ char **resolve = NULL;
     _cleanup_free_ char *socket_path = NULL, *state_dir = NULL, *sockdir = NULL, *cache_dir = NULL;
     bool foreground = false;
@@ -336,6 +329,7 @@ int main(int argc, char **argv)
                 fprintf(stderr, "mini-sandboxd: --caches: \"%s\" is neither on nor off\n", optarg);
                 return 2;
             }
+            caches_given = true;
             break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("mini-sandboxd %s (protocol %d)\n", MINI_VERSION, MINI_PROTO_VERSION); return 0;
@@ -353,6 +347,14 @@ int main(int argc, char **argv)
     }
     if (optind < argc) {
         fprintf(stderr, "mini-sandboxd: unexpected argument: %s\nTry 'mini-sandboxd --help'.\n", argv[optind]);
+        return 2;
+    }
+    /* --caches's default from the environment, so that a test run can turn
+     * the caches off for every daemon it starts, also the private ones
+     * mini-sandbox and mini start themselves (docs/sandbox-lifecycle.md). */
+    const char *caches = caches_given ? NULL : getenv("MINI_SANDBOXD_CACHES");
+    if (caches && *caches && !parse_caches(caches, &cfg.caches_off)) {
+        fprintf(stderr, "mini-sandboxd: MINI_SANDBOXD_CACHES: \"%s\" is neither on nor off\n", caches);
         return 2;
     }
     if (!cfg.profile_dir)
