@@ -324,6 +324,19 @@ ping_ok() {
     timeout 5 "$MINI_BIN/mini-sandbox" ping --socket "$SOCK" >/dev/null 2>&1 </dev/null
 }
 
+# caches_off: every daemon of this run has its caches off
+# (MINI_SANDBOXD_CACHES=off, which start_daemon's daemons and the private
+# ones mini-sandbox and mini start all read; .ci/run's second pass):
+# no prepared sandboxes, parked session, template of the root, id mapping
+# ahead, seccomp program or probe cache.  skip_if_caches_off WHY: a
+# script that checks a cache's own behaviour has nothing to check then.
+caches_off() { [[ ${MINI_SANDBOXD_CACHES:-} == off ]]; }
+skip_if_caches_off() {
+    if caches_off; then
+        skip_all "the daemon's caches are off (MINI_SANDBOXD_CACHES=off): $*"
+    fi
+}
+
 # start_daemon [EXTRA DAEMON ARGS...]: start mini-sandboxd on $SOCK in
 # the background and wait (at most 10 s) until it answers ping.  On
 # failure the check fails with the daemon's log and the script ends.

@@ -105,7 +105,8 @@ static int connect_path(const char *path)
  * MINI_IMAGE_STORE) so that it finds the images the client's user
  * imported (docs/images.md); MINI_SANDBOX_TIMING so that its per-step
  * timers print on the client's stderr (docs/performance.md, "Per-step
- * timers"). */
+ * timers"), and MINI_SANDBOXD_CACHES so that a test run can turn its
+ * caches off (docs/sandbox-lifecycle.md). */
 static const char *const daemon_env[] = { "PATH",
                                           "HOME",
                                           "LANG",
@@ -114,6 +115,7 @@ static const char *const daemon_env[] = { "PATH",
                                           "XDG_DATA_HOME",
                                           "MINI_IMAGE_STORE",
                                           "MINI_SANDBOX_TIMING",
+                                          "MINI_SANDBOXD_CACHES",
                                           NULL };
 
 /* The child's side of spawn_daemon, under vfork: it shares the client's

@@ -573,10 +573,10 @@ int disk_open(struct server *s, struct client *c, struct session *ss, int64_t re
     /* What the session's files are owned by on the host: its ids, and the
      * workspace owner's (an idmapped workspace).  No other uid is mapped
      * in its sandboxes, so it cannot make a file of anyone else's. */
-    w->uid[w->n_uid++] = ss->host_uid;
-    w->uid[w->n_uid++] = ss->owner_uid;
-    if (ss->root_host_uid >= 0)
-        w->uid[w->n_uid++] = (uid_t)ss->root_host_uid;
+    w->uid[w->n_uid++] = ss->ids.host_uid;
+    w->uid[w->n_uid++] = ss->ids.owner_uid;
+    if (ss->ids.root_host_uid >= 0)
+        w->uid[w->n_uid++] = (uid_t)ss->ids.root_host_uid;
     for (int i = 0; i < w->n; i++) {
         struct stat st;
         if (w->fd[i] < 0 || fstat(w->fd[i], &st) < 0) {
@@ -703,8 +703,7 @@ void disk_measured(struct server *s, struct measure *m)
     struct session *ss = m->ss;
     struct disk_watch *w = &ss->disk;
     if (m->kind == MEASURE_OPEN && m->abandoned) {
-        pool_retire_all(s, ss); /* what it took from a parked session */
-        session_unref(ss);      /* the open's own reference: its client left */
+        session_drop(s, ss); /* the open's own reference: its client left */
     } else if (m->kind == MEASURE_OPEN) {
         if (!got || r.rc < 0) {
             /* The open fails, as do_open's own failures do: the session
@@ -717,8 +716,7 @@ void disk_measured(struct server *s, struct measure *m)
             send_error(s, m->client, m->req_id, &e);
             m->client->n_sessions--;
             s->n_sessions--;
-            pool_retire_all(s, ss);
-            session_unref(ss); /* the open's own reference */
+            session_drop(s, ss); /* the open's own reference */
         } else {
             w->base = w->total = r.total;
             watch_on(w);

@@ -239,15 +239,10 @@ done:
     log_debug("exec %lld finished in %lld ms", (long long)x->id, (long long)ms);
     proxy_stop(x);
     x->session->running--;
-    x->session->last_exit_ns = mini_mono_ns();
     s->running--;
     if (x->client)
         x->client->running--;
-    /* The replacement is prepared now that the reply is out, unless it
-     * was while this command ran (do_exec), or the client said it sends
-     * no more (exec.last). */
-    if (!x->last)
-        pool_fill(s, x->session);
+    session_finished(s, x->session, x->last);
     x->finished = true;
     x->client = NULL;
     ep_del(s, x->timer);
@@ -260,6 +255,14 @@ done:
         exec_bury(s, x);
     /* else init is exiting (nothing of the command is left): it is reaped
      * when its pidfd says so, off the client's path. */
+}
+
+/* Watch one of the command's fds (what names it in the error). */
+static int exec_watch(struct server *s, int fd, struct ev *ev, const char *what, struct mini_err *e)
+{
+    if (ep_add(s, fd, EPOLLIN, ev) < 0)
+        return mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "watching the sandbox (%s)", what);
+    return 0;
 }
 
 /* The sandbox died before it accepted the command (it was killed from
@@ -285,9 +288,12 @@ static bool exec_retry(struct server *s, struct exec *x)
         x->out_eof = x->reaped = true; /* nothing left to wait for */
         return false;
     }
-    if (ep_add(s, x->slot.sb.ctl, EPOLLIN, &x->ev_ctl) < 0 || ep_add(s, x->slot.sb.out, EPOLLIN, &x->ev_out) < 0 ||
-        ep_add(s, x->slot.sb.pidfd, EPOLLIN, &x->ev_pid) < 0) {
-        mini_err_sys(&x->err, MINI_E_SPAWN_FAILED, errno, "watching the sandbox");
+    int r = exec_watch(s, x->slot.sb.ctl, &x->ev_ctl, "its control socket", &x->err);
+    if (r == 0)
+        r = exec_watch(s, x->slot.sb.out, &x->ev_out, "its output", &x->err);
+    if (r == 0)
+        r = exec_watch(s, x->slot.sb.pidfd, &x->ev_pid, "its pidfd", &x->err);
+    if (r < 0) {
         ep_del(s, x->slot.sb.ctl);
         ep_del(s, x->slot.sb.out);
         slot_release(&x->slot);
@@ -511,8 +517,8 @@ static char **build_env(const struct session *ss, const struct mini_req_exec *r,
     if (tmpdir)
         rc |= env_put(&b, "TMPDIR", tmpdir);
     /* An image's own variables (its PATH is where its programs are). */
-    for (size_t i = 0; i < ss->image_env.n; i++)
-        rc |= env_put(&b, ss->image_env.keys[i], ss->image_env.values[i]);
+    for (size_t i = 0; i < ss->image.env.n; i++)
+        rc |= env_put(&b, ss->image.env.keys[i], ss->image.env.values[i]);
     /* The allowlist's proxy, for every client that reads these; the
      * session's and the request's variables may still replace them. */
     if (p->network == MINI_NET_ALLOW) {
@@ -562,7 +568,7 @@ static char **build_env(const struct session *ss, const struct mini_req_exec *r,
  * sandbox's own fresh tmpfs mounts. */
 static bool image_has_dir(const struct session *ss, const char *path)
 {
-    int root = open(ss->image_root, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int root = open(ss->image.root, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (root < 0)
         return false;
     struct open_how how = {
@@ -611,10 +617,33 @@ static int check_cwd(const struct session *ss, const char *cwd, struct mini_err 
             return 0;
     /* An image's own directory (its WorkingDir, say): the sandbox's root
      * is the image, so the path is looked up in it, never on the host. */
-    if (ss->image_root && image_has_dir(ss, cwd))
+    if (ss->image.root && image_has_dir(ss, cwd))
         return 0;
     return mini_err_set(e, MINI_E_CWD_INVALID, "cwd %s: must be inside the workspace %s%s", cwd, ss->workspace,
-                        ss->image_root ? " or a directory of the image" : "");
+                        ss->image.root ? " or a directory of the image" : "");
+}
+
+/* Everything a command is watched by, step by step: its timeout, the
+ * sandbox's fds (a prepared one's control socket and pidfd are watched
+ * already), the disk watch's poll.  e names the step that failed. */
+static int exec_watch_all(struct server *s, struct exec *x, bool pooled, const struct itimerspec *its,
+                          struct mini_err *e)
+{
+    if (x->timer < 0 || timerfd_settime(x->timer, 0, its, NULL) < 0)
+        return mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "watching the sandbox (the command's timeout)");
+    if (exec_watch(s, x->timer, &x->ev_timer, "the command's timeout", e) < 0)
+        return -1;
+    if (!pooled && exec_watch(s, x->slot.sb.ctl, &x->ev_ctl, "its control socket", e) < 0)
+        return -1;
+    if (exec_watch(s, x->slot.sb.out, &x->ev_out, "its output", e) < 0)
+        return -1;
+    if (!pooled && exec_watch(s, x->slot.sb.pidfd, &x->ev_pid, "its pidfd", e) < 0)
+        return -1;
+    if (disk_exec_start(x) < 0)
+        return mini_err_sys(e, MINI_E_SPAWN_FAILED, errno, "watching the sandbox (the disk watch's poll)");
+    if (x->disk_timer >= 0 && exec_watch(s, x->disk_timer, &x->ev_disk, "the disk watch's poll", e) < 0)
+        return -1;
+    return 0;
 }
 
 static struct exec *exec_find(struct server *s, struct client *c, int64_t id)
@@ -623,14 +652,6 @@ static struct exec *exec_find(struct server *s, struct client *c, int64_t id)
         if (x->client == c && x->id == id && !x->finished)
             return x;
     return NULL;
-}
-
-/* Whether a command came sooner after its session's previous exit than a
- * sandbox takes to prepare (the last one's time): one prepared after that
- * exit could not have been ready for it, nor will the next one's be. */
-static bool back_to_back(const struct session *ss, int64_t now)
-{
-    return ss->last_exit_ns && now - ss->last_exit_ns < ss->prepare_ns;
 }
 
 void do_exec(struct server *s, struct client *c, const struct mini_req *req)
@@ -667,7 +688,7 @@ void do_exec(struct server *s, struct client *c, const struct mini_req *req)
     }
     /* Default: the image's WorkingDir where it has one, else the workspace. */
     const char *cwd = r->cwd                                        ? r->cwd
-        : ss->image_workdir && image_has_dir(ss, ss->image_workdir) ? ss->image_workdir
+        : ss->image.workdir && image_has_dir(ss, ss->image.workdir) ? ss->image.workdir
                                                                     : ss->workspace;
     if (check_cwd(ss, cwd, &e) < 0) {
         send_error(s, c, req->id, &e);
@@ -696,19 +717,14 @@ void do_exec(struct server *s, struct client *c, const struct mini_req *req)
     x->id = req->id;
     x->stream = r->stream;
     x->last = r->last;
-    ss->park = r->last; /* a one-shot client's: kept when it closes (park_close) */
+    ss->park = r->last; /* a one-shot client's: may be parked when it closes (session_close) */
     x->start_ns = mini_mono_ns();
     mini_err_clear(&x->err);
     mini_outbuf_init(&x->out, ss->profile->limits.output_bytes);
-    struct pooled *p = pool_take(s, ss);
-    bool ready = false;
-    if (p) {
-        x->slot = p->slot;
-        ready = p->ready;
-        pool_bury(s, p);
-    } else if (slot_prepare(s, ss, &x->slot, &e) < 0) {
+    bool ready;
+    int pooled = sandbox_acquire(s, ss, &x->slot, &ready, &e);
+    if (pooled < 0)
         goto fail;
-    }
     x->argv = build_argv(r);
     x->envp = build_env(ss, r, x->slot.tmpdir);
     x->cwd = strdup(cwd);
@@ -732,17 +748,12 @@ void do_exec(struct server *s, struct client *c, const struct mini_req *req)
     x->ev_pid = (struct ev){ EV_PID, x };
     x->ev_timer = (struct ev){ EV_TIMER, x };
     x->ev_stdin = (struct ev){ EV_STDIN, x };
-    if (p) {
+    if (pooled) {
         /* Already watched as a pool entry: point its events at the exec. */
         ep_mod(s, x->slot.sb.ctl, EPOLLIN, &x->ev_ctl);
         ep_mod(s, x->slot.sb.pidfd, EPOLLIN, &x->ev_pid);
     }
-    if (x->timer < 0 || timerfd_settime(x->timer, 0, &its, NULL) < 0 ||
-        ep_add(s, x->timer, EPOLLIN, &x->ev_timer) < 0 || (!p && ep_add(s, x->slot.sb.ctl, EPOLLIN, &x->ev_ctl) < 0) ||
-        ep_add(s, x->slot.sb.out, EPOLLIN, &x->ev_out) < 0 ||
-        (!p && ep_add(s, x->slot.sb.pidfd, EPOLLIN, &x->ev_pid) < 0) || disk_exec_start(x) < 0 ||
-        (x->disk_timer >= 0 && ep_add(s, x->disk_timer, EPOLLIN, &x->ev_disk) < 0)) {
-        mini_err_sys(&e, MINI_E_SPAWN_FAILED, errno, "watching the sandbox");
+    if (exec_watch_all(s, x, pooled, &its, &e) < 0) {
         ep_del(s, x->timer);
         ep_del(s, x->disk_timer);
         ep_del(s, x->slot.sb.ctl);
@@ -758,20 +769,11 @@ void do_exec(struct server *s, struct client *c, const struct mini_req *req)
     s->running++;
     if (ready)
         exec_launch(s, x);
-    /* Commands side by side, or back to back: replace what this one took
-     * now that its launch is out, while it runs, so that the next one
-     * finds a sandbox prepared, or one well on its way.  A command on its
-     * own, after a pause (an agent's), leaves that to its exit (after the
-     * reply): a replacement prepared meanwhile competes with it for the
-     * CPU and for the kernel's locks (mount and cgroup creation), and
-     * would only have been ready sooner than needed.
-     * docs/sandbox-lifecycle.md has the figures. */
-    if (!x->last && (ss->running > 1 || back_to_back(ss, x->start_ns)))
-        pool_fill(s, ss);
-    ss->hidden_memo_set = false;
+    session_launched(s, ss, x->last, x->start_ns);
+    ss->memo.set = false;
     return;
 fail:
-    ss->hidden_memo_set = false;
+    ss->memo.set = false;
     send_error(s, c, req->id, &e);
     exec_free(x);
 }

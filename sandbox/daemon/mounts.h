@@ -1,5 +1,5 @@
 /* The daemon's mount table, as a session's prepared sandboxes and its
- * template of the root see it (session.c, hidden_sig): both copy the
+ * template of the root see it (roott.c, roott_sig): both copy the
  * mounts at and under the profile's binds and the workspace when they are
  * made, so a mount made, removed or changed there on the host since makes
  * them stale.
@@ -10,7 +10,7 @@
  * (mount_watch_hash), and each session hashes its own paths from that
  * copy.  wake_fd, a second open of the file, is for the event loop: it
  * reports a change as EPOLLPRI, so that the sessions can hash the new
- * table before their next command needs it (session.c, pool_mounts_changed). */
+ * table before their next command needs it (roott.c, roott_changed). */
 #ifndef MINI_SANDBOXD_MOUNTS_H
 #define MINI_SANDBOXD_MOUNTS_H
 

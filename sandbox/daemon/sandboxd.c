@@ -44,12 +44,25 @@ static void usage(FILE *f)
             "                     fewer when the open-files limit is low)\n"
             "  --frame-timeout S  close a connection that holds part of a frame for S\n"
             "                     seconds (default 30)\n"
+            "  --caches=on|off    off: no prepared sandboxes, parked session, template of\n"
+            "                     the root, id mapping made ahead, seccomp program cache\n"
+            "                     or probe cache; every command pays for its sandbox\n"
+            "                     (default: $MINI_SANDBOXD_CACHES, else on)\n"
             "  -h, --help, --version\n\n"
             "Socket activation: with LISTEN_PID set to its pid and LISTEN_FDS=1 (as systemd\n"
             "starts it from mini-sandboxd.socket), it serves the listening socket on fd 3\n"
             "instead of binding one, stays in the foreground and leaves the socket in place\n"
             "when it stops.\n",
             mini_profile_default_dir());
+}
+
+/* --caches=on|off (or MINI_SANDBOXD_CACHES). */
+static bool parse_caches(const char *v, bool *off)
+{
+    if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
+        return false;
+    *off = strcmp(v, "off") == 0;
+    return true;
 }
 
 static int make_private_dir(const char *path, struct mini_err *e)
@@ -219,6 +232,7 @@ int main(int argc, char **argv)
         { "version", no_argument, NULL, 'V' },
         { "max-clients", required_argument, NULL, 'm' },
         { "frame-timeout", required_argument, NULL, 't' },
+        { "caches", required_argument, NULL, 'C' },
         { 0 },
     };
     int64_t main_ns = mini_mono_ns();
@@ -229,6 +243,7 @@ int main(int argc, char **argv)
     mini_sb_timing = timing && strcmp(timing, "1") == 0;
     mini_log_init("mini-sandboxd", mini_sb_timing ? MINI_LOG_INFO : MINI_LOG_WARN);
     struct mini_server_cfg cfg = { .inherit_fd = -1, .listen_fd = -1, .main_ns = main_ns };
+    bool caches_given = false;
     _cleanup_free_ char **resolve = NULL;
     _cleanup_free_ char *socket_path = NULL, *state_dir = NULL, *sockdir = NULL, *cache_dir = NULL;
     bool foreground = false;
@@ -309,6 +324,13 @@ int main(int argc, char **argv)
             cfg.frame_timeout_s = t;
             break;
         }
+        case 'C':
+            if (!parse_caches(optarg, &cfg.caches_off)) {
+                fprintf(stderr, "mini-sandboxd: --caches: \"%s\" is neither on nor off\n", optarg);
+                return 2;
+            }
+            caches_given = true;
+            break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("mini-sandboxd %s (protocol %d)\n", MINI_VERSION, MINI_PROTO_VERSION); return 0;
         case ':':
@@ -325,6 +347,14 @@ int main(int argc, char **argv)
     }
     if (optind < argc) {
         fprintf(stderr, "mini-sandboxd: unexpected argument: %s\nTry 'mini-sandboxd --help'.\n", argv[optind]);
+        return 2;
+    }
+    /* --caches's default from the environment, so that a test run can turn
+     * the caches off for every daemon it starts, also the private ones
+     * mini-sandbox and mini start themselves (docs/sandbox-lifecycle.md). */
+    const char *caches = caches_given ? NULL : getenv("MINI_SANDBOXD_CACHES");
+    if (caches && *caches && !parse_caches(caches, &cfg.caches_off)) {
+        fprintf(stderr, "mini-sandboxd: MINI_SANDBOXD_CACHES: \"%s\" is neither on nor off\n", caches);
         return 2;
     }
     if (!cfg.profile_dir)
@@ -387,7 +417,7 @@ int main(int argc, char **argv)
      * --socket's or --state-dir's, so that every daemon of the user,
      * private ones included, shares it.  Without it the daemon probes. */
     struct mini_err ignored;
-    cfg.caps_cache_dir = cache_dir = mini_runtime_dir(&ignored);
+    cfg.caps_cache_dir = cache_dir = cfg.caches_off ? NULL : mini_runtime_dir(&ignored);
     cfg.resolve = resolve;
     int ready = -1;
     if (!foreground && cfg.inherit_fd < 0 && daemonize(state_dir, &ready, &e) < 0)

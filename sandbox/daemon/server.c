@@ -23,72 +23,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-int ep_add(struct server *s, int fd, uint32_t events, struct ev *ev)
-{
-    struct epoll_event ee = { .events = events, .data.ptr = ev };
-    return epoll_ctl(s->ep, EPOLL_CTL_ADD, fd, &ee);
-}
-
-void ep_mod(struct server *s, int fd, uint32_t events, struct ev *ev)
-{
-    struct epoll_event ee = { .events = events, .data.ptr = ev };
-    epoll_ctl(s->ep, EPOLL_CTL_MOD, fd, &ee);
-}
-
-void ep_del(struct server *s, int fd)
-{
-    if (fd >= 0)
-        epoll_ctl(s->ep, EPOLL_CTL_DEL, fd, NULL);
-}
-
-/* ------------------------------------------------------------- replies */
-
-static void client_flush(struct server *s, struct client *c);
-
-size_t wq_pending(const struct client *c) { return c->wq.len - c->wq_off; }
-
-static void send_json(struct server *s, struct client *c, cJSON *obj)
-{
-    struct mini_err e;
-    if (!c || !obj) {
-        cJSON_Delete(obj);
-        return;
-    }
-    if (mini_frame_encode_json(&c->wq, obj, &e) < 0)
-        log_warn("dropping a reply: %s", e.msg);
-    cJSON_Delete(obj);
-    client_flush(s, c);
-}
-
-void send_rep(struct server *s, struct client *c, const struct mini_rep *rep)
-{
-    if (c)
-        send_json(s, c, mini_rep_to_json(rep));
-}
-
-void send_error(struct server *s, struct client *c, int64_t id, const struct mini_err *e)
-{
-    if (!c)
-        return;
-    /* Out of file descriptors is the daemon's state, not something wrong
-     * with the request (a cwd, a profile, a workspace): whichever step ran
-     * into it, the client is told busy, to try again later.  The message
-     * keeps the step and says "Too many open files". */
-    struct mini_err busy;
-    if ((e->sys_errno == EMFILE || e->sys_errno == ENFILE) && e->code != MINI_E_BUSY) {
-        busy = *e;
-        busy.code = MINI_E_BUSY;
-        e = &busy;
-    }
-    send_json(s, c, mini_error_json(id, e));
-}
-
-void send_ok(struct server *s, struct client *c, int64_t id)
-{
-    struct mini_rep rep = { .op = MINI_OP_OK, .id = id };
-    send_rep(s, c, &rep);
-}
-
 static void do_hello(struct server *s, struct client *c, const struct mini_req *req)
 {
     if (req->u.hello.version != MINI_PROTO_VERSION) {
@@ -105,7 +39,7 @@ static void do_hello(struct server *s, struct client *c, const struct mini_req *
     cJSON_AddBoolToObject(f, "rootless", geteuid() != 0);
     cJSON_AddNumberToObject(f, "uid", geteuid());
     cJSON_AddStringToObject(f, "limits_by",
-                            s->cgroups.mode == MINI_CG_NONE ? "rlimits" : mini_cg_mode_name(s->cgroups.mode));
+                            s->host.cgroups.mode == MINI_CG_NONE ? "rlimits" : mini_cg_mode_name(s->host.cgroups.mode));
     cJSON_AddBoolToObject(f, "prepared_sandboxes", true);
     cJSON_AddBoolToObject(f, "exec_last", true); /* exec.last is understood */
     /* open.allow_hosts and allowlist profiles (docs/profiles.md). */
@@ -113,14 +47,14 @@ static void do_hello(struct server *s, struct client *c, const struct mini_req *
     cJSON_AddNumberToObject(net, "proxy_port", MINI_NET_PROXY_PORT);
     cJSON_AddNumberToObject(net, "pins", (double)s->cfg->n_resolve);
     cJSON *lim = cJSON_AddObjectToObject(f, "limits");
-    cJSON_AddNumberToObject(lim, "connections", (double)s->max_clients);
+    cJSON_AddNumberToObject(lim, "connections", (double)s->conns.max_clients);
     cJSON_AddNumberToObject(lim, "sessions", MAX_SESSIONS);
     cJSON_AddNumberToObject(lim, "sessions_per_connection", MAX_SESSIONS_PER_CLIENT);
     cJSON_AddNumberToObject(lim, "running", MAX_RUNNING);
     cJSON_AddNumberToObject(lim, "running_per_connection", MAX_RUNNING_PER_CLIENT);
     cJSON_AddNumberToObject(lim, "unread_reply_bytes", WQ_MAX);
     cJSON_AddNumberToObject(lim, "proxied_connections", PROXY_MAX_CONNS);
-    cJSON *machine = mini_caps_to_json(&s->caps);
+    cJSON *machine = mini_caps_to_json(&s->host.caps);
     if (machine)
         cJSON_AddItemToObject(f, "machine", machine);
     rep.u.hello.features = f;
@@ -131,26 +65,20 @@ static void do_hello(struct server *s, struct client *c, const struct mini_req *
 static void do_stats(struct server *s, struct client *c, const struct mini_req *req)
 {
     struct mini_rep rep = { .op = MINI_OP_STATS, .id = req->id };
-    int64_t sessions = 0, running = 0, preparing = 0;
-    for (struct client *k = s->clients; k; k = k->next)
-        for (struct session *ss = k->sessions; ss; ss = ss->next) {
+    int64_t sessions = 0, running = 0;
+    for (struct client *k = s->conns.clients; k; k = k->next)
+        for (struct session *ss = k->sessions; ss; ss = ss->next)
             sessions++;
-            for (struct pooled *p = ss->pool; p; p = p->next)
-                preparing += !p->ready && !p->dead;
-        }
-    /* A parked session's sandbox too (session.c, park_close). */
-    for (struct pooled *p = s->parked ? s->parked->pool : NULL; p; p = p->next)
-        preparing += !p->ready && !p->dead;
     for (struct exec *x = s->execs; x; x = x->next)
         running += !x->finished;
     rep.u.stats.sessions = sessions;
     rep.u.stats.running = running;
     rep.u.stats.execs_total = s->execs_total;
-    rep.u.stats.clients = (int64_t)s->n_clients;
+    rep.u.stats.clients = (int64_t)s->conns.n_clients;
     rep.u.stats.uptime_ms = (mini_mono_ns() - s->start_ns) / 1000000;
-    rep.u.stats.preparing = preparing;
-    rep.u.stats.held_ahead = held_ahead(s);
-    rep.u.stats.seccomp_programs = (int64_t)bpf_cache_count(s);
+    rep.u.stats.preparing = sessions_preparing(s);
+    rep.u.stats.held_ahead = sessions_held_ahead(s);
+    rep.u.stats.seccomp_programs = (int64_t)seccache_count(&s->seccache);
     send_rep(s, c, &rep);
 }
 
@@ -174,87 +102,23 @@ static void client_close(struct server *s, struct client *c)
     while (c->sessions)
         session_close(s, c, c->sessions, MINI_LIMIT_DISCONNECT);
     disk_client_gone(s, c);
-    for (struct client **pp = &s->clients; *pp; pp = &(*pp)->next)
+    for (struct client **pp = &s->conns.clients; *pp; pp = &(*pp)->next)
         if (*pp == c) {
             *pp = c->next;
             break;
         }
-    s->n_clients--;
-    if (s->accept_paused && s->lfd >= 0) {
-        s->accept_paused = false;
-        ep_mod(s, s->lfd, EPOLLIN, &s->ev_listen);
+    s->conns.n_clients--;
+    if (s->conns.accept_paused && s->conns.lfd >= 0) {
+        s->conns.accept_paused = false;
+        ep_mod(s, s->conns.lfd, EPOLLIN, &s->conns.ev_listen);
     }
     mini_close(c->fd);
     c->fd = -1;
     c->dead = true;
-    c->next = s->dead_clients;
-    s->dead_clients = c;
+    c->next = s->conns.dead_clients;
+    s->conns.dead_clients = c;
     if (s->cfg->inherit_fd >= 0)
         s->stopping = true;
-}
-
-static void client_resume_outputs(struct server *s, struct client *c)
-{
-    for (struct exec *x = s->execs; x; x = x->next)
-        if (x->client == c && x->out_paused) {
-            x->out_paused = false;
-            if (x->slot.sb.out >= 0)
-                ep_mod(s, x->slot.sb.out, EPOLLIN, &x->ev_out);
-        }
-}
-
-static void client_flush(struct server *s, struct client *c)
-{
-    size_t off = c->wq_off;
-    while (off < c->wq.len) {
-        ssize_t n = send(c->fd, c->wq.data + off, c->wq.len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n > 0) {
-            off += (size_t)n;
-            continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            break;
-        /* The client is gone: drop what it will never read. */
-        off = c->wq.len;
-        c->closing = true;
-        break;
-    }
-    /* Sent bytes are dropped when all is sent, or compacted once they are
-     * half of the buffer: each byte is moved at most once. */
-    if (off == c->wq.len) {
-        mini_buf_reset(&c->wq);
-        off = 0;
-    } else if (off > c->wq.len / 2) {
-        mini_buf_consume(&c->wq, off);
-        off = 0;
-    }
-    c->wq_off = off;
-    if (wq_pending(c) > WQ_MAX && !c->closing) {
-        /* Never read, and past anything one client may hold: dropped. */
-        log_warn("client pid %d: %zu bytes of replies unread; closing the connection", (int)c->pid, wq_pending(c));
-        c->closing = true;
-        c->wq_off = c->wq.len; /* what it will never read */
-        ep_mod(s, c->fd, EPOLLOUT | EPOLLRDHUP, &c->ev);
-        c->want_out = true;
-        return;
-    }
-    bool want = wq_pending(c) > 0;
-    /* Backpressure: a client that does not read its replies gets no
-     * more requests read either. */
-    bool pause = wq_pending(c) > WQ_PAUSE || (c->read_paused && wq_pending(c) > WQ_RESUME);
-    if (want != c->want_out || pause != c->read_paused) {
-        /* A frame the client was sending while its requests were not
-         * read gets its time anew: the wait was the daemon's doing. */
-        if (c->read_paused && !pause && c->partial_since)
-            c->partial_since = mini_mono_ns();
-        c->want_out = want;
-        c->read_paused = pause;
-        ep_mod(s, c->fd, (c->closing || pause ? 0 : EPOLLIN) | (want ? EPOLLOUT : 0) | EPOLLRDHUP, &c->ev);
-    }
-    if (wq_pending(c) < WQ_RESUME)
-        client_resume_outputs(s, c);
 }
 
 static void dispatch(struct server *s, struct client *c, const char *payload, size_t len)
@@ -283,9 +147,9 @@ static void dispatch(struct server *s, struct client *c, const char *payload, si
 static void set_partial(struct server *s, struct client *c, int64_t since)
 {
     if (since && !c->partial_since)
-        s->n_partial++;
+        s->conns.n_partial++;
     else if (!since && c->partial_since)
-        s->n_partial--;
+        s->conns.n_partial--;
     c->partial_since = since;
 }
 
@@ -313,18 +177,18 @@ static int sooner(int a, int b)
  * the return is the epoll timeout until the next such deadline, or -1. */
 static int expire_partial_frames(struct server *s)
 {
-    if (s->n_partial == 0 || s->frame_timeout_ns <= 0)
+    if (s->conns.n_partial == 0 || s->conns.frame_timeout_ns <= 0)
         return -1;
     int64_t now = mini_mono_ns(), next = -1;
-    for (struct client *c = s->clients, *nx; c; c = nx) {
+    for (struct client *c = s->conns.clients, *nx; c; c = nx) {
         nx = c->next;
         if (!c->partial_since || c->closing || c->read_paused)
             continue;
-        int64_t left = c->partial_since + s->frame_timeout_ns - now;
+        int64_t left = c->partial_since + s->conns.frame_timeout_ns - now;
         if (left <= 0) {
             struct mini_err e;
             mini_err_set(&e, MINI_E_BAD_REQUEST, "frame incomplete after %g s (%zu bytes of it received); closing",
-                         (double)s->frame_timeout_ns / 1e9, c->rd.in.len - c->rd.consumed);
+                         (double)s->conns.frame_timeout_ns / 1e9, c->rd.in.len - c->rd.consumed);
             log_info("client pid %d: %s", (int)c->pid, e.msg);
             client_abort(s, c, &e);
         } else if (next < 0 || left < next) {
@@ -396,9 +260,10 @@ static bool peer_allowed(struct server *s, int fd, pid_t *pid)
         log_warn("refusing a client with uid %u", (unsigned)cr.uid);
         return false;
     }
-    /* Host root, as DESIGN.md promises.  A rootless daemon may not look at
-     * root's /proc/PID/ns; and no sandbox appears as uid 0 here, since
-     * sandboxes map to unprivileged host ids only. */
+    /* Host root is served as well as the daemon's own user: it can reach
+     * the socket and every process of the daemon's anyway.  A rootless
+     * daemon may not look at root's /proc/PID/ns; and no sandbox appears
+     * as uid 0 here, since sandboxes map to unprivileged host ids only. */
     if (cr.uid == 0 && geteuid() != 0)
         return true;
     /* A process in another user namespace (a sandbox, say) is refused
@@ -406,7 +271,7 @@ static bool peer_allowed(struct server *s, int fd, pid_t *pid)
     char path[64];
     struct stat st;
     snprintf(path, sizeof path, "/proc/%d/ns/user", (int)cr.pid);
-    if (cr.pid <= 0 || stat(path, &st) < 0 || st.st_ino != s->userns) {
+    if (cr.pid <= 0 || stat(path, &st) < 0 || st.st_ino != s->host.userns) {
         log_warn("refusing pid %d: not in the daemon's user namespace", (int)cr.pid);
         return false;
     }
@@ -429,9 +294,9 @@ static int client_add(struct server *s, int fd)
         free(c);
         return -1;
     }
-    c->next = s->clients;
-    s->clients = c;
-    s->n_clients++;
+    c->next = s->conns.clients;
+    s->conns.clients = c;
+    s->conns.n_clients++;
     return 0;
 }
 
@@ -453,27 +318,27 @@ static void refuse(int fd, const struct mini_err *why)
 static void warn_fd_shortage(struct server *s, int err, const char *what)
 {
     int64_t now = mini_mono_ns();
-    s->fd_refused++;
-    if (s->fd_warn_ns && now - s->fd_warn_ns < 60 * (int64_t)1000000000)
+    s->conns.fd_refused++;
+    if (s->conns.fd_warn_ns && now - s->conns.fd_warn_ns < 60 * (int64_t)1000000000)
         return;
     log_warn("accept: %s: %llu connection(s) %s since the last such warning (said at most once a minute)",
-             strerror(err), (unsigned long long)s->fd_refused, what);
-    s->fd_warn_ns = now;
-    s->fd_refused = 0;
+             strerror(err), (unsigned long long)s->conns.fd_refused, what);
+    s->conns.fd_warn_ns = now;
+    s->conns.fd_refused = 0;
 }
 
 static void accept_clients(struct server *s)
 {
     for (;;) {
-        int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        int fd = accept4(s->conns.lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         int err = errno;
-        if (fd < 0 && (err == EMFILE || err == ENFILE) && s->spare_fd >= 0) {
+        if (fd < 0 && (err == EMFILE || err == ENFILE) && s->conns.spare_fd >= 0) {
             /* Out of fds: the spare one makes room to accept the waiting
              * client and tell it busy, instead of leaving it hanging in the
              * backlog (or the loop spinning on a listener that stays
              * readable). */
-            close(s->spare_fd);
-            fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+            close(s->conns.spare_fd);
+            fd = accept4(s->conns.lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
             int err2 = errno;
             if (fd >= 0) {
                 struct mini_err e;
@@ -482,7 +347,7 @@ static void accept_clients(struct server *s)
                 refuse(fd, &e);
                 warn_fd_shortage(s, err, "refused with busy");
             }
-            s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+            s->conns.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
             if (fd >= 0)
                 continue;
             err = err2;
@@ -493,8 +358,8 @@ static void accept_clients(struct server *s)
                  * until one of ours goes (client_close resumes), instead of
                  * a busy loop. */
                 warn_fd_shortage(s, err, "left waiting");
-                ep_mod(s, s->lfd, 0, &s->ev_listen);
-                s->accept_paused = true;
+                ep_mod(s, s->conns.lfd, 0, &s->conns.ev_listen);
+                s->conns.accept_paused = true;
             } else if (err != EAGAIN && err != EINTR) {
                 log_warn("accept: %s", strerror(err));
             }
@@ -505,14 +370,14 @@ static void accept_clients(struct server *s)
             close(fd);
             continue;
         }
-        if (s->n_clients >= s->max_clients) {
+        if (s->conns.n_clients >= s->conns.max_clients) {
             struct mini_err e;
-            mini_err_set(&e, MINI_E_BUSY, "the daemon serves %zu connections, the most it may", s->max_clients);
+            mini_err_set(&e, MINI_E_BUSY, "the daemon serves %zu connections, the most it may", s->conns.max_clients);
             refuse(fd, &e);
             continue;
         }
         if (client_add(s, fd) == 0)
-            s->clients->pid = pid;
+            s->conns.clients->pid = pid;
     }
 }
 
@@ -562,8 +427,8 @@ static int listen_on(struct server *s, const char *path, struct mini_err *e)
     if (strlen(path) >= sizeof sa.sun_path)
         return mini_err_set(e, MINI_E_IO, "socket path %s: too long", path);
     strcpy(sa.sun_path, path);
-    s->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (s->lfd < 0)
+    s->conns.lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (s->conns.lfd < 0)
         return mini_err_sys(e, MINI_E_IO, errno, "socket");
     /* A socket file left by a dead daemon is replaced; a live one is not. */
     int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -574,11 +439,11 @@ static int listen_on(struct server *s, const char *path, struct mini_err *e)
     mini_close(probe);
     unlink(path);
     mode_t old = umask(0177);
-    int r = bind(s->lfd, (struct sockaddr *)&sa, sizeof sa);
+    int r = bind(s->conns.lfd, (struct sockaddr *)&sa, sizeof sa);
     umask(old);
     if (r < 0)
         return mini_err_sys(e, MINI_E_IO, errno, "binding %s", path);
-    if (listen(s->lfd, 128) < 0)
+    if (listen(s->conns.lfd, 128) < 0)
         return mini_err_sys(e, MINI_E_IO, errno, "listening on %s", path);
     return 0;
 }
@@ -590,15 +455,11 @@ static void bury(struct server *s)
         s->dead_execs = x->next;
         exec_free(x);
     }
-    while (s->dead_pooled) {
-        struct pooled *p = s->dead_pooled;
-        s->dead_pooled = p->next;
-        free(p);
-    }
+    pool_free_buried(&s->pool);
     proxy_bury(s);
-    while (s->dead_clients) {
-        struct client *c = s->dead_clients;
-        s->dead_clients = c->next;
+    while (s->conns.dead_clients) {
+        struct client *c = s->conns.dead_clients;
+        s->conns.dead_clients = c->next;
         mini_frame_reader_free(&c->rd);
         mini_buf_free(&c->wq);
         free(c);
@@ -617,7 +478,7 @@ static bool ev_dead(const struct ev *ev)
     case EV_STDIN: return ((const struct exec *)ev->obj)->dead;
     case EV_POOL_CTL:
     case EV_POOL_PID: return ((const struct pooled *)ev->obj)->dead;
-    case EV_HOLDER: return ((const struct idmap_holder *)ev->obj)->h.pid == 0;
+    case EV_HOLDER: return ((const struct helper *)ev->obj)->h.pid == 0;
     case EV_PROXY_LISTEN:
     case EV_PROXY_CLIENT:
     case EV_PROXY_UP: return proxy_ev_dead(ev);
@@ -660,11 +521,11 @@ static void handle(struct server *s, struct ev *ev, uint32_t events)
     case EV_TIMER: exec_timer(s, ev->obj); break;
     case EV_DISK: disk_tick(s, ev->obj); break;
     case EV_MEASURE: disk_measured(s, ev->obj); break;
-    case EV_MOUNTS: pool_mounts_changed(s); break;
-    case EV_HOLDER: idmap_holder_reaped(s, ev->obj); break;
+    case EV_MOUNTS: roott_changed(&s->roott); break;
+    case EV_HOLDER: helper_reaped(ev->obj); break;
     case EV_STDIN: exec_write_stdin(s, ev->obj); break;
     case EV_POOL_CTL:
-    case EV_POOL_PID: pool_event(s, ev->obj, ev->kind == EV_POOL_PID); break;
+    case EV_POOL_PID: session_pool_event(s, ev->obj, ev->kind == EV_POOL_PID); break;
     case EV_PROXY_LISTEN:
     case EV_PROXY_CLIENT:
     case EV_PROXY_UP:
@@ -678,7 +539,7 @@ static void handle(struct server *s, struct ev *ev, uint32_t events)
 static void flush_clients(struct server *s)
 {
     int64_t deadline = mini_mono_ns() + 2000000000LL;
-    for (struct client *c = s->clients; c; c = c->next)
+    for (struct client *c = s->conns.clients; c; c = c->next)
         while (!c->closing && wq_pending(c) > 0 && mini_mono_ns() < deadline) {
             struct pollfd p = { .fd = c->fd, .events = POLLOUT };
             if (poll(&p, 1, 100) < 0 && errno != EINTR)
@@ -691,28 +552,29 @@ static void server_free(struct server *s)
 {
     kill_all(s);
     flush_clients(s);
-    while (s->clients)
-        client_close(s, s->clients);
-    park_drop(s);
-    pool_reap_closing(s);
+    while (s->conns.clients)
+        client_close(s, s->conns.clients);
+    session_unpark(s);
+    pool_reap_closing(&s->pool);
     disk_fini(s);
     bury(s);
     proxy_fini(s);
-    mini_cgroups_fini(&s->cgroups);
-    sessions_fini(s);
+    mini_cgroups_fini(&s->host.cgroups);
+    statedir_fini(&s->statedir);
+    idmap_fini(&s->idmap);
+    helper_fini(&s->helpers);
     mini_ws_guard_free(&s->guard);
     mini_uid_range_free(&s->uids);
-    bpf_cache_free(s);
+    seccache_fini(&s->seccache);
     /* A passed socket is its owner's (systemd listens on it again). */
-    if (s->lfd >= 0 && s->cfg->socket_path && s->cfg->listen_fd < 0)
+    if (s->conns.lfd >= 0 && s->cfg->socket_path && s->cfg->listen_fd < 0)
         unlink(s->cfg->socket_path);
-    mini_close(s->lfd);
+    mini_close(s->conns.lfd);
     mini_close(s->sfd);
     mini_close(s->ep);
-    mini_close(s->init_fd);
-    mount_watch_fini(&s->mounts);
-    mini_close(s->spare_fd);
-    free(s->root_dir);
+    mini_close(s->host.init_fd);
+    roott_fini(&s->roott);
+    mini_close(s->conns.spare_fd);
     if (s->audit)
         fclose(s->audit);
 }
@@ -721,65 +583,59 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
 {
     struct server s = { .cfg = cfg,
                         .ep = -1,
-                        .lfd = -1,
                         .sfd = -1,
-                        .init_fd = -1,
-                        .spare_fd = -1,
-                        .mounts = { .fd = -1 },
+                        .conns = { .lfd = -1, .spare_fd = -1, .ev_listen = { EV_LISTEN, NULL } },
+                        .host = { .init_fd = -1 },
                         .start_ns = mini_mono_ns(),
-                        .sessions_lock = -1,
-                        .tmp_lock = -1,
-                        .idmap_next = { .fd = -1 },
-                        .ev_listen = { EV_LISTEN, NULL } };
+                        .statedir = { .sessions_lock = -1, .tmp_lock = -1 } };
+    /* The caches, each on unless --caches=off (docs/sandbox-lifecycle.md),
+     * wired to the sessions and the loop. */
+    bool caches = !cfg->caches_off;
+    s.ep = epoll_create1(EPOLL_CLOEXEC);
+    int ep_errno = errno;
+    roott_init(&s.roott, caches, &s.helpers);
+    sessions_init(&s, caches);
     struct ev ev_sig = { EV_SIGNAL, NULL };
     int rc = -1;
     struct stat st;
     rlim_t nofile = raise_nofile();
-    s.max_clients = cfg->max_clients > 0 ? (size_t)cfg->max_clients : default_max_clients(nofile);
-    s.frame_timeout_ns = (int64_t)((cfg->frame_timeout_s > 0 ? cfg->frame_timeout_s : FRAME_TIMEOUT_S) * 1e9);
+    s.conns.max_clients = cfg->max_clients > 0 ? (size_t)cfg->max_clients : default_max_clients(nofile);
+    s.conns.frame_timeout_ns = (int64_t)((cfg->frame_timeout_s > 0 ? cfg->frame_timeout_s : FRAME_TIMEOUT_S) * 1e9);
     log_info("open-files limit %llu: at most %zu connections; a partial frame may wait %g s",
-             (unsigned long long)nofile, s.max_clients, (double)s.frame_timeout_ns / 1e9);
+             (unsigned long long)nofile, s.conns.max_clients, (double)s.conns.frame_timeout_ns / 1e9);
     if (stat("/proc/self/ns/user", &st) < 0) {
         mini_err_sys(e, MINI_E_IO, errno, "/proc/self/ns/user");
         goto out;
     }
-    s.userns = st.st_ino;
+    s.host.userns = st.st_ino;
     /* MINI_SANDBOX_TIMING: the start-up's steps, logged once the loop runs. */
     struct {
         int64_t init, caps, cgroups, ids, loop;
     } ts = { 0 };
-    if ((s.init_fd = mini_sandbox_open_init(e)) < 0)
+    if ((s.host.init_fd = mini_sandbox_open_init(e)) < 0)
         goto out;
-    mount_watch_init(&s.mounts);
     MINI_SB_MARK(&ts, init);
     /* What this machine can isolate, and per-command cgroups where the
      * daemon may create them; the probe is corrected to what was set up so
      * that no reply promises more than the commands get. */
     bool cached;
-    if (mini_caps_detect_cached(&s.caps, cfg->caps_cache_dir, &cached, e) < 0)
+    if (mini_caps_detect_cached(&s.host.caps, cfg->caps_cache_dir, &cached, e) < 0)
         goto out;
     MINI_SB_MARK(&ts, caps);
     log_info("capabilities: %s%s", cached ? "the probes' results cached in " : "probed",
              cached ? cfg->caps_cache_dir : "");
     struct mini_err cge;
-    if (mini_cgroups_init_limits(&s.cgroups, &s.caps, &cge) < 0) {
+    if (mini_cgroups_init_limits(&s.host.cgroups, &s.host.caps, &cge) < 0) {
         log_warn("cgroups: %s; limits fall back to rlimits", cge.msg);
         /* The cache called them writable: the next start tests again. */
         if (cached)
             mini_caps_cache_forget(cfg->caps_cache_dir);
     }
-    mini_cgroups_update_caps(&s.cgroups, &s.caps);
+    mini_cgroups_update_caps(&s.host.cgroups, &s.host.caps);
     MINI_SB_MARK(&ts, cgroups);
-    log_info("cgroups: %s", s.cgroups.note);
-    if (asprintf(&s.root_dir, "%s/root", cfg->state_dir) < 0) {
-        s.root_dir = NULL;
-        mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    log_info("cgroups: %s", s.host.cgroups.note);
+    if (statedir_init(&s.statedir, cfg->state_dir, e) < 0)
         goto out;
-    }
-    if (mkdir(s.root_dir, 0700) < 0 && errno != EEXIST) {
-        mini_err_sys(e, MINI_E_IO, errno, "creating %s", s.root_dir);
-        goto out;
-    }
     char *sockdir = cfg->socket_path ? strdup(cfg->socket_path) : NULL;
     char *slash = sockdir ? strrchr(sockdir, '/') : NULL;
     if (slash)
@@ -792,9 +648,8 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
     /* A private daemon sweeps once it has handled what its client queued
      * before it started (hello and open: the open's sandbox is then being
      * prepared meanwhile); a listening one before it listens. */
-    s.sweep_pending = true;
     if (cfg->inherit_fd < 0)
-        sweep_sessions(&s);
+        statedir_sweep(&s.statedir);
     if (cfg->audit_log) {
         /* Never through a link, nor into a file not ours alone: the path
          * may lie where sandboxed commands write. */
@@ -807,9 +662,8 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
             goto out;
         }
     }
-    s.ep = epoll_create1(EPOLL_CLOEXEC);
     /* Kept for the moment the fds run out (accept_clients). */
-    s.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    s.conns.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     sigset_t mask;
     sigemptyset(&mask);
     sigaddset(&mask, SIGTERM);
@@ -819,17 +673,15 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
     signal(SIGPIPE, SIG_IGN);
     mini_sandbox_note_signals();
     s.sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-    if (s.ep < 0 || s.sfd < 0 || ep_add(&s, s.sfd, EPOLLIN, &ev_sig) < 0) {
-        mini_err_sys(e, MINI_E_IO, errno, "setting up the event loop");
+    if (s.ep < 0) {
+        mini_err_sys(e, MINI_E_IO, ep_errno, "setting up the event loop (epoll)");
         goto out;
     }
-    /* Without it each session reads a changed table when its next command
-     * comes, as before. */
-    s.ev_mounts = (struct ev){ EV_MOUNTS, NULL };
-    if (s.mounts.wake_fd >= 0 && ep_add(&s, s.mounts.wake_fd, EPOLLPRI, &s.ev_mounts) < 0) {
-        close(s.mounts.wake_fd);
-        s.mounts.wake_fd = -1;
+    if (s.sfd < 0 || ep_add(&s, s.sfd, EPOLLIN, &ev_sig) < 0) {
+        mini_err_sys(e, MINI_E_IO, errno, "setting up the event loop (the signalfd)");
+        goto out;
     }
+    roott_watch(&s.roott, s.ep);
     if (proxy_init(&s, e) < 0)
         goto out;
     if (cfg->inherit_fd >= 0) {
@@ -839,10 +691,10 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
         }
     } else {
         if (cfg->listen_fd >= 0)
-            s.lfd = cfg->listen_fd;
+            s.conns.lfd = cfg->listen_fd;
         else if (listen_on(&s, cfg->socket_path, e) < 0)
             goto out;
-        if (ep_add(&s, s.lfd, EPOLLIN, &s.ev_listen) < 0) {
+        if (ep_add(&s, s.conns.lfd, EPOLLIN, &s.conns.ev_listen) < 0) {
             mini_err_sys(e, MINI_E_IO, errno, "watching %s", cfg->socket_path);
             goto out;
         }
@@ -863,8 +715,8 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
     while (!s.stopping) {
         struct epoll_event evs[64];
         int t = expire_partial_frames(&s); /* first: it may close clients */
-        t = sooner(sooner(t, park_timeout(&s)), pool_mounts_timeout(&s));
-        int n = epoll_wait(s.ep, evs, 64, s.sweep_pending ? 0 : t);
+        t = sooner(sooner(t, session_park_timeout(&s)), roott_timeout(&s.roott));
+        int n = epoll_wait(s.ep, evs, 64, s.statedir.sweep_pending ? 0 : t);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -873,11 +725,11 @@ int mini_server_run(const struct mini_server_cfg *cfg, struct mini_err *e)
         }
         for (int i = 0; i < n; i++)
             handle(&s, evs[i].data.ptr, evs[i].events);
-        if (pool_mounts_timeout(&s) == 0)
-            pool_mounts_hash(&s);
+        if (roott_timeout(&s.roott) == 0)
+            sessions_hash_mounts(&s);
         /* Objects finished in this batch may still have had events in it. */
         bury(&s);
-        sweep_sessions(&s);
+        statedir_sweep(&s.statedir);
     }
     rc = 0;
 out:

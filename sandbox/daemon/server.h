@@ -5,6 +5,7 @@
 #ifndef MINI_SANDBOX_SERVER_H
 #define MINI_SANDBOX_SERVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "mini/err.h"
@@ -24,6 +25,8 @@ struct mini_server_cfg {
     char **resolve;          /* --resolve NAME:ADDR pins for the network proxy */
     size_t n_resolve;
     int64_t main_ns;         /* when main began (MINI_SANDBOX_TIMING's start-up line) */
+    bool caches_off;         /* --caches=off: no pool, parked session, template of the root,
+                              * id mapping ahead, seccomp program or probe cache */
 };
 
 /* Serve until SIGTERM/SIGINT (or, with inherit_fd, until the client

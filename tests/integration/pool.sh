@@ -40,6 +40,7 @@
 # unprivileged user; see tests/lib.sh.  Prints "N passed, N failed".
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 mini_test_init "$@"
+skip_if_caches_off "it checks the pool of prepared sandboxes and the seccomp program cache"
 
 have python3 || skip_all "python3 is not installed"
 PYDIR=$MINI_SOURCE_DIR/tests/integration

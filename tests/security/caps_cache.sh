@@ -11,6 +11,7 @@
 # its own, so that starting one does not make the other probe again.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 mini_test_init "$@"
+skip_if_caches_off "it checks the probe cache"
 
 NOUSERNS=$MINI_BIN/mini-test-nouserns
 # A runtime directory of the test's own: the cache lives there.

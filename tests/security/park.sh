@@ -1,7 +1,7 @@
 #!/bin/bash
-# The parked session (sandbox/daemon/session.c, park_close/park_claim): a
-# one-shot client's session (mini-sandbox run: one command with
-# exec.last) is kept when it closes, with one sandbox prepared after the
+# The parked session (sandbox/daemon/park.c; session.c, session_park and
+# session_claim): a one-shot client's session (mini-sandbox run: one
+# command with exec.last) is kept when it closes, with one sandbox prepared after the
 # command, and the next open of the same workspace and profile takes it
 # over.  These checks attack the reuse from where a user stands and look
 # at the host:
@@ -31,6 +31,7 @@
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 MINI_TEST_LOG_LEVEL=debug
 mini_test_init "$@"
+skip_if_caches_off "it checks the parked session"
 
 TAG=$RUN_TAG
 SBX_PROFILE=strict

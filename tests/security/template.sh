@@ -1,6 +1,6 @@
 #!/bin/bash
 # The template of the root (container/rootfs.c, mini_rootfs_template;
-# sandbox/daemon/session.c, session_template): from its third sandbox on, a
+# sandbox/daemon/roott.c, roott_get): from its third sandbox on, a
 # session's sandboxes clone a tree built once (binds, /dev, hidden paths)
 # instead of building it.  Every clone shares the template's superblocks,
 # so these checks attack that sharing, from inside and on the host:
@@ -40,6 +40,7 @@
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 MINI_TEST_LOG_LEVEL=debug
 mini_test_init "$@"
+skip_if_caches_off "it checks the template of the root"
 
 TAG=$RUN_TAG
 start_daemon
