@@ -754,7 +754,8 @@ static int run_batch(struct opts *o)
     b.ctx.out_dir = out_abs;
     b.ctx.progress_fd = -1;
     const char *cls = mini_config_get_string(cfg, "environment.environment_class");
-    b.ctx.sandbox = cls && strcmp(cls, "sandbox") == 0;
+    b.ctx.sandbox = mini_config_class_sandboxed(cls);
+    b.ctx.container = mini_config_container_class(cls) != NULL;
     if (b.ctx.sandbox && geteuid() == 0) {
         if (owner_ids(o->ws_owner, &b.ctx.ws_uid, &b.ctx.ws_gid) < 0) {
             fprintf(stderr, "mini batch: --workspace-owner %s: no such user\n", o->ws_owner);
