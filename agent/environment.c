@@ -275,18 +275,17 @@ static int set_interpreter(struct mini_environment *env, struct mini_err *e)
     env->interpreter = calloc(count + 2, sizeof *env->interpreter);
     if (!env->interpreter)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-    size_t i = 0;
+    /* n_interpreter counts what is allocated (env_free frees those). */
     if (n > 0) {
         cJSON_ArrayForEach (it, in)
-            if (cJSON_IsString(it) && !(env->interpreter[i++] = strdup(it->valuestring)))
+            if (cJSON_IsString(it) && !(env->interpreter[env->n_interpreter++] = strdup(it->valuestring)))
                 return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     } else {
-        for (; i < count; i++)
-            if (!(env->interpreter[i] = strdup(dflt[i])))
+        for (size_t i = 0; i < count; i++)
+            if (!(env->interpreter[env->n_interpreter++] = strdup(dflt[i])))
                 return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     }
-    env->n_interpreter = i;
-    if (i == 0)
+    if (env->n_interpreter == 0)
         return mini_err_set(e, MINI_E_CONFIG, "environment.interpreter: must not be empty");
     return 0;
 }

@@ -792,8 +792,8 @@ static int run_batch(struct opts *o)
         with_image += b.queue[i]->image != NULL;
     if (with_image && !b.ctx.sandbox) {
         fprintf(stderr,
-                "mini batch: %zu task%s name an image, which is a sandbox's root: run with environment_class "
-                "docker (mini-swe-agent's swebench config) or --sandbox PROFILE (docs/batch.md)\n",
+                "mini batch: %zu task%s name an image, which is a sandbox's root: run with --sandbox PROFILE, "
+                "or environment_class docker (mini-swe-agent's swebench config; docs/batch.md)\n",
                 with_image, with_image == 1 ? "" : "s");
         rc = 2;
         goto out;
