@@ -344,7 +344,7 @@ static _Noreturn void worker_loop(struct batch *b, int task_fd, int progress_fd)
         unsigned long i = strtoul(line, &end, 10);
         if (*end != '\n' || i >= b->n_queue)
             break;
-        int rc = batch_worker(&b->ctx, b->queue[i]);
+        int rc = mini_batch_worker(&b->ctx, b->queue[i]);
         char done[32];
         int n = snprintf(done, sizeof done, "D %d\n", rc);
         if (write(progress_fd, done, (size_t)n) != n)
@@ -409,7 +409,7 @@ static void retire(struct running *r)
 static int start_task(struct batch *b, const struct mini_task *t)
 {
     struct mini_err e;
-    if (batch_out_forget(&b->out, t->id, &e) < 0) {
+    if (mini_batch_out_forget(&b->out, t->id, &e) < 0) {
         fprintf(stderr, "mini batch: %s\n", e.msg);
         return -1;
     }
@@ -509,7 +509,7 @@ static void finish_task(struct batch *b, struct running *w, int status)
         cJSON_AddItemToObject(res, "wall_s", mini_json_create_float(mini_mono_s() - r.start));
         cJSON_AddStringToObject(res, "error", why);
         /* What a resume checks the task against, as a worker's. */
-        if (batch_write_json(path, res, &e) < 0)
+        if (mini_batch_write_json(path, res, &e) < 0)
             fprintf(stderr, "mini batch: %s\n", e.msg);
     }
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(res, "exit_status");
@@ -535,11 +535,11 @@ static void record_pending(struct batch *b)
     cJSON *res;
     struct mini_err e;
     while ((res = cJSON_DetachItemFromArray(b->pending, 0)))
-        if (batch_out_record(&b->out, res, &e) < 0) {
+        if (mini_batch_out_record(&b->out, res, &e) < 0) {
             fprintf(stderr, "mini batch: %s\n", e.msg);
             b->errors++;
         }
-    if (batch_out_sync(&b->out, &e) < 0) {
+    if (mini_batch_out_sync(&b->out, &e) < 0) {
         fprintf(stderr, "mini batch: %s\n", e.msg);
         b->errors++;
     }
@@ -744,7 +744,7 @@ static int run_batch(struct opts *o)
     int lock = -1;
     pid_t daemon = -1;
     _cleanup_free_ char *sock = NULL, *lockp = NULL;
-    if (!out_abs || batch_out_open(&b.out, out_abs, &e) < 0) {
+    if (!out_abs || mini_batch_out_open(&b.out, out_abs, &e) < 0) {
         fprintf(stderr, "mini batch: %s\n", out_abs ? e.msg : "out of memory");
         goto out;
     }
@@ -782,7 +782,7 @@ static int run_batch(struct opts *o)
     if (!b.queue || !b.pending)
         goto out;
     for (size_t i = 0; i < b.tasks.n; i++) {
-        if (!o->redo && batch_out_done(&b.out, b.tasks.v[i].id))
+        if (!o->redo && mini_batch_out_done(&b.out, b.tasks.v[i].id))
             b.pg.skipped++;
         else
             b.queue[b.n_queue++] = &b.tasks.v[i];
@@ -821,7 +821,7 @@ static int run_batch(struct opts *o)
     signal(SIGPIPE, SIG_IGN);
     pool(&b);
     draw(&b.pg, b.run, 0, true);
-    if (batch_out_finish(&b.out, &e) < 0) {
+    if (mini_batch_out_finish(&b.out, &e) < 0) {
         fprintf(stderr, "mini batch: %s\n", e.msg);
         b.errors++;
     }
@@ -857,7 +857,7 @@ out:
     mini_ws_guard_free(&b.ctx.guard);
     free(b.queue);
     cJSON_Delete(b.pending);
-    batch_out_free(&b.out);
+    mini_batch_out_free(&b.out);
     mini_tasks_free(&b.tasks);
     return rc;
 }
@@ -865,9 +865,9 @@ out:
 int mini_batch_main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "slurm") == 0)
-        return batch_slurm_main(argc - 1, argv + 1);
+        return mini_batch_slurm_main(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "merge") == 0)
-        return batch_merge_main(argc - 1, argv + 1);
+        return mini_batch_merge_main(argc - 1, argv + 1);
     _cleanup_free_ const char **specs = calloc((size_t)argc + 1, sizeof *specs);
     if (!specs)
         return 1;

@@ -37,7 +37,7 @@ struct batch_ctx {
 /* Run one task in this (worker) process: its directory OUT/ID is made
  * fresh, the result goes to OUT/ID/result.json.  0 when result.json was
  * written, else 1. */
-int batch_worker(const struct batch_ctx *b, const struct mini_task *t);
+int mini_batch_worker(const struct batch_ctx *b, const struct mini_task *t);
 
 /* ---- output.c ---- */
 
@@ -55,7 +55,7 @@ struct batch_out {
     unsigned commits;                /* how many, */
     double commit_s;                 /* and the time they took */
     unsigned commit_failures;
-    /* The group commit running in a thread of its own (batch_out_sync). */
+    /* The group commit running in a thread of its own (mini_batch_out_sync). */
     bool bg_running, bg_done;
     pthread_t bg_thread;
     double bg_started, bg_took;
@@ -68,35 +68,35 @@ struct batch_out {
  * dropped (said on stderr: it runs again); a damaged preds.json is moved
  * aside and rebuilt from the tasks' result.json files, a damaged
  * summary.json from preds.json's.  -1 with e when a file cannot be read. */
-int batch_out_open(struct batch_out *o, const char *dir, struct mini_err *e);
+int mini_batch_out_open(struct batch_out *o, const char *dir, struct mini_err *e);
 /* Whether the task finished in an earlier run (it is in preds.json). */
-bool batch_out_done(const struct batch_out *o, const char *id);
+bool mini_batch_out_done(const struct batch_out *o, const char *id);
 /* Forget a task (--redo-existing, or a worker about to run it again). */
-int batch_out_forget(struct batch_out *o, const char *id, struct mini_err *e);
-/* Record a finished task's result (taken), in memory: batch_out_sync
+int mini_batch_out_forget(struct batch_out *o, const char *id, struct mini_err *e);
+/* Record a finished task's result (taken), in memory: mini_batch_out_sync
  * writes it. */
-int batch_out_record(struct batch_out *o, cJSON *result, struct mini_err *e);
+int mini_batch_out_record(struct batch_out *o, cJSON *result, struct mini_err *e);
 /* Write what was recorded: preds.json now, summary.json when due (at most
- * once a second: batch_out_write at the end), and a group commit when due
- * (at most once a second: batch_out_commit at the end). */
-int batch_out_sync(struct batch_out *o, struct mini_err *e);
+ * once a second: mini_batch_out_write at the end), and a group commit when due
+ * (at most once a second: mini_batch_out_commit at the end). */
+int mini_batch_out_sync(struct batch_out *o, struct mini_err *e);
 /* Recompute the totals and write summary.json. */
-int batch_out_write(struct batch_out *o, struct mini_err *e);
+int mini_batch_out_write(struct batch_out *o, struct mini_err *e);
 /* The group commit: everything written to the output's filesystem so far
  * (the tasks' files, preds.json, summary.json) to disk, by one syncfs(),
- * now (batch_out_sync starts one in a thread when due). */
-int batch_out_commit(struct batch_out *o, struct mini_err *e);
+ * now (mini_batch_out_sync starts one in a thread when due). */
+int mini_batch_out_commit(struct batch_out *o, struct mini_err *e);
 /* At the end: preds.json and summary.json written, their spares removed
  * (mini_write_file_replace), the group commit. */
-int batch_out_finish(struct batch_out *o, struct mini_err *e);
-void batch_out_free(struct batch_out *o);
+int mini_batch_out_finish(struct batch_out *o, struct mini_err *e);
+void mini_batch_out_free(struct batch_out *o);
 /* Write json to path atomically (a crash leaves the old file or the new
- * one), as Python's json.dump(indent=2); not synced: batch_out_commit. */
-int batch_write_json(const char *path, const cJSON *json, struct mini_err *e);
+ * one), as Python's json.dump(indent=2); not synced: mini_batch_out_commit. */
+int mini_batch_write_json(const char *path, const cJSON *json, struct mini_err *e);
 
 /* ---- slurm.c ---- */
 
-int batch_slurm_main(int argc, char **argv);
-int batch_merge_main(int argc, char **argv);
+int mini_batch_slurm_main(int argc, char **argv);
+int mini_batch_merge_main(int argc, char **argv);
 
 #endif

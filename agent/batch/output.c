@@ -12,7 +12,7 @@
  * result.json files and workspaces included).  A kill -9 loses nothing
  * (every file is renamed into place whole, and the page cache outlives
  * the process); a power loss may leave any file written since the last
- * commit empty or old, so batch_out_open trusts no task of preds.json
+ * commit empty or old, so mini_batch_out_open trusts no task of preds.json
  * whose result.json and trajectory do not parse and agree with it (it
  * runs again), and rebuilds a damaged preds.json from the tasks'
  * result.json files. */
@@ -44,7 +44,7 @@ static const char *const float_keys[] = { "cost", "wall_s", "duration_s", "total
 #define RESULT_MAX (64u << 20)
 #define TRAJ_MAX (1u << 30)
 
-int batch_write_json(const char *path, const cJSON *json, struct mini_err *e)
+int mini_batch_write_json(const char *path, const cJSON *json, struct mini_err *e)
 {
     _cleanup_buf_ struct mini_buf b = MINI_BUF_INIT;
     if (mini_json_print_py(&b, json, float_keys, e) < 0 ||
@@ -169,7 +169,7 @@ static int rebuild_preds(struct batch_out *o, struct mini_err *e)
         const char *why;
         cJSON *r = task_result(o, de->d_name, NULL, &why);
         if (r) {
-            rc = batch_out_record(o, r, e);
+            rc = mini_batch_out_record(o, r, e);
             n += rc == 0;
         } else if (why)
             fprintf(stderr, "mini batch: %s: %s: it runs again\n", de->d_name, why);
@@ -228,7 +228,7 @@ static double env_seconds(const char *name, double def)
     return ev && *ev && !*end && v >= 0 ? v : def;
 }
 
-int batch_out_open(struct batch_out *o, const char *dir, struct mini_err *e)
+int mini_batch_out_open(struct batch_out *o, const char *dir, struct mini_err *e)
 {
     memset(o, 0, sizeof *o);
     if (mini_mkdir_p(dir, 0755, e) < 0)
@@ -258,15 +258,15 @@ int batch_out_open(struct batch_out *o, const char *dir, struct mini_err *e)
     else if (rebuild_preds(o, e) < 0)
         goto fail;
     prune_summary(o);
-    if ((o->preds_dirty && write_preds(o, e) < 0) || (o->summary_dirty && batch_out_write(o, e) < 0))
+    if ((o->preds_dirty && write_preds(o, e) < 0) || (o->summary_dirty && mini_batch_out_write(o, e) < 0))
         goto fail;
     return 0;
 fail:
-    batch_out_free(o);
+    mini_batch_out_free(o);
     return -1;
 }
 
-bool batch_out_done(const struct batch_out *o, const char *id)
+bool mini_batch_out_done(const struct batch_out *o, const char *id)
 {
     return cJSON_GetObjectItemCaseSensitive(o->preds, id) != NULL;
 }
@@ -276,13 +276,13 @@ static int write_preds(struct batch_out *o, struct mini_err *e)
     _cleanup_free_ char *pp = out_path(o, "preds.json");
     if (!pp)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-    if (batch_write_json(pp, o->preds, e) < 0)
+    if (mini_batch_write_json(pp, o->preds, e) < 0)
         return -1;
     o->preds_dirty = false;
     return 0;
 }
 
-int batch_out_forget(struct batch_out *o, const char *id, struct mini_err *e)
+int mini_batch_out_forget(struct batch_out *o, const char *id, struct mini_err *e)
 {
     if (!cJSON_GetObjectItemCaseSensitive(o->preds, id))
         return 0;
@@ -299,7 +299,7 @@ static double num(const cJSON *o, const char *k)
     return cJSON_IsNumber(v) ? v->valuedouble : 0;
 }
 
-int batch_out_write(struct batch_out *o, struct mini_err *e)
+int mini_batch_out_write(struct batch_out *o, struct mini_err *e)
 {
     const cJSON *tasks = cJSON_GetObjectItemCaseSensitive(o->summary, "tasks"), *t;
     double n = 0, submitted = 0, cost = 0, verified = 0, resolved = 0, wall = 0;
@@ -338,7 +338,7 @@ int batch_out_write(struct batch_out *o, struct mini_err *e)
     if (!sp)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     double t0 = mini_mono_s();
-    if (batch_write_json(sp, o->summary, e) < 0)
+    if (mini_batch_write_json(sp, o->summary, e) < 0)
         return -1;
     o->summary_at = mini_mono_s();
     o->summary_took = o->summary_at - t0;
@@ -346,7 +346,7 @@ int batch_out_write(struct batch_out *o, struct mini_err *e)
     return 0;
 }
 
-int batch_out_record(struct batch_out *o, cJSON *result, struct mini_err *e)
+int mini_batch_out_record(struct batch_out *o, cJSON *result, struct mini_err *e)
 {
     _cleanup_cjson_ cJSON *r = result;
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(r, "instance_id");
@@ -370,16 +370,16 @@ int batch_out_record(struct batch_out *o, cJSON *result, struct mini_err *e)
     return 0;
 }
 
-int batch_out_finish(struct batch_out *o, struct mini_err *e)
+int mini_batch_out_finish(struct batch_out *o, struct mini_err *e)
 {
     _cleanup_free_ char *pp = out_path(o, "preds.json"), *sp = out_path(o, "summary.json");
     if (!pp || !sp)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-    if ((o->preds_dirty && write_preds(o, e) < 0) || batch_out_write(o, e) < 0)
+    if ((o->preds_dirty && write_preds(o, e) < 0) || mini_batch_out_write(o, e) < 0)
         return -1;
     mini_write_file_done(pp);
     mini_write_file_done(sp);
-    return batch_out_commit(o, e);
+    return mini_batch_out_commit(o, e);
 }
 
 /* A group commit: one syncfs() of the filesystem of dir.  0, or -1 with
@@ -426,7 +426,7 @@ static int commit_reap(struct batch_out *o, bool wait, struct mini_err *e)
     return commit_ended(o, o->bg_started, o->bg_took, o->bg_errno, e);
 }
 
-int batch_out_commit(struct batch_out *o, struct mini_err *e)
+int mini_batch_out_commit(struct batch_out *o, struct mini_err *e)
 {
     struct mini_err re;
     (void)commit_reap(o, true, &re); /* what it did not make durable, this does */
@@ -436,7 +436,7 @@ int batch_out_commit(struct batch_out *o, struct mini_err *e)
     return commit_ended(o, t0, mini_mono_s() - t0, err, e);
 }
 
-int batch_out_sync(struct batch_out *o, struct mini_err *e)
+int mini_batch_out_sync(struct batch_out *o, struct mini_err *e)
 {
     /* preds.json first: what a resume trusts. */
     if (o->preds_dirty && write_preds(o, e) < 0)
@@ -444,11 +444,11 @@ int batch_out_sync(struct batch_out *o, struct mini_err *e)
     /* summary.json when due: at most once an interval, and never for more
      * than a tenth of the time (it grows with every task). */
     double since = mini_mono_s() - o->summary_at;
-    if (o->summary_dirty && since >= o->summary_every && since >= 10 * o->summary_took && batch_out_write(o, e) < 0)
+    if (o->summary_dirty && since >= o->summary_every && since >= 10 * o->summary_took && mini_batch_out_write(o, e) < 0)
         return -1;
     /* The group commit, at most once an interval, in a thread of its own
      * (a syncfs() waits for the disk: the workers must not wait for this
-     * process meanwhile); a failure said once (batch_out_finish, the
+     * process meanwhile); a failure said once (mini_batch_out_finish, the
      * last commit, says its own). */
     if (commit_reap(o, false, e) < 0 && o->commit_failures == 1)
         return -1;
@@ -468,7 +468,7 @@ int batch_out_sync(struct batch_out *o, struct mini_err *e)
     return 0;
 }
 
-void batch_out_free(struct batch_out *o)
+void mini_batch_out_free(struct batch_out *o)
 {
     struct mini_err e;
     commit_reap(o, true, &e);

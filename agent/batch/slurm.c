@@ -65,7 +65,7 @@ static char *abs_if_file(const char *s)
     return access(s, F_OK) == 0 && s[0] != '/' ? mini_client_abspath(s) : strdup(s);
 }
 
-int batch_slurm_main(int argc, char **argv)
+int mini_batch_slurm_main(int argc, char **argv)
 {
     const char *out = NULL, *tasks = NULL;
     long shards = 0;
@@ -202,7 +202,7 @@ static cJSON *read_json(const char *dir, const char *name, struct mini_err *e)
     return o;
 }
 
-int batch_merge_main(int argc, char **argv)
+int mini_batch_merge_main(int argc, char **argv)
 {
     static const struct option lo[] = { { "output", required_argument, NULL, 'o' },
                                         { "tasks", required_argument, NULL, 't' },
@@ -288,8 +288,8 @@ int batch_merge_main(int argc, char **argv)
     o.preds = preds;
     o.summary = summary;
     _cleanup_free_ char *pp = NULL;
-    int rc = asprintf(&pp, "%s/preds.json", out_abs) < 0 || batch_write_json(pp, preds, &e) < 0 ||
-        batch_out_finish(&o, &e) < 0;
+    int rc = asprintf(&pp, "%s/preds.json", out_abs) < 0 || mini_batch_write_json(pp, preds, &e) < 0 ||
+        mini_batch_out_finish(&o, &e) < 0;
     if (rc) {
         fprintf(stderr, "mini batch merge: %s\n", e.msg);
         return 1;

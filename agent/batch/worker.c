@@ -422,7 +422,7 @@ static void agent_finip(struct mini_agent *a)
     mini_agent_fini(a);
 }
 
-int batch_worker(const struct batch_ctx *b, const struct mini_task *t)
+int mini_batch_worker(const struct batch_ctx *b, const struct mini_task *t)
 {
     struct sigaction sa = { .sa_handler = on_signal };
     sigemptyset(&sa.sa_mask);
@@ -557,7 +557,7 @@ int batch_worker(const struct batch_ctx *b, const struct mini_task *t)
     if (getenv("MINI_BATCH_TIMING"))
         cJSON_AddItemToObject(result, "timing", timing_json(&tm));
     struct mini_err we;
-    if (batch_write_json(result_path, result, &we) < 0) {
+    if (mini_batch_write_json(result_path, result, &we) < 0) {
         fprintf(stderr, "mini batch: %s: %s\n", t->id, we.msg);
         return 1;
     }

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-uint32_t insp_utf8_decode(const char *p, size_t n, size_t *len)
+uint32_t mini_insp_utf8_decode(const char *p, size_t n, size_t *len)
 {
     const unsigned char *s = (const unsigned char *)p;
     unsigned char c = s[0];
@@ -34,7 +34,7 @@ static bool shown_escaped(uint32_t cp)
            cp == 0x2028 || cp == 0x2029 || cp == 0x200e || cp == 0x200f || cp == 0x061c;
 }
 
-int insp_clean_append(struct mini_buf *out, const char *p, size_t n)
+int mini_insp_clean_append(struct mini_buf *out, const char *p, size_t n)
 {
     struct mini_buf valid = MINI_BUF_INIT;
     const unsigned char *s = (const unsigned char *)p;
@@ -60,7 +60,7 @@ int insp_clean_append(struct mini_buf *out, const char *p, size_t n)
             i++;
         } else {
             size_t len;
-            uint32_t cp = insp_utf8_decode((const char *)s + i, n - i, &len);
+            uint32_t cp = mini_insp_utf8_decode((const char *)s + i, n - i, &len);
             if (shown_escaped(cp))
                 rc = mini_buf_printf(out, "\\u%04x", (unsigned)cp) < 0 ? -1 : 0;
             else
@@ -72,10 +72,10 @@ int insp_clean_append(struct mini_buf *out, const char *p, size_t n)
     return rc < 0 ? -1 : 0;
 }
 
-char *insp_clean(const char *p, size_t n)
+char *mini_insp_clean(const char *p, size_t n)
 {
     struct mini_buf b = MINI_BUF_INIT;
-    if (insp_clean_append(&b, p, n) < 0 || mini_buf_putc(&b, 0) < 0) {
+    if (mini_insp_clean_append(&b, p, n) < 0 || mini_buf_putc(&b, 0) < 0) {
         mini_buf_free(&b);
         return NULL;
     }
@@ -109,7 +109,7 @@ static long u_escape(const char *p, size_t n)
     return v;
 }
 
-void insp_json_fix_escapes(char *p, size_t n)
+void mini_insp_json_fix_escapes(char *p, size_t n)
 {
     bool in_string = false;
     for (size_t i = 0; i < n; i++) {

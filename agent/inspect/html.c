@@ -92,7 +92,7 @@ static void step(FILE *out, const struct insp_traj *t, size_t k, size_t s)
         to = s < t->n_steps ? t->step_start[s] : t->n_msgs;
     }
     char title[64];
-    insp_step_title(title, sizeof title, t, s);
+    mini_insp_step_title(title, sizeof title, t, s);
     if (s == 0)
         fprintf(out, "<details class=\"prompts\" id=\"t%zu-s0\"><summary>System and instance prompts (%zu messages)</summary>\n",
                 k, to - from);
@@ -115,7 +115,7 @@ static void trajectory(FILE *out, struct insp_traj *t, size_t k, bool prompts)
     fprintf(out, "<section class=\"traj\" id=\"t%zu\"><h2>", k);
     esc(out, t->id);
     fputs("</h2>\n", out);
-    if (insp_open(t) < 0) {
+    if (mini_insp_open(t) < 0) {
         fputs("<p class=\"error\">", out);
         esc(out, t->path);
         fputs(": ", out);
@@ -124,14 +124,14 @@ static void trajectory(FILE *out, struct insp_traj *t, size_t k, bool prompts)
         return;
     }
     char cost[32], steps[32];
-    insp_cost_text(cost, sizeof cost, t);
+    mini_insp_cost_text(cost, sizeof cost, t);
     snprintf(steps, sizeof steps, "%zu", t->n_steps);
     fputs("<table class=\"meta\">\n", out);
     meta_row(out, "Task", t->task ? t->task : "");
     meta_row(out, "Exit status", t->exit_status);
     meta_row(out, "Steps", steps);
     meta_row(out, "Cost", cost);
-    meta_row(out, "Resolved", insp_resolved_text(t));
+    meta_row(out, "Resolved", mini_insp_resolved_text(t));
     meta_row(out, "Model", t->model);
     meta_row(out, "Format", t->format);
     meta_row(out, "File", t->path);
@@ -148,7 +148,7 @@ static void trajectory(FILE *out, struct insp_traj *t, size_t k, bool prompts)
         text_block(out, t->submission, "submission", "submission");
     }
     fputs("</section>\n", out);
-    insp_close(t);
+    mini_insp_close(t);
 }
 
 static void overview(FILE *out, const struct insp_set *set)
@@ -167,16 +167,16 @@ static void overview(FILE *out, const struct insp_set *set)
             continue;
         }
         char cost[32];
-        insp_cost_text(cost, sizeof cost, t);
+        mini_insp_cost_text(cost, sizeof cost, t);
         fputs("<td>", out);
         esc(out, t->exit_status && *t->exit_status ? t->exit_status : "-");
         fprintf(out, "</td><td class=\"num\">%zu</td><td class=\"num\">%s</td><td>%s</td></tr>\n", t->n_steps, cost,
-                insp_resolved_text(t));
+                mini_insp_resolved_text(t));
     }
     fputs("</table>\n", out);
 }
 
-int insp_html_render(FILE *out, struct insp_set *set, bool prompts)
+int mini_insp_html_render(FILE *out, struct insp_set *set, bool prompts)
 {
     const char *name = set->folder || !set->n ? NULL : set->t[0].id;
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"

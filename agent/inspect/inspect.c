@@ -41,7 +41,7 @@ static void print_errors(const struct insp_set *set)
 static int write_html(const char *out, struct insp_set *set, bool prompts)
 {
     if (strcmp(out, "-") == 0) {
-        if (insp_html_render(stdout, set, prompts) < 0) {
+        if (mini_insp_html_render(stdout, set, prompts) < 0) {
             fprintf(stderr, "mini inspect: writing the report: %s\n", strerror(errno));
             return -1;
         }
@@ -66,7 +66,7 @@ static int write_html(const char *out, struct insp_set *set, bool prompts)
         fprintf(stderr, "mini inspect: %s: %s\n", out, strerror(ferr));
         return -1;
     }
-    int rc = insp_html_render(f, set, prompts);
+    int rc = mini_insp_html_render(f, set, prompts);
     int err = errno;
     if (fclose(f) != 0 && rc == 0) {
         rc = -1;
@@ -118,7 +118,7 @@ int mini_inspect_main(int argc, char **argv)
 
     struct insp_set set;
     struct mini_err e;
-    if (insp_collect(path, &set, &e) < 0) {
+    if (mini_insp_collect(path, &set, &e) < 0) {
         fprintf(stderr, "mini inspect: %s\n", e.msg);
         return 1;
     }
@@ -131,7 +131,7 @@ int mini_inspect_main(int argc, char **argv)
     } else if (html) {
         if (write_html(html, &set, prompts) < 0)
             rc = 1;
-    } else if (tui && insp_tui_run(&set, &e) == 0) {
+    } else if (tui && mini_insp_tui_run(&set, &e) == 0) {
         if (set.folder)
             print_errors(&set);
     } else {
@@ -139,11 +139,11 @@ int mini_inspect_main(int argc, char **argv)
             fprintf(stderr, "mini inspect: %s; showing plain text\n", e.msg);
         if (tui && set.folder)
             print_errors(&set);
-        if (insp_text_render(stdout, &set, list, prompts) < 0) {
+        if (mini_insp_text_render(stdout, &set, list, prompts) < 0) {
             fprintf(stderr, "mini inspect: writing output: %s\n", strerror(errno));
             rc = 1;
         }
     }
-    insp_set_free(&set);
+    mini_insp_set_free(&set);
     return rc;
 }

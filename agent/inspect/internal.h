@@ -74,33 +74,33 @@ struct insp_set {
  * A file that cannot be read gets its error (one line) and stays in the
  * set.  0, or -1 with e filled when path itself is wrong or nothing is
  * found. */
-int insp_collect(const char *path, struct insp_set *set, struct mini_err *e);
-void insp_set_free(struct insp_set *set);
+int mini_insp_collect(const char *path, struct insp_set *set, struct mini_err *e);
+void mini_insp_set_free(struct insp_set *set);
 /* Read t's messages (again), or fill t->error.  0 or -1. */
-int insp_open(struct insp_traj *t);
+int mini_insp_open(struct insp_traj *t);
 /* Drop t's messages (its summary stays). */
-void insp_close(struct insp_traj *t);
+void mini_insp_close(struct insp_traj *t);
 /* Read one trajectory from text (the fuzz target's entry too); the
  * summary fields, and with full the messages.  0, or -1 with t->error. */
-int insp_parse(struct insp_traj *t, const char *data, size_t len, bool full);
-void insp_traj_clear(struct insp_traj *t);
+int mini_insp_parse(struct insp_traj *t, const char *data, size_t len, bool full);
+void mini_insp_traj_clear(struct insp_traj *t);
 
 /* clean.c: append the displayable form of untrusted p[0..n) to out:
  * valid UTF-8 (invalid bytes become U+FFFD), "\r\n" as "\n", every other
  * C0 control but tab and newline in caret notation (ESC as ^[, DEL as
  * ^?), C1 controls, bidirectional overrides and line separators as
  * \u0085-style text.  0, or -1 (out of memory). */
-int insp_clean_append(struct mini_buf *out, const char *p, size_t n);
+int mini_insp_clean_append(struct mini_buf *out, const char *p, size_t n);
 /* The same into a new string (NULL when out of memory). */
-char *insp_clean(const char *p, size_t n);
+char *mini_insp_clean(const char *p, size_t n);
 /* The code point of the UTF-8 sequence at p (valid, n > 0 bytes left);
  * its length in *len. */
-uint32_t insp_utf8_decode(const char *p, size_t n, size_t *len);
+uint32_t mini_insp_utf8_decode(const char *p, size_t n, size_t *len);
 /* Replace, in JSON text, the escapes that strict parsing refuses or that
  * decode to something not UTF-8: \u0000 becomes \u2400 (the visible ␀)
  * and an unpaired surrogate \ud800..\udfff becomes \ufffd; same length,
  * so byte offsets in errors still hold. */
-void insp_json_fix_escapes(char *p, size_t n);
+void mini_insp_json_fix_escapes(char *p, size_t n);
 
 /* page.c: a step's lines. */
 enum insp_style {
@@ -122,22 +122,22 @@ struct insp_page {
     size_t n_own;
 };
 /* Build page `step` of t (0: the prompts, 1..n_steps: the steps). 0 or -1. */
-int insp_page_build(struct insp_page *p, const struct insp_traj *t, size_t step);
-void insp_page_free(struct insp_page *p);
+int mini_insp_page_build(struct insp_page *p, const struct insp_traj *t, size_t step);
+void mini_insp_page_free(struct insp_page *p);
 /* The title of step `step` ("Prompts", "Step 3/12"). */
-void insp_step_title(char *buf, size_t cap, const struct insp_traj *t, size_t step);
+void mini_insp_step_title(char *buf, size_t cap, const struct insp_traj *t, size_t step);
 
 /* Formatting shared by the outputs. */
-void insp_cost_text(char *buf, size_t cap, const struct insp_traj *t);
-const char *insp_resolved_text(const struct insp_traj *t);
+void mini_insp_cost_text(char *buf, size_t cap, const struct insp_traj *t);
+const char *mini_insp_resolved_text(const struct insp_traj *t);
 /* The first line of the task, for headers. */
-size_t insp_first_line(const char *s);
+size_t mini_insp_first_line(const char *s);
 
 /* text.c */
-int insp_text_render(FILE *out, struct insp_set *set, bool list_only, bool prompts);
+int mini_insp_text_render(FILE *out, struct insp_set *set, bool list_only, bool prompts);
 /* html.c */
-int insp_html_render(FILE *out, struct insp_set *set, bool prompts);
+int mini_insp_html_render(FILE *out, struct insp_set *set, bool prompts);
 /* tui.c: 0, or -1 with e filled when the terminal cannot be used. */
-int insp_tui_run(struct insp_set *set, struct mini_err *e);
+int mini_insp_tui_run(struct insp_set *set, struct mini_err *e);
 
 #endif

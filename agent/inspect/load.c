@@ -29,7 +29,7 @@ static void conv_part(struct conv *c, const char *s)
 {
     if (!s || !*s)
         return;
-    if ((c->text.len && mini_buf_puts(&c->text, "\n\n") < 0) || insp_clean_append(&c->text, s, strlen(s)) < 0)
+    if ((c->text.len && mini_buf_puts(&c->text, "\n\n") < 0) || mini_insp_clean_append(&c->text, s, strlen(s)) < 0)
         c->oom = true;
 }
 
@@ -41,7 +41,7 @@ static void conv_command(struct conv *c, const char *s)
         return;
     }
     c->commands = n;
-    if (!(n[c->n_commands] = insp_clean(s, strlen(s))))
+    if (!(n[c->n_commands] = mini_insp_clean(s, strlen(s))))
         c->oom = true;
     else
         c->n_commands++;
@@ -131,7 +131,7 @@ static void conv_content(struct conv *c, const cJSON *content)
     }
 }
 
-static char *dup_clean(const char *s) { return s ? insp_clean(s, strlen(s)) : NULL; }
+static char *dup_clean(const char *s) { return s ? mini_insp_clean(s, strlen(s)) : NULL; }
 
 /* interrupt_type as mini-swe-agent names it, in words. */
 static const char *interrupt_note(const char *t)
@@ -192,7 +192,7 @@ static int msg_convert(struct insp_msg *out, const cJSON *m)
     out->role = dup_clean(role ? role : "unknown");
     out->text = mini_buf_steal(&c.text, NULL);
     out->reasoning = dup_clean(get_str(m, "reasoning_content"));
-    out->note = note.len ? insp_clean(note.data, note.len) : NULL;
+    out->note = note.len ? mini_insp_clean(note.data, note.len) : NULL;
     out->commands = c.commands;
     out->n_commands = c.n_commands;
     bool oom = c.oom || !out->role || !out->text || (get_str(m, "reasoning_content") && !out->reasoning) ||
@@ -255,7 +255,7 @@ static int set_error(struct insp_traj *t, const char *fmt, ...)
     va_end(ap);
     free(t->error);
     /* One line, whatever the message quotes. */
-    t->error = r < 0 ? NULL : insp_clean(raw.data, raw.len);
+    t->error = r < 0 ? NULL : mini_insp_clean(raw.data, raw.len);
     for (char *p = t->error; p && *p; p++)
         if (*p == '\n' || *p == '\t')
             *p = ' ';
@@ -265,9 +265,9 @@ static int set_error(struct insp_traj *t, const char *fmt, ...)
     return -1;
 }
 
-void insp_traj_clear(struct insp_traj *t)
+void mini_insp_traj_clear(struct insp_traj *t)
 {
-    insp_close(t);
+    mini_insp_close(t);
     free(t->path);
     free(t->id);
     free(t->error);
@@ -280,7 +280,7 @@ void insp_traj_clear(struct insp_traj *t)
     t->resolved = -1;
 }
 
-void insp_close(struct insp_traj *t)
+void mini_insp_close(struct insp_traj *t)
 {
     for (size_t i = 0; i < t->n_msgs; i++)
         msg_free(&t->msgs[i]);
@@ -335,20 +335,20 @@ static void place_of(const char *text, size_t len, size_t at, size_t *line, size
 static void replace_str(char **dst, const char *s)
 {
     free(*dst);
-    *dst = s ? insp_clean(s, strlen(s)) : NULL;
+    *dst = s ? mini_insp_clean(s, strlen(s)) : NULL;
 }
 
-int insp_parse(struct insp_traj *t, const char *data, size_t len, bool full)
+int mini_insp_parse(struct insp_traj *t, const char *data, size_t len, bool full)
 {
     free(t->error);
     t->error = NULL;
-    insp_close(t);
+    mini_insp_close(t);
     /* A copy to repair: invalid UTF-8 read as Python reads it (U+FFFD),
      * the escapes strict parsing refuses made visible. */
     _cleanup_buf_ struct mini_buf text = MINI_BUF_INIT;
     if (mini_utf8_sanitize(&text, data, len) < 0)
         return set_error(t, "out of memory");
-    insp_json_fix_escapes(text.data, text.len);
+    mini_insp_json_fix_escapes(text.data, text.len);
     struct mini_err e;
     size_t where = 0;
     _cleanup_cjson_ cJSON *root = mini_json_parse_where(text.data ? text.data : "", text.len, &where, &e);
@@ -416,7 +416,7 @@ int insp_parse(struct insp_traj *t, const char *data, size_t len, bool full)
     t->msgs = calloc(n ? n : 1, sizeof *t->msgs);
     t->step_start = calloc(t->n_steps ? t->n_steps : 1, sizeof *t->step_start);
     if (!t->msgs || !t->step_start) {
-        insp_close(t);
+        mini_insp_close(t);
         return set_error(t, "out of memory");
     }
     size_t step = 0;
@@ -428,7 +428,7 @@ int insp_parse(struct insp_traj *t, const char *data, size_t len, bool full)
             t->step_start[step++] = t->n_msgs;
         }
         if (msg_convert(&t->msgs[t->n_msgs++], m) < 0) {
-            insp_close(t);
+            mini_insp_close(t);
             return set_error(t, "out of memory");
         }
     }
@@ -447,10 +447,10 @@ static int read_traj(struct insp_traj *t, bool full)
     }
     if (!b.len)
         return set_error(t, "line 1, column 1: the file is empty");
-    return insp_parse(t, b.data, b.len, full);
+    return mini_insp_parse(t, b.data, b.len, full);
 }
 
-int insp_open(struct insp_traj *t) { return read_traj(t, true); }
+int mini_insp_open(struct insp_traj *t) { return read_traj(t, true); }
 
 /* ---- a folder -------------------------------------------------------- */
 
@@ -550,10 +550,10 @@ static char *id_from_path(const char *path)
         n -= strlen(".traj.json");
     else if (ends_with(base, ".json"))
         n -= strlen(".json");
-    return insp_clean(base, n ? n : strlen(base));
+    return mini_insp_clean(base, n ? n : strlen(base));
 }
 
-int insp_collect(const char *path, struct insp_set *set, struct mini_err *e)
+int mini_insp_collect(const char *path, struct insp_set *set, struct mini_err *e)
 {
     memset(set, 0, sizeof *set);
     struct stat st;
@@ -601,7 +601,7 @@ int insp_collect(const char *path, struct insp_set *set, struct mini_err *e)
     }
     for (size_t i = 0; rc == 0 && i < f.n_traj; i++) {
         struct insp_traj *t = &set->t[set->n++];
-        insp_traj_clear(t);
+        mini_insp_traj_clear(t);
         t->path = f.traj[i];
         f.traj[i] = NULL;
         if (read_traj(t, false) < 0)
@@ -621,14 +621,14 @@ int insp_collect(const char *path, struct insp_set *set, struct mini_err *e)
     free(f.traj);
     free(f.summary);
     if (rc < 0)
-        insp_set_free(set);
+        mini_insp_set_free(set);
     return rc;
 }
 
-void insp_set_free(struct insp_set *set)
+void mini_insp_set_free(struct insp_set *set)
 {
     for (size_t i = 0; i < set->n; i++)
-        insp_traj_clear(&set->t[i]);
+        mini_insp_traj_clear(&set->t[i]);
     free(set->t);
     memset(set, 0, sizeof *set);
 }

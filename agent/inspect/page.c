@@ -71,7 +71,7 @@ static int add_message(struct insp_page *p, const struct insp_msg *m, bool promp
     return 0;
 }
 
-int insp_page_build(struct insp_page *p, const struct insp_traj *t, size_t step)
+int mini_insp_page_build(struct insp_page *p, const struct insp_traj *t, size_t step)
 {
     memset(p, 0, sizeof *p);
     size_t from = 0, to = t->n_prompt;
@@ -81,17 +81,17 @@ int insp_page_build(struct insp_page *p, const struct insp_traj *t, size_t step)
     }
     for (size_t i = from; i < to && i < t->n_msgs; i++)
         if (add_message(p, &t->msgs[i], step == 0) < 0) {
-            insp_page_free(p);
+            mini_insp_page_free(p);
             return -1;
         }
     if (!p->n && add(p, "(no messages)", 13, INSP_DIM, "") < 0) {
-        insp_page_free(p);
+        mini_insp_page_free(p);
         return -1;
     }
     return 0;
 }
 
-void insp_page_free(struct insp_page *p)
+void mini_insp_page_free(struct insp_page *p)
 {
     for (size_t i = 0; i < p->n_own; i++)
         free(p->own[i]);
@@ -100,7 +100,7 @@ void insp_page_free(struct insp_page *p)
     memset(p, 0, sizeof *p);
 }
 
-void insp_step_title(char *buf, size_t cap, const struct insp_traj *t, size_t step)
+void mini_insp_step_title(char *buf, size_t cap, const struct insp_traj *t, size_t step)
 {
     if (step == 0)
         snprintf(buf, cap, "Prompts");
@@ -108,7 +108,7 @@ void insp_step_title(char *buf, size_t cap, const struct insp_traj *t, size_t st
         snprintf(buf, cap, "Step %zu/%zu", step, t->n_steps);
 }
 
-void insp_cost_text(char *buf, size_t cap, const struct insp_traj *t)
+void mini_insp_cost_text(char *buf, size_t cap, const struct insp_traj *t)
 {
     if (!t->has_cost)
         snprintf(buf, cap, "-");
@@ -116,9 +116,9 @@ void insp_cost_text(char *buf, size_t cap, const struct insp_traj *t)
         snprintf(buf, cap, t->cost < 10 ? "$%.4f" : "$%.2f", t->cost);
 }
 
-const char *insp_resolved_text(const struct insp_traj *t)
+const char *mini_insp_resolved_text(const struct insp_traj *t)
 {
     return t->resolved == 1 ? "yes" : t->resolved == 0 ? "no" : "-";
 }
 
-size_t insp_first_line(const char *s) { return s ? strcspn(s, "\n") : 0; }
+size_t mini_insp_first_line(const char *s) { return s ? strcspn(s, "\n") : 0; }

@@ -57,7 +57,7 @@ static void on_stop(int sig) { stop_sig = sig; }
 static size_t char_at(const char *s, size_t n, uint32_t *cp, int *cells, const struct tui *u)
 {
     size_t k;
-    uint32_t v = insp_utf8_decode(s, n, &k);
+    uint32_t v = mini_insp_utf8_decode(s, n, &k);
     *cp = v;
     if (v == '\t')
         *cells = TAB_CELLS;
@@ -135,7 +135,7 @@ static void free_page(struct tui *u)
     if (u->page.lines == &u->error_line)
         memset(&u->page, 0, sizeof u->page);
     else
-        insp_page_free(&u->page);
+        mini_insp_page_free(&u->page);
     free(u->rows);
     u->rows = NULL;
     u->n_rows = u->top = 0;
@@ -219,7 +219,7 @@ static void load_page(struct tui *u)
         u->error_line.n = strlen(u->error_line.s);
         u->page.lines = &u->error_line;
         u->page.n = 1;
-    } else if (insp_page_build(&u->page, t, u->step) < 0) {
+    } else if (mini_insp_page_build(&u->page, t, u->step) < 0) {
         snprintf(u->msg, sizeof u->msg, "out of memory");
     }
     if (wrap(u) < 0)
@@ -231,10 +231,10 @@ static void open_traj(struct tui *u, size_t i)
 {
     free_page(u);
     if (u->cur != i || !u->set->t[i].loaded)
-        insp_close(&u->set->t[u->cur]);
+        mini_insp_close(&u->set->t[u->cur]);
     u->cur = i;
     struct insp_traj *t = &u->set->t[i];
-    if (!t->loaded && insp_open(t) < 0)
+    if (!t->loaded && mini_insp_open(t) < 0)
         snprintf(u->msg, sizeof u->msg, "%s: %s", t->path, t->error);
     u->step = first_step(u);
     u->list = false;
@@ -308,13 +308,13 @@ static void draw_traj(struct tui *u)
 {
     const struct insp_traj *t = &u->set->t[u->cur];
     char cost[32], title[64], head[1024], task[1024];
-    insp_cost_text(cost, sizeof cost, t);
-    insp_step_title(title, sizeof title, t, u->step);
+    mini_insp_cost_text(cost, sizeof cost, t);
+    mini_insp_step_title(title, sizeof title, t, u->step);
     snprintf(head, sizeof head, " [%zu/%zu] %s | %s | exit: %s | %zu steps | cost %s | resolved: %s", u->cur + 1,
              u->set->n, t->id, title, t->exit_status && *t->exit_status ? t->exit_status : "-", t->n_steps, cost,
-             insp_resolved_text(t));
+             mini_insp_resolved_text(t));
     bar(0, head, u);
-    size_t tl = insp_first_line(t->task);
+    size_t tl = mini_insp_first_line(t->task);
     snprintf(task, sizeof task, " Task: %.*s%s", (int)(tl < 900 ? tl : 900), t->task ? t->task : "-",
              t->task && (t->task[tl] || tl >= 900) ? " [...]" : "");
     move(1, 0);
@@ -384,14 +384,14 @@ static void draw_list(struct tui *u)
         for (; idw < w && used < u->w; idw++, used++)
             addch(' ');
         char cost[32];
-        insp_cost_text(cost, sizeof cost, t);
+        mini_insp_cost_text(cost, sizeof cost, t);
         if (t->error) {
             if (u->color && k != u->sel)
                 attron(COLOR_PAIR(PAIR_ERROR));
             snprintf(line, sizeof line, "  error: %s", t->error);
         } else {
             snprintf(line, sizeof line, "  %-18s %5zu  %-10s %s", t->exit_status && *t->exit_status ? t->exit_status : "-",
-                     t->n_steps, cost, insp_resolved_text(t));
+                     t->n_steps, cost, mini_insp_resolved_text(t));
         }
         used += put_clipped(line, strlen(line), u->w - used, u);
         fill_to_end(used, u->w);
@@ -520,14 +520,14 @@ static void search_traj(struct tui *u, int dir)
     for (size_t k = 0; k <= pages; k++) {
         size_t s = first + (u->step - first + pages + (size_t)(dir * (long)k)) % pages;
         struct insp_page p;
-        if (insp_page_build(&p, t, s) < 0) {
+        if (mini_insp_page_build(&p, t, s) < 0) {
             snprintf(u->msg, sizeof u->msg, "out of memory");
             return;
         }
         long from = k == 0 ? line + dir : dir > 0 ? 0 : (long)p.n - 1;
         for (long l = from; l >= 0 && l < (long)p.n; l += dir) {
             if (line_has(&p.lines[l], u->query)) {
-                insp_page_free(&p);
+                mini_insp_page_free(&p);
                 if (s != u->step) {
                     u->step = s;
                     load_page(u);
@@ -541,7 +541,7 @@ static void search_traj(struct tui *u, int dir)
                 return;
             }
         }
-        insp_page_free(&p);
+        mini_insp_page_free(&p);
     }
     snprintf(u->msg, sizeof u->msg, "not found: %s", u->query);
 }
@@ -637,7 +637,7 @@ static bool key_list(struct tui *u, int r, wint_t ch)
     return true;
 }
 
-int insp_tui_run(struct insp_set *set, struct mini_err *e)
+int mini_insp_tui_run(struct insp_set *set, struct mini_err *e)
 {
     const char *term = getenv("TERM");
     if (!term || !*term || strcmp(term, "dumb") == 0)

@@ -38,9 +38,9 @@ static void render(struct insp_set *set, int html)
     if (!f)
         return;
     if (html)
-        insp_html_render(f, set, 1);
+        mini_insp_html_render(f, set, 1);
     else
-        insp_text_render(f, set, 0, 1);
+        mini_insp_text_render(f, set, 0, 1);
     fclose(f);
     check_clean(buf, len);
     free(buf);
@@ -60,8 +60,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     struct insp_traj t;
     memset(&t, 0, sizeof t);
-    insp_traj_clear(&t);
-    if (insp_parse(&t, (const char *)data, size, 1) < 0) {
+    mini_insp_traj_clear(&t);
+    if (mini_insp_parse(&t, (const char *)data, size, 1) < 0) {
         if (!t.error || strchr(t.error, '\n'))
             abort();
         check_clean(t.error, strlen(t.error));
@@ -71,21 +71,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort();
         for (size_t s = 0; s <= t.n_steps; s++) {
             struct insp_page p;
-            if (insp_page_build(&p, &t, s) == 0) {
+            if (mini_insp_page_build(&p, &t, s) == 0) {
                 for (size_t i = 0; i < p.n; i++)
                     check_clean(p.lines[i].s, p.lines[i].n);
-                insp_page_free(&p);
+                mini_insp_page_free(&p);
             }
         }
     }
-    insp_traj_clear(&t);
+    mini_insp_traj_clear(&t);
 
     struct insp_set set;
     struct mini_err e;
-    if (insp_collect(path, &set, &e) == 0) {
+    if (mini_insp_collect(path, &set, &e) == 0) {
         render(&set, 0);
         render(&set, 1);
-        insp_set_free(&set);
+        mini_insp_set_free(&set);
     }
     unlink(path);
     return 0;
