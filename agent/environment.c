@@ -4,10 +4,12 @@
 #include "mini/clock.h"
 #include "mini/cleanup.h"
 #include "mini/io.h"
+#include "mini/path.h"
 #include "mini/utf8.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <math.h>
 #include <poll.h>
@@ -26,9 +28,15 @@ extern char **environ;
 
 struct mini_environment {
     bool sandbox;
-    cJSON *cfg;      /* a copy of the environment section */
-    char *cwd;       /* default working directory */
-    char *workspace; /* sandbox: the directory mounted writable */
+    /* A container class (docker, ...): the sandbox rooted in its image,
+     * each command run as interpreter + [command]. */
+    const char *container;
+    char **interpreter; /* NULL-terminated, with a slot for the command */
+    size_t n_interpreter;
+    char *private_ws; /* the empty workspace made for it, removed at the end */
+    cJSON *cfg;       /* a copy of the environment section */
+    char *cwd;        /* default working directory */
+    char *workspace;  /* sandbox: the directory mounted writable */
     double timeout;
     volatile int interrupted;
     /* sandbox */
@@ -124,6 +132,9 @@ static int open_session(struct mini_environment *env, const char *profile, char 
     const cJSON *fwd = cJSON_GetObjectItemCaseSensitive(env->cfg, "forward_env"), *it;
     cJSON_ArrayForEach (it, fwd) {
         const char *v = cJSON_IsString(it) ? getenv(it->valuestring) : NULL;
+        /* A container class: env wins over forward_env (docker's order). */
+        if (v && env->container && cJSON_GetObjectItemCaseSensitive(vars, it->valuestring))
+            continue;
         if (r == 0 && v && mini_env_add(&req.u.open.env, it->valuestring, v) < 0)
             r = mini_err_set(e, MINI_E_NOMEM, "out of memory");
     }
@@ -142,9 +153,141 @@ static int open_session(struct mini_environment *env, const char *profile, char 
     return *session ? 0 : mini_err_set(e, MINI_E_NOMEM, "out of memory");
 }
 
+/* `mini-sandbox image pull REF` (libexec/mini/mini-sandbox-image, the
+ * program `mini-sandbox image` runs): into the image store of this user
+ * ($MINI_IMAGE_STORE), which the daemon mini starts uses too.  A program
+ * of its own: mini does not link the import's libraries.  0, or -1 with
+ * e holding what the pull said last. */
+static int pull_image(const char *ref, struct mini_err *e)
+{
+    _cleanup_free_ char *prog = mini_exe_relative(MINI_BIN_TO_LIBEXEC "/mini-sandbox-image");
+    if (!prog)
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return mini_err_sys(e, MINI_E_IO, errno, "pipe");
+    fprintf(stderr, "mini: image %s is not in the image store: pulling it (mini-sandbox image pull)\n", ref);
+    pid_t pid = fork();
+    if (pid < 0) {
+        int err = errno;
+        close(p[0]);
+        close(p[1]);
+        return mini_err_sys(e, MINI_E_IO, err, "fork");
+    }
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+        if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(p[1], 2) < 0)
+            _exit(126);
+        signal(SIGPIPE, SIG_DFL);
+        execl(prog, prog, "image", "pull", "-q", ref, (char *)NULL);
+        dprintf(2, "cannot run %s: %s\n", prog, strerror(errno));
+        _exit(127);
+    }
+    close(p[1]);
+    /* What it says: only the end is kept (its last line is the reason). */
+    char said[4096];
+    size_t n = 0;
+    for (;;) {
+        char buf[4096];
+        ssize_t k = mini_read(p[0], buf, sizeof buf);
+        if (k <= 0)
+            break;
+        if ((size_t)k >= sizeof said - 1) {
+            memcpy(said, buf + k - (sizeof said - 1), sizeof said - 1);
+            n = sizeof said - 1;
+        } else {
+            if (n + (size_t)k > sizeof said - 1) {
+                size_t drop = n + (size_t)k - (sizeof said - 1);
+                memmove(said, said + drop, n - drop);
+                n -= drop;
+            }
+            memcpy(said + n, buf, (size_t)k);
+            n += (size_t)k;
+        }
+    }
+    close(p[0]);
+    said[n] = '\0';
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+        return 0;
+    while (n > 0 && (said[n - 1] == '\n' || said[n - 1] == ' '))
+        said[--n] = '\0';
+    const char *last = strrchr(said, '\n');
+    last = last ? last + 1 : said;
+    if (!*last)
+        last = WIFSIGNALED(st) ? strsignal(WTERMSIG(st)) : "it failed";
+    return mini_err_set(e, MINI_E_IO, "image %s: not in the image store, and pulling it failed: %s", ref, last);
+}
+
 static int sandbox_open(struct mini_environment *env, struct mini_err *e)
 {
-    return open_session(env, env->profile, &env->session, &env->isolation, e);
+    int r = open_session(env, env->profile, &env->session, &env->isolation, e);
+    /* A container's image that the store lacks is pulled, once; the
+     * commands never run anywhere else. */
+    if (r < 0 && env->container && e->code == MINI_E_BAD_REQUEST && strstr(e->msg, "no such image")) {
+        const char *img = cfg_str(env->cfg, "image", "");
+        if (pull_image(img, e) < 0)
+            return -1;
+        r = open_session(env, env->profile, &env->session, &env->isolation, e);
+    }
+    return r;
+}
+
+/* An empty directory of mini's own as a container's workspace: nothing of
+ * this machine's is in the container. */
+static char *private_workspace(struct mini_err *e)
+{
+    const char *tmp = getenv("TMPDIR");
+    char *dir = NULL;
+    if (asprintf(&dir, "%s/mini-ws-XXXXXX", tmp && tmp[0] == '/' ? tmp : "/tmp") < 0) {
+        mini_err_set(e, MINI_E_NOMEM, "out of memory");
+        return NULL;
+    }
+    if (!mkdtemp(dir)) {
+        mini_err_sys(e, MINI_E_WORKSPACE_INVALID, errno, "making a workspace %s", dir);
+        free(dir);
+        return NULL;
+    }
+    return dir;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    if (flag == FTW_DP)
+        rmdir(path);
+    else
+        unlink(path);
+    return 0;
+}
+
+/* The interpreter (environment.interpreter, default bash -c) with a slot
+ * for the command and the NULL. */
+static int set_interpreter(struct mini_environment *env, struct mini_err *e)
+{
+    const cJSON *in = cJSON_GetObjectItemCaseSensitive(env->cfg, "interpreter"), *it;
+    int n = cJSON_IsArray(in) ? cJSON_GetArraySize(in) : 0;
+    static const char *const dflt[] = { "bash", "-c" };
+    size_t count = n > 0 ? (size_t)n : MINI_ARRAY_SIZE(dflt);
+    env->interpreter = calloc(count + 2, sizeof *env->interpreter);
+    if (!env->interpreter)
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    /* n_interpreter counts what is allocated (env_free frees those). */
+    if (n > 0) {
+        cJSON_ArrayForEach (it, in)
+            if (cJSON_IsString(it) && !(env->interpreter[env->n_interpreter++] = strdup(it->valuestring)))
+                return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    } else {
+        for (size_t i = 0; i < count; i++)
+            if (!(env->interpreter[env->n_interpreter++] = strdup(dflt[i])))
+                return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    }
+    if (env->n_interpreter == 0)
+        return mini_err_set(e, MINI_E_CONFIG, "environment.interpreter: must not be empty");
+    return 0;
 }
 
 /* The session for a rule's profile override: the environment's own when
@@ -184,10 +327,34 @@ struct mini_environment *mini_environment_new(const cJSON *cfg, const char *kind
     }
     env->client.fd = -1;
     env->cfg = cfg ? cJSON_Duplicate(cfg, true) : cJSON_CreateObject();
-    env->sandbox = strcmp(kind, "sandbox") == 0;
+    env->container = mini_config_container_class(kind);
+    env->sandbox = strcmp(kind, "sandbox") == 0 || env->container;
     if (!env->sandbox && strcmp(kind, "local") != 0) {
-        mini_err_set(e, MINI_E_CONFIG, "environment class \"%s\": expected local or sandbox", kind);
+        mini_err_set(e, MINI_E_CONFIG, "environment class \"%s\": expected local, sandbox or a container class", kind);
         goto fail;
+    }
+    if (env->container) {
+        /* Its image, its cwd ("/" unless set), and a workspace of its own
+         * unless one is given: the commands never see this machine's. */
+        if (!cfg_str(env->cfg, "image", NULL)) {
+            mini_err_set(e, MINI_E_CONFIG,
+                         "environment_class %s needs an image: environment.image, --image NAME, or a batch task's "
+                         "image; mini never runs a container class's commands on this machine",
+                         env->container);
+            goto fail;
+        }
+        if (set_interpreter(env, e) < 0)
+            goto fail;
+        if (!cfg_str(env->cfg, "workspace", NULL)) {
+            if (!(env->private_ws = private_workspace(e)))
+                goto fail;
+            cJSON_DeleteItemFromObjectCaseSensitive(env->cfg, "workspace");
+            cJSON_AddStringToObject(env->cfg, "workspace", env->private_ws);
+        }
+        if (!cfg_str(env->cfg, "cwd", NULL)) {
+            cJSON_DeleteItemFromObjectCaseSensitive(env->cfg, "cwd");
+            cJSON_AddStringToObject(env->cfg, "cwd", "/");
+        }
     }
     /* Commands start in environment.cwd, else in the workspace, else in
      * mini's own working directory; the sandbox's workspace is
@@ -198,9 +365,9 @@ struct mini_environment *mini_environment_new(const cJSON *cfg, const char *kind
     const char *dir = getcwd(here, sizeof here);
     env->cwd = strdup(cwd ? cwd : ws ? ws : dir ? dir : "/");
     env->workspace = strdup(ws ? ws : cwd ? cwd : dir ? dir : "/");
-    /* local: mini-swe-agent's 30 s default; sandbox: 0 means the
-     * profile's own limit, which the daemon applies. */
-    env->timeout = cfg_num(env->cfg, "timeout", env->sandbox ? 0 : 30);
+    /* local and containers: mini-swe-agent's 30 s default; sandbox: 0
+     * means the profile's own limit, which the daemon applies. */
+    env->timeout = cfg_num(env->cfg, "timeout", env->sandbox && !env->container ? 0 : 30);
     env->profile = strdup(cfg_str(env->cfg, "profile", "standard"));
     if (!env->cfg || !env->cwd || !env->workspace || !env->profile) {
         mini_err_set(e, MINI_E_NOMEM, "out of memory");
@@ -453,6 +620,14 @@ static int sandbox_execute(struct mini_environment *env, const char *session, co
     struct mini_req_exec x = {
         .session = (char *)session, .command = (char *)command, .cwd = (char *)cwd, .timeout = timeout
     };
+    /* A container class: interpreter + [command] (bash -c COMMAND), as
+     * docker exec runs it, instead of /bin/sh -c. */
+    if (env->container) {
+        env->interpreter[env->n_interpreter] = (char *)command;
+        env->interpreter[env->n_interpreter + 1] = NULL;
+        x.command = NULL;
+        x.argv = env->interpreter;
+    }
     struct stream_ctx sc = { fn, arg };
     struct mini_rep rep;
     if (mini_client_exec(&env->client, &x, fn ? stream_out : NULL, &sc, &rep, e) < 0) {
@@ -609,6 +784,17 @@ static void env_free(struct mini_environment *env, bool close_sessions)
     }
     free(env->extra);
     cJSON_Delete(env->isolation);
+    if (env->interpreter) {
+        for (size_t i = 0; i < env->n_interpreter; i++)
+            free(env->interpreter[i]);
+        free(env->interpreter);
+    }
+    if (env->private_ws) {
+        /* What the commands left there (the sessions are closed: with
+         * mini_environment_drop the daemon may still be closing them). */
+        nftw(env->private_ws, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+        free(env->private_ws);
+    }
     free(env->session);
     free(env->profile);
     free(env->cwd);

@@ -257,10 +257,12 @@ static int apply_flags(cJSON *cfg, const struct args *o, struct mini_err *e)
         return -1;
     if (o->workspace && set_path(cfg, "environment.workspace", cJSON_CreateString(o->workspace), e) < 0)
         return -1;
-    /* --image: the sandbox, rooted in an imported image. */
+    /* --image: the sandbox, rooted in an imported image; a container
+     * class (docker, ...) keeps its own meaning of the image. */
+    const char *cls_now = mini_config_get_string(cfg, "environment.environment_class");
     if (o->image &&
         (set_path(cfg, "environment.image", cJSON_CreateString(o->image), e) < 0 ||
-         (!o->env_class && (!o->sandbox || strcmp(o->sandbox, "off")) &&
+         (!o->env_class && (!o->sandbox || strcmp(o->sandbox, "off")) && !mini_config_container_class(cls_now) &&
           set_path(cfg, "environment.environment_class", cJSON_CreateString("sandbox"), e) < 0)))
         return -1;
     int rc = mini_config_check_profile(cfg, "mini", o->sandbox ? "--sandbox" : "environment.profile");

@@ -42,7 +42,7 @@ struct opts {
     const char *tasks, *out, *model, *model_class, *filter, *slice, *env_class, *sandbox, *ws_owner;
     unsigned workers, shard, nshards;
     double cost_total;
-    bool redo;
+    bool redo, swebench;
     const char **specs;
     size_t n_specs;
 };
@@ -102,7 +102,9 @@ static void usage(FILE *f)
           "      --redo-existing        run tasks that finished in an earlier run again\n"
           "      --cost-limit-total USD start no task once the batch has spent this\n"
           "      --sandbox P|FILE|off   sandbox profile, or off (run on the host)\n"
-          "      --environment-class C  local or sandbox\n"
+          "      --environment-class C  local, sandbox, docker (a task's image as the root)...\n"
+          "      --swebench             TASKS is SWE-bench instances: a task without an image\n"
+          "                             gets mini-swe-agent's (docker.io/swebench/sweb.eval...)\n"
           "      --workspace-owner U    root with a sandbox: give workspaces to user U\n"
           "                             (default nobody, 65534:65534)\n"
           "  -h, --help\n"
@@ -124,7 +126,7 @@ static int bad_usage(const char *what, const char *arg)
 /* -1: go on; else the exit code. */
 static int parse(int argc, char **argv, struct opts *o)
 {
-    enum { O_MODEL_CLASS = 256, O_FILTER, O_SLICE, O_SHARD, O_REDO, O_COST, O_SANDBOX, O_ENV, O_OWNER };
+    enum { O_MODEL_CLASS = 256, O_FILTER, O_SLICE, O_SHARD, O_REDO, O_COST, O_SANDBOX, O_ENV, O_OWNER, O_SWEBENCH };
     static const struct option lo[] = {
         { "config", required_argument, NULL, 'c' },
         { "model", required_argument, NULL, 'm' },
@@ -139,6 +141,7 @@ static int parse(int argc, char **argv, struct opts *o)
         { "sandbox", required_argument, NULL, O_SANDBOX },
         { "environment-class", required_argument, NULL, O_ENV },
         { "workspace-owner", required_argument, NULL, O_OWNER },
+        { "swebench", no_argument, NULL, O_SWEBENCH },
         { "help", no_argument, NULL, 'h' },
         { 0 },
     };
@@ -182,6 +185,7 @@ static int parse(int argc, char **argv, struct opts *o)
         case O_SANDBOX: o->sandbox = optarg; break;
         case O_ENV: o->env_class = optarg; break;
         case O_OWNER: o->ws_owner = optarg; break;
+        case O_SWEBENCH: o->swebench = true; break;
         case 'h': usage(stdout); return 0;
         case ':': return bad_usage("a value is needed after ", argv[optind - 1]);
         default: return bad_usage("unknown option ", argv[optind - 1]);
@@ -729,7 +733,8 @@ static int run_batch(struct opts *o)
         return 2;
     }
     if (mini_tasks_load(o->tasks, &b.tasks, &e) < 0 ||
-        mini_tasks_select(&b.tasks, o->filter, o->slice, o->shard, o->nshards, &e) < 0) {
+        mini_tasks_select(&b.tasks, o->filter, o->slice, o->shard, o->nshards, &e) < 0 ||
+        (o->swebench && mini_tasks_swebench_images(&b.tasks, &e) < 0)) {
         fprintf(stderr, "mini batch: %s\n", e.msg);
         mini_tasks_free(&b.tasks);
         return 2;
@@ -754,7 +759,8 @@ static int run_batch(struct opts *o)
     b.ctx.out_dir = out_abs;
     b.ctx.progress_fd = -1;
     const char *cls = mini_config_get_string(cfg, "environment.environment_class");
-    b.ctx.sandbox = cls && strcmp(cls, "sandbox") == 0;
+    b.ctx.sandbox = mini_config_class_sandboxed(cls);
+    b.ctx.container = mini_config_container_class(cls) != NULL;
     if (b.ctx.sandbox && geteuid() == 0) {
         if (owner_ids(o->ws_owner, &b.ctx.ws_uid, &b.ctx.ws_gid) < 0) {
             fprintf(stderr, "mini batch: --workspace-owner %s: no such user\n", o->ws_owner);
@@ -786,8 +792,8 @@ static int run_batch(struct opts *o)
         with_image += b.queue[i]->image != NULL;
     if (with_image && !b.ctx.sandbox) {
         fprintf(stderr,
-                "mini batch: %zu task%s name an image, which is a sandbox's root: run with --sandbox PROFILE "
-                "(docs/images.md)\n",
+                "mini batch: %zu task%s name an image, which is a sandbox's root: run with --sandbox PROFILE, "
+                "or environment_class docker (mini-swe-agent's swebench config; docs/batch.md)\n",
                 with_image, with_image == 1 ? "" : "s");
         rc = 2;
         goto out;

@@ -25,7 +25,8 @@ int mini_batch_main(int argc, char **argv);
 struct batch_ctx {
     cJSON *cfg;          /* the merged config; each task gets a copy */
     const char *out_dir; /* absolute */
-    bool sandbox;        /* environment_class sandbox */
+    bool sandbox;        /* environment_class sandbox, or a container class */
+    bool container;      /* a container class (docker, ...): cwd is the image's */
     bool chown_ws;       /* root with a sandbox: workspaces are made as, and go to, ws_uid:ws_gid */
     uid_t ws_uid;
     gid_t ws_gid;

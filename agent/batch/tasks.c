@@ -2,6 +2,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "batch/tasks.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <pcre2.h>
@@ -75,7 +76,13 @@ static int check_record(cJSON *rec, const char *where, struct mini_task *t, stru
     bool bad = false;
     char w[512];
     snprintf(w, sizeof w, "%s (%s)", where, id->valuestring);
+    /* As mini-swe-agent's runners read an instance's image: image_name,
+     * else docker_image; mini's own key image first. */
     t->image = opt_str(rec, "image", w, &bad, e);
+    if (!bad && !t->image)
+        t->image = opt_str(rec, "image_name", w, &bad, e);
+    if (!bad && !t->image)
+        t->image = opt_str(rec, "docker_image", w, &bad, e);
     t->setup = bad ? NULL : opt_str(rec, "setup", w, &bad, e);
     t->verify = bad ? NULL : opt_str(rec, "verify", w, &bad, e);
     if (bad)
@@ -230,8 +237,41 @@ int mini_tasks_load(const char *path, struct mini_tasks *t, struct mini_err *e)
     return mini_tasks_parse(b.data ? b.data : "", b.len, path, t, e);
 }
 
+char *mini_task_swebench_image(const char *id)
+{
+    struct mini_buf b = MINI_BUF_INIT;
+    int r = mini_buf_puts(&b, "docker.io/swebench/sweb.eval.x86_64.");
+    for (const char *p = id; r == 0 && *p; p++) {
+        if (p[0] == '_' && p[1] == '_') {
+            r = mini_buf_puts(&b, "_1776_");
+            p++;
+        } else {
+            r = mini_buf_putc(&b, (char)tolower((unsigned char)*p));
+        }
+    }
+    if (r < 0 || mini_buf_puts(&b, ":latest") < 0) {
+        mini_buf_free(&b);
+        return NULL;
+    }
+    return b.data;
+}
+
+int mini_tasks_swebench_images(struct mini_tasks *t, struct mini_err *e)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        if (t->v[i].image)
+            continue;
+        if (!(t->v[i].own_image = mini_task_swebench_image(t->v[i].id)))
+            return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+        t->v[i].image = t->v[i].own_image;
+    }
+    return 0;
+}
+
 void mini_tasks_free(struct mini_tasks *t)
 {
+    for (size_t i = 0; i < t->n; i++)
+        free(t->v[i].own_image);
     cJSON_Delete(t->root);
     free(t->v);
     memset(t, 0, sizeof *t);

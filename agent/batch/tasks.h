@@ -16,7 +16,8 @@
 struct mini_task {
     const char *id;        /* instance_id: a file name (checked) */
     const char *problem;   /* problem_statement */
-    const char *image;     /* or NULL */
+    const char *image;     /* image, else image_name, else docker_image; or NULL */
+    char *own_image;       /* the image when the batch derived it (--swebench), owned */
     const char *ws_path;   /* workspace: a directory to copy, or NULL */
     const char *ws_git;    /* workspace.git: a repository to clone, or NULL */
     const char *ws_commit; /* workspace.commit (with git), or NULL */
@@ -38,6 +39,13 @@ int mini_tasks_load(const char *path, struct mini_tasks *t, struct mini_err *e);
 /* Parse text (the file's) as mini_tasks_load does; name is for messages. */
 int mini_tasks_parse(const char *text, size_t len, const char *name, struct mini_tasks *t, struct mini_err *e);
 void mini_tasks_free(struct mini_tasks *t);
+
+/* mini-swe-agent's image for a SWE-bench instance that names none
+ * (get_swebench_docker_image_name): docker.io/swebench/sweb.eval.x86_64.ID:latest
+ * with "__" in the id written "_1776_", lower-cased.  malloc'd, or NULL. */
+char *mini_task_swebench_image(const char *id);
+/* Give every task without an image that one (--swebench).  0, or -1 with e. */
+int mini_tasks_swebench_images(struct mini_tasks *t, struct mini_err *e);
 
 /* Whether s is a usable instance_id (a directory name of the output). */
 bool mini_task_id_valid(const char *s, const char **why);

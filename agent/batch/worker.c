@@ -466,7 +466,7 @@ int mini_batch_worker(const struct batch_ctx *b, const struct mini_task *t)
     tm.prep = lap(&tm);
     if (make_workspace(b, t, ws, log, &e) < 0 ||
         mini_config_set(cfg, "environment.workspace", cJSON_CreateString(ws), &e) < 0 ||
-        mini_config_set(cfg, "environment.cwd", cJSON_CreateString(ws), &e) < 0 ||
+        (!b->container && mini_config_set(cfg, "environment.cwd", cJSON_CreateString(ws), &e) < 0) ||
         (t->image && mini_config_set(cfg, "environment.image", cJSON_CreateString(t->image), &e) < 0)) {
         exit_status = "WorkspaceError";
     }

@@ -110,15 +110,28 @@ int mini_config_merge(cJSON *dst, const cJSON *src, struct mini_err *e);
  *     is an error when neither is set;
  *   - environment_class and agent_class given as mini-swe-agent import
  *     paths are shortened to "local", "default", "interactive";
- *   - mini-swe-agent's container environments (docker, swerex_modal, ...)
- *     become "local", and their own keys (interpreter, run_args, ...) are
- *     dropped, each reported through the warning hook below, as is a
- *     container cwd that does not exist here;
- *   - environment.image with any class but sandbox is an error: the
- *     commands would run on this machine instead of in the image;
+ *   - mini-swe-agent's container environments (docker, singularity,
+ *     swerex_docker, swerex_modal, contree) keep their short name: their
+ *     commands run in the sandbox rooted in environment.image, with their
+ *     interpreter, cwd, timeout defaults; the container programs' own keys
+ *     (run_args, pull_timeout, ...) are dropped with one note for all;
+ *     bubblewrap becomes "sandbox";
+ *   - with local or sandbox, those keys and interpreter are dropped, each
+ *     reported through the warning hook below, as is a container cwd that
+ *     does not exist here;
+ *   - environment.image with local is an error: the commands would run on
+ *     this machine instead of in the image;
  *   - pydantic's float fields get the float mark, its int fields lose it.
  * 0, or -1 with e (cfg may then be partly converted). */
 int mini_config_validate(cJSON *cfg, struct mini_err *e);
+
+/* The short name of a container class (docker, singularity,
+ * swerex_docker, swerex_modal, contree; cls may be mini-swe-agent's class
+ * path), or NULL: its commands run in the sandbox, rooted in its image. */
+const char *mini_config_container_class(const char *cls);
+/* Whether commands of this class run through mini-sandboxd: sandbox or a
+ * container class. */
+bool mini_config_class_sandboxed(const char *cls);
 
 /* Warnings: keys and values mini accepts without using them (the keys of
  * mini-swe-agent's container environments, its container classes, model

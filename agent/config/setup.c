@@ -30,7 +30,7 @@ int mini_config_check_profile(const cJSON *cfg, const char *prog, const char *wh
 {
     const cJSON *cls = mini_config_get(cfg, "environment.environment_class");
     const cJSON *prof = mini_config_get(cfg, "environment.profile");
-    if (!cJSON_IsString(cls) || strcmp(cls->valuestring, "sandbox") != 0)
+    if (!cJSON_IsString(cls) || !mini_config_class_sandboxed(cls->valuestring))
         return 0;
     const char *name = cJSON_IsString(prof) ? prof->valuestring : "standard";
     if (strchr(name, '/'))

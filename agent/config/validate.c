@@ -96,8 +96,9 @@ static const struct keydef environment_keys[] = {
     { "workspace", V_STR, NULL },        /* sandbox */
     { "socket", V_STR, NULL },           /* sandbox */
     { "forward_env", V_LIST_STR, NULL }, /* sandbox */
-    { "image", V_STR, NULL },            /* sandbox: an imported image as the root */
+    { "image", V_STR, NULL },            /* sandbox, containers: an image as the root */
     { "allow_hosts", V_LIST_STR, NULL }, /* sandbox: network allowlist entries (docs/profiles.md) */
+    { "interpreter", V_LIST_STR, NULL }, /* containers: argv before the command */
     { NULL, 0, NULL },
 };
 
@@ -169,29 +170,45 @@ static const struct {
     { "model", "litellm_model_name_override", "portkey" },
 };
 
-/* mini-swe-agent's environments that run commands elsewhere than on this
- * machine (containers, remote sandboxes), by name and import path. */
+/* mini-swe-agent's environments that run commands in a container image,
+ * by name and import path: mini runs their commands in its sandbox,
+ * rooted in environment.image (pulled when missing). */
 static const char *const container_classes[][2] = {
     { "docker", "minisweagent.environments.docker.DockerEnvironment" },
     { "singularity", "minisweagent.environments.singularity.SingularityEnvironment" },
     { "swerex_docker", "minisweagent.environments.extra.swerex_docker.SwerexDockerEnvironment" },
     { "swerex_modal", "minisweagent.environments.extra.swerex_modal.SwerexModalEnvironment" },
-    { "bubblewrap", "minisweagent.environments.extra.bubblewrap.BubblewrapEnvironment" },
     { "contree", "minisweagent.environments.extra.contree.ContreeEnvironment" },
 };
+/* bubblewrap isolates commands on this machine: mini's sandbox class. */
+static const char *const bubblewrap_class[2] = { "bubblewrap",
+                                                 "minisweagent.environments.extra.bubblewrap.BubblewrapEnvironment" };
+
+const char *mini_config_container_class(const char *cls)
+{
+    for (size_t i = 0; cls && i < MINI_ARRAY_SIZE(container_classes); i++)
+        if (!strcmp(cls, container_classes[i][0]) || !strcmp(cls, container_classes[i][1]))
+            return container_classes[i][0];
+    return NULL;
+}
+
+bool mini_config_class_sandboxed(const char *cls)
+{
+    return cls && (!strcmp(cls, "sandbox") || mini_config_container_class(cls));
+}
 
 /* Warn about an accepted but unused key.  1 when it is one (the caller
- * drops it), 0 when not. */
-static int ignored_key(const char *section, const char *key)
+ * drops it), 0 when not.  With a container class, the environment's keys
+ * are named in *quiet (one note for all of them) instead. */
+static int ignored_key(const char *section, const char *key, struct mini_buf *quiet)
 {
-    if (!strcmp(section, "environment") && !strcmp(key, "interpreter")) {
-        mini_config_warnf("environment.interpreter: ignored (mini runs every command with /bin/sh -c)");
-        return 1;
-    }
     for (size_t i = 0; i < MINI_ARRAY_SIZE(ignored_keys); i++)
         if (!strcmp(ignored_keys[i].section, section) && !strcmp(ignored_keys[i].key, key)) {
-            mini_config_warnf("%s.%s: ignored (a setting of mini-swe-agent's %s %s, which mini does not have)", section,
-                              key, ignored_keys[i].owner, section);
+            if (quiet && !strcmp(section, "environment"))
+                mini_buf_printf(quiet, "%s%s", quiet->len ? ", " : "", key);
+            else
+                mini_config_warnf("%s.%s: ignored (a setting of mini-swe-agent's %s %s, which mini does not have)",
+                                  section, key, ignored_keys[i].owner, section);
             return 1;
         }
     return 0;
@@ -550,40 +567,90 @@ static int fill_model(cJSON *m, struct mini_err *e)
     return 0;
 }
 
+/* A container class's defaults (mini-swe-agent's for each): the image is
+ * required by the time the environment opens (a batch's task may give
+ * it), cwd is a directory of the image, no workspace unless given (the
+ * environment makes a private empty one). */
+static int fill_container(cJSON *env, const char *cls, struct mini_err *e)
+{
+    const cJSON *interp = cJSON_GetObjectItemCaseSensitive(env, "interpreter");
+    if (interp && cJSON_GetArraySize(interp) == 0)
+        return mini_err_set(e, MINI_E_CONFIG, "environment.interpreter: must not be empty (e.g. [bash, -c])");
+    cJSON *img = cJSON_GetObjectItemCaseSensitive(env, "image");
+    if (cJSON_IsString(img) && !strcmp(cls, "singularity")) {
+        /* singularity names a Docker image docker://REF; its own kinds of
+         * image (library://, a .sif file) are not OCI images. */
+        const char *v = img->valuestring;
+        if (!strncmp(v, "docker://", 9)) {
+            if (replace(env, img, cJSON_CreateString(v + 9), e) < 0)
+                return -1;
+        } else if (strstr(v, "://") || strchr(v, '/') == v || strstr(v, ".sif")) {
+            return mini_err_set(e, MINI_E_CONFIG,
+                                "environment.image: \"%.*s\" is not a Docker or OCI image (mini runs singularity's "
+                                "docker://REF images)",
+                                MINI_JSON_SHOW(v));
+        }
+    }
+    cJSON *argv = cJSON_CreateArray();
+    if (argv) {
+        cJSON_AddItemToArray(argv, cJSON_CreateString("bash"));
+        cJSON_AddItemToArray(argv, cJSON_CreateString(strcmp(cls, "docker") ? "-c" : "-lc"));
+    }
+    if (add_default(env, "interpreter", argv, e) < 0 || add_default(env, "cwd", cJSON_CreateString("/"), e) < 0 ||
+        add_default(env, "env", cJSON_CreateObject(), e) < 0 ||
+        add_default(env, "timeout", cJSON_CreateNumber(strcmp(cls, "contree") ? 30 : 100), e) < 0 ||
+        add_default(env, "profile", cJSON_CreateString("standard"), e) < 0 ||
+        add_default(env, "forward_env", cJSON_CreateArray(), e) < 0)
+        return -1;
+    const char *profile = mini_config_get_string(env, "profile");
+    if (profile && !*profile)
+        return mini_err_set(e, MINI_E_CONFIG,
+                            "environment.profile: must not be empty (strict, standard, "
+                            "permissive, or a profile file)");
+    return 0;
+}
+
 static int fill_environment(cJSON *env, bool container, struct mini_err *e)
 {
     static const char *const aliases[][2] = {
         { "minisweagent.environments.local.LocalEnvironment", "local" },
     };
     static const char *const supported[] = { "local", "sandbox", NULL };
+    cJSON *cls = cJSON_GetObjectItemCaseSensitive(env, "environment_class");
+    /* bubblewrap isolates the commands on this machine: so does the
+     * sandbox, which takes its place. */
+    if (cls && (!strcmp(cls->valuestring, bubblewrap_class[0]) || !strcmp(cls->valuestring, bubblewrap_class[1]))) {
+        mini_config_warnf("environment.environment_class: bubblewrap runs as mini's sandbox class (the commands run "
+                          "on this machine, isolated by mini-sandboxd)");
+        if (replace(env, cls, cJSON_CreateString("sandbox"), e) < 0)
+            return -1;
+        cls = cJSON_GetObjectItemCaseSensitive(env, "environment_class");
+    }
+    /* A container class: its commands run in mini's sandbox, rooted in
+     * its image; never on this machine. */
+    const char *ctr = cls ? mini_config_container_class(cls->valuestring) : NULL;
+    if (ctr) {
+        if (strcmp(cls->valuestring, ctr) && replace(env, cls, cJSON_CreateString(ctr), e) < 0)
+            return -1;
+        return fill_container(env, ctr, e);
+    }
     /* An image is the sandbox's root (mini-sandbox image import).  With
      * any other class the commands would run on this machine instead of
      * in the image: refused, never taken to mean the host. */
     const char *img = mini_config_get_string(env, "image");
     const char *ecls = mini_config_get_string(env, "environment_class");
-    if (img && *img && !(ecls && !strcmp(ecls, "sandbox"))) {
-        const char *shown = ecls ? ecls : "local";
-        for (size_t i = 0; i < MINI_ARRAY_SIZE(container_classes); i++)
-            if (!strcmp(shown, container_classes[i][1]))
-                shown = container_classes[i][0];
+    if (img && *img && !(ecls && !strcmp(ecls, "sandbox")))
         return mini_err_set(e, MINI_E_CONFIG,
                             "environment.image: \"%.*s\" is a container image, but environment_class %.*s would run "
-                            "the commands on this machine, not in it; use --sandbox PROFILE (images come from "
-                            "mini-sandbox image import), or drop the image",
-                            MINI_JSON_SHOW(img), MINI_JSON_SHOW(shown));
+                            "the commands on this machine, not in it; use --sandbox PROFILE or environment_class "
+                            "docker (docs/images.md), or drop the image",
+                            MINI_JSON_SHOW(img), MINI_JSON_SHOW(ecls ? ecls : "local"));
+    /* docker's interpreter means nothing to these classes. */
+    if (cJSON_GetObjectItemCaseSensitive(env, "interpreter")) {
+        mini_config_warnf("environment.interpreter: ignored (mini runs every command with /bin/sh -c)");
+        cJSON_DeleteItemFromObjectCaseSensitive(env, "interpreter");
+        container = true;
     }
-    cJSON *cls = cJSON_GetObjectItemCaseSensitive(env, "environment_class");
-    for (size_t i = 0; cls && i < MINI_ARRAY_SIZE(container_classes); i++)
-        if (!strcmp(cls->valuestring, container_classes[i][0]) || !strcmp(cls->valuestring, container_classes[i][1])) {
-            mini_config_warnf("environment.environment_class: %s is not available in mini; the commands run on this "
-                              "machine, as with local (--sandbox PROFILE isolates them, and environment.image runs "
-                              "them in an image from mini-sandbox image import)",
-                              container_classes[i][0]);
-            if (replace(env, cls, cJSON_CreateString("local"), e) < 0)
-                return -1;
-            container = true;
-            break;
-        }
     /* A container's working directory is a path inside its image; when
      * this machine has no such directory the commands start in the
      * current one (the workspace). */
@@ -596,7 +663,9 @@ static int fill_environment(cJSON *env, bool container, struct mini_err *e)
         cJSON_DeleteItemFromObjectCaseSensitive(env, "cwd");
     }
     if (normalize_class(env, "environment_class", aliases, MINI_ARRAY_SIZE(aliases), supported, "environment",
-                        " (mini runs commands on this machine, or isolated with environment_class sandbox)", e) < 0)
+                        " (mini runs commands on this machine, isolated with environment_class sandbox, or in a "
+                        "container image with docker, singularity, swerex_docker, swerex_modal or contree)",
+                        e) < 0)
         return -1;
     if (add_default(env, "environment_class", cJSON_CreateString("local"), e) < 0)
         return -1;
@@ -641,6 +710,11 @@ int mini_config_validate(cJSON *cfg, struct mini_err *e)
     if (!cJSON_IsObject(cfg))
         return mini_err_set(e, MINI_E_CONFIG, "the configuration must be a mapping");
     bool container = false; /* written for a container: its cwd is inside it */
+    /* With a container class, the keys of the container programs (run_args,
+     * pull_timeout, ...) get one note together. */
+    const char *ecls = mini_config_get_string(cfg, "environment.environment_class");
+    _cleanup_buf_ struct mini_buf quiet = MINI_BUF_INIT;
+    bool to_quiet = mini_config_container_class(ecls) != NULL;
     for (cJSON *sec = cfg->child, *next_sec; sec; sec = next_sec) {
         next_sec = sec->next;
         const struct section *s = NULL;
@@ -674,7 +748,7 @@ int mini_config_validate(cJSON *cfg, struct mini_err *e)
         for (cJSON *item = sec->child, *next; item; item = next) {
             next = item->next; /* check_value may replace item */
             const struct keydef *k = find_key(s, item->string);
-            if (!k && ignored_key(s->name, item->string)) {
+            if (!k && ignored_key(s->name, item->string, to_quiet ? &quiet : NULL)) {
                 if (!strcmp(s->name, "environment"))
                     container = true;
                 cJSON_Delete(cJSON_DetachItemViaPointer(sec, item));
@@ -688,6 +762,10 @@ int mini_config_validate(cJSON *cfg, struct mini_err *e)
                 return -1;
         }
     }
+    if (quiet.len)
+        mini_config_warnf("environment: %s: ignored (settings of the container program; mini runs the commands in "
+                          "its sandbox, rooted in the image)",
+                          quiet.data);
     for (size_t i = 0; i < MINI_ARRAY_SIZE(sections); i++)
         if (strcmp(sections[i].name, "policy") != 0 && add_default(cfg, sections[i].name, cJSON_CreateObject(), e) < 0)
             return -1;

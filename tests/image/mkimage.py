@@ -14,6 +14,11 @@
   mkimage.py oci-nested DIR DEPTH          the OCI layout with its manifest under
                                            DEPTH nested image indexes
   mkimage.py hostile KIND OUT [ARG]        one hostile image (see KINDS)
+  mkimage.py testbed DIR [ID]              the busybox image plus a third layer: a
+                                           SWE-bench-like /testbed (calc.sh with a
+                                           bug, test.sh failing on it, ID in
+                                           /testbed/INSTANCE), /etc/os-release
+                                           saying ID=mini-testbed, more applets
 
 The busybox image: layer 1 (gzip) has bin/busybox and its applets as
 symlinks, etc/passwd, etc/removed.txt, usr/share/gone/x, opq/a, a hard
@@ -89,6 +94,27 @@ def busybox_layers(busybox):
         ti("etc/passwd.hard", tarfile.LNKTYPE, linkname="etc/passwd"),
     ]
     return tar_bytes(l1), tar_bytes(l2)
+
+
+TESTBED_APPLETS = ["sed", "diff", "cp", "grep", "mkdir", "rm", "head", "mv", "sleep"]
+
+
+def testbed_layer(instance):
+    """A repository with a failing test, as SWE-bench images have /testbed."""
+    calc = b"add() { echo $(($1 - $2)); }\n"
+    test = (b". ./calc.sh\n"
+            b"if [ \"$(add 2 3)\" = 5 ]; then echo PASS; else echo FAIL: add 2 3 gave $(add 2 3); exit 1; fi\n")
+    entries = [dirent("bin")]
+    entries += [ti("bin/" + a, tarfile.SYMTYPE, linkname="busybox", mode=0o777) for a in TESTBED_APPLETS]
+    entries += [
+        dirent("etc"),
+        ti("etc/os-release", data=b"ID=mini-testbed\nNAME=\"mini test bed\"\n"),
+        dirent("testbed"),
+        ti("testbed/calc.sh", data=calc),
+        ti("testbed/test.sh", data=test, mode=0o755),
+        ti("testbed/INSTANCE", data=instance.encode() + b"\n"),
+    ]
+    return tar_bytes(entries)
 
 
 def sha(b):
@@ -389,6 +415,9 @@ def main():
     elif a[0] == "oci-nested":
         write_oci(a[1], list(busybox_layers(bb)))
         nest_index(a[1], int(a[2]))
+    elif a[0] == "testbed":
+        write_oci(a[1], list(busybox_layers(bb)) + [testbed_layer(a[2] if len(a) > 2 else "testbed")],
+                  tag="latest", compress=(True, False, True))
     elif a[0] == "hostile":
         hostile(a[1], a[2], a[3] if len(a) > 3 else "")
     else:

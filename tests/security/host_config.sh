@@ -236,7 +236,7 @@ done
 mock_stop
 
 # ==== f. an image with the sandbox off ===================================
-log "# -- f. an image and --sandbox off / environment_class local: refused"
+log "# -- f. an image and --sandbox off / environment_class local: refused; docker's never on the host"
 F=$T/ws.f
 mkws "$F"
 TOUCH=$(json_strs "$(block "id -u > $HOSTDIR/f; $SUBMIT")")
@@ -261,8 +261,23 @@ f_case "-c environment.image with --sandbox off" -c environment.image=busybox:x 
 f_case "--image with --environment-class local" --image busybox:x --environment-class local
 printf 'environment:\n  environment_class: local\n  image: busybox:x\n' >"$HOSTDIR/img.yaml"
 f_case "a config file with environment.image and environment_class local" -c "$HOSTDIR/img.yaml"
-printf 'environment:\n  environment_class: docker\n  image: busybox:x\n' >"$HOSTDIR/img.yaml"
-f_case "a config file with environment_class docker and an image" -c "$HOSTDIR/img.yaml"
+# docker's image is the sandbox's root: one the store lacks is pulled, and
+# where no registry answers the run stops there, never on this machine.
+printf 'environment:\n  environment_class: docker\n  image: 127.0.0.1:9/none/busybox:x\n' >"$HOSTDIR/img.yaml"
+TRAJ=$T/f.traj.json
+rm -f "$TRAJ" "$HOSTDIR/f"
+MENV_SAVE=("${MENV[@]}")
+MENV+=(MINI_IMAGE_STORE="$T/store")
+MRUN_CWD=$F mrun -y --exit-immediately -t task -o "$TRAJ" -c mini --model-class deterministic \
+    -c "model.outputs=$TOUCH" -c "$HOSTDIR/img.yaml"
+MENV=("${MENV_SAVE[@]}")
+if [[ $RC != 0 ]]; then pass "f: docker, an image no registry has: non-zero exit"
+else fail "f: docker, an image no registry has: non-zero exit" "rc $RC: $ERR"; fi
+one_line "f: docker, an image no registry has: the reason" \
+    "^mini: image 127.0.0.1:9/none/busybox:x: not in the image store, and pulling it failed: "
+no_marker "f: docker, an image no registry has: no command ran on the host" f
+if [[ ! -e $TRAJ ]]; then pass "f: docker, an image no registry has: no trajectory"
+else fail "f: docker, an image no registry has: no trajectory"; fi
 
 # ==== g. an approver in the workspace ====================================
 log "# -- g. policy.approver in the workspace: refused"

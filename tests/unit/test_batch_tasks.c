@@ -66,6 +66,20 @@ int main(void)
     CHECK(!strcmp(t.v[1].ws_git, "g") && !strcmp(t.v[1].ws_commit, "c") && !strcmp(t.v[1].image, "i"));
     CHECK(cJSON_GetObjectItemCaseSensitive(t.v[0].record, "repo") != NULL);
     mini_tasks_free(&t);
+
+    /* SWE-bench instances: image_name, else docker_image (mini-swe-agent's
+     * runner); none: the name it derives, with --swebench. */
+    const char *sb = "{\"instance_id\": \"a\", \"problem_statement\": \"p\", \"image_name\": \"n\", "
+                     "\"docker_image\": \"d\"}\n"
+                     "{\"instance_id\": \"b\", \"problem_statement\": \"p\", \"docker_image\": \"d\"}\n"
+                     "{\"instance_id\": \"astropy__Astropy-12907\", \"problem_statement\": \"p\"}\n";
+    CHECK(parse(sb, "sb.jsonl", &t, &e) == 0 && t.n == 3);
+    CHECK(!strcmp(t.v[0].image, "n") && !strcmp(t.v[1].image, "d") && !t.v[2].image);
+    CHECK(mini_tasks_swebench_images(&t, &e) == 0);
+    CHECK(!strcmp(t.v[0].image, "n") && !strcmp(t.v[1].image, "d"));
+    CHECK(t.v[2].image &&
+          !strcmp(t.v[2].image, "docker.io/swebench/sweb.eval.x86_64.astropy_1776_astropy-12907:latest"));
+    mini_tasks_free(&t);
     CHECK(parse("[{\"instance_id\": \"x\", \"problem_statement\": \"one\", \"workspace\": \"/src\"}]", "t.json", &t,
                 &e) == 0 &&
           t.n == 1 && !strcmp(t.v[0].ws_path, "/src"));

@@ -396,11 +396,12 @@ static void test_validate(void)
     expect_invalid("agent.confirm_exit=maybe", "agent.confirm_exit: must be true or false, got \"maybe\"");
     expect_invalid("environment.env.TQDM_DISABLE=1",
                    "environment.env.TQDM_DISABLE: must be a string, got 1 (quote it in YAML)");
-    /* mini-swe-agent's container classes are accepted with a warning
-     * (test_compat); other names are still refused. */
+    /* mini-swe-agent's container classes run in the sandbox, rooted in
+     * their image (test_compat); other names are still refused. */
     expect_invalid("environment.environment_class=kubernetes",
                    "environment.environment_class: \"kubernetes\" is not supported (supported: local, sandbox) (mini "
-                   "runs commands on this machine, or isolated with environment_class sandbox)");
+                   "runs commands on this machine, isolated with environment_class sandbox, or in a container image "
+                   "with docker, singularity, swerex_docker, swerex_modal or contree)");
     expect_invalid("environment.timout=1", "environment.timout: unknown key (did you mean environment.timeout?)");
     expect_invalid("agent.whitelist_actions=[\"ls\", 3]", "agent.whitelist_actions[1]: must be a string, got 3");
     expect_invalid("model.set_cache_control=always",
@@ -736,17 +737,22 @@ static void test_compat(void)
     cJSON *cfg = load_validated(specs, 1, &e);
     CHECK_MSG(cfg, "%s", e.msg);
     const char *w = warnings.data ? warnings.data : "";
-    static const char *const keys[] = { "environment.interpreter:",  "environment.container_timeout:",
-                                        "environment.executable:",   "environment.run_args:",
-                                        "environment.pull_timeout:", "environment.environment_class:",
-                                        "environment.cwd:",          "model.provider:" };
-    for (size_t i = 0; i < MINI_ARRAY_SIZE(keys); i++)
-        CHECK_MSG(count(w, keys[i]) == 1, "%s: warned %zu times in:\n%s", keys[i], count(w, keys[i]), w);
-    CHECK(count(w, "\n") == MINI_ARRAY_SIZE(keys));
-    CHECK(contains(w, "environment.run_args: ignored (a setting of mini-swe-agent's docker environment"));
-    CHECK(contains(w, "environment.environment_class: docker is not available in mini"));
-    CHECK_STR(mini_config_get_string(cfg, "environment.environment_class"), "local");
-    CHECK(!mini_config_get(cfg, "environment.image") && !mini_config_get(cfg, "environment.cwd") &&
+    /* docker's own keys: one note for all; interpreter and the image's
+     * cwd are used; the class stays docker (the sandbox, in its image). */
+    CHECK_MSG(count(w, "\n") == 2, "%s", w);
+    CHECK_MSG(contains(w,
+                       "environment: container_timeout, executable, run_args, pull_timeout: ignored (settings of "
+                       "the container program; mini runs the commands in its sandbox, rooted in the image)"),
+              "%s", w);
+    CHECK(count(w, "model.provider:") == 1);
+    CHECK(!strstr(w, "interpreter") && !strstr(w, "environment_class") && !strstr(w, "environment.cwd"));
+    CHECK_STR(mini_config_get_string(cfg, "environment.environment_class"), "docker");
+    CHECK_STR(mini_config_get_string(cfg, "environment.cwd"), "/no/such/testbed");
+    CHECK_STR(mini_config_get_string(cfg, "environment.profile"), "standard");
+    const cJSON *interp = mini_config_get(cfg, "environment.interpreter");
+    CHECK(cJSON_GetArraySize(interp) == 2 && !strcmp(cJSON_GetArrayItem(interp, 0)->valuestring, "bash") &&
+          !strcmp(cJSON_GetArrayItem(interp, 1)->valuestring, "-c"));
+    CHECK(!mini_config_get(cfg, "environment.image") && !mini_config_get(cfg, "environment.workspace") &&
           !mini_config_get(cfg, "model.provider"));
     CHECK(mini_config_get_number(cfg, "environment.timeout", 0) == 60);
     /* Floats: YAML 3. and 0.0, pydantic's float cost_limit; ints stay ints. */
@@ -786,17 +792,19 @@ static void test_compat(void)
     cfg = load_validated(specs4, MINI_ARRAY_SIZE(specs4), &e);
     CHECK_MSG(cfg, "%s", e.msg);
     w = warnings.data ? warnings.data : "";
-    CHECK(contains(w, "environment.environment_class: swerex_modal is not available"));
-    CHECK(contains(w, "environment.startup_timeout: ignored (a setting of mini-swe-agent's swerex_modal"));
-    CHECK(count(w, "environment.install_pipx:") == 1 && count(w, "environment.modal_sandbox_kwargs:") == 1);
+    CHECK_STR(mini_config_get_string(cfg, "environment.environment_class"), "swerex_modal");
+    CHECK_MSG(contains(w,
+                       "environment: container_timeout, executable, run_args, pull_timeout, startup_timeout, "
+                       "install_pipx, modal_sandbox_kwargs: ignored"),
+              "%s", w);
+    CHECK(count(w, "install_pipx") == 1 && !strstr(w, "environment_class"));
     cJSON_Delete(cfg);
 
-    /* An image is the sandbox's root: with any other class (which runs the
-     * commands on this machine) it is refused, never dropped. */
+    /* An image is the sandbox's root: with local (which runs the commands
+     * on this machine) it is refused, never dropped. */
     static const char *const img_classes[][2] = {
-        { "docker", "docker" },
         { "local", "local" },
-        { "minisweagent.environments.docker.DockerEnvironment", "docker" },
+        { "minisweagent.environments.local.LocalEnvironment", "minisweagent.environments.local.LocalEnvironment" },
         { NULL, "local" },
     };
     for (size_t i = 0; i < MINI_ARRAY_SIZE(img_classes); i++) {
@@ -815,6 +823,48 @@ static void test_compat(void)
         CHECK(cfg || contains(e.msg, want));
         cJSON_Delete(cfg);
     }
+    /* With a container class the image is its root; singularity's
+     * docker://REF is REF, its other kinds of image are refused. */
+    static const char *const img_ok[][3] = {
+        { "docker", "docker", "python:3.11" },
+        { "minisweagent.environments.docker.DockerEnvironment", "docker", "python:3.11" },
+        { "singularity", "singularity", "docker://python:3.11" },
+        { "contree", "contree", "python:3.11" },
+    };
+    for (size_t i = 0; i < MINI_ARRAY_SIZE(img_ok); i++) {
+        _cleanup_free_ char *cls = NULL, *img = NULL;
+        if (asprintf(&cls, "environment.environment_class=%s", img_ok[i][0]) < 0 ||
+            asprintf(&img, "environment.image=%s", img_ok[i][2]) < 0)
+            abort();
+        const char *specs5[] = { "agent.system_template=s", "agent.instance_template=t", "model.model_name=m", img,
+                                 cls };
+        cfg = load_validated(specs5, MINI_ARRAY_SIZE(specs5), &e);
+        CHECK_MSG(cfg, "%s: %s", img_ok[i][0], e.msg);
+        CHECK_STR(mini_config_get_string(cfg, "environment.environment_class"), img_ok[i][1]);
+        CHECK_STR(mini_config_get_string(cfg, "environment.image"), "python:3.11");
+        CHECK_STR(mini_config_get_string(cfg, "environment.cwd"), "/");
+        CHECK(mini_config_get_number(cfg, "environment.timeout", 0) == (strcmp(img_ok[i][1], "contree") ? 30 : 100));
+        const cJSON *in = mini_config_get(cfg, "environment.interpreter");
+        CHECK(in && !strcmp(cJSON_GetArrayItem(in, 1)->valuestring, strcmp(img_ok[i][1], "docker") ? "-c" : "-lc"));
+        cJSON_Delete(cfg);
+    }
+    const char *specs7[] = { "agent.system_template=s", "agent.instance_template=t", "model.model_name=m",
+                             "environment.environment_class=singularity", "environment.image=library://x/y" };
+    cfg = load_validated(specs7, MINI_ARRAY_SIZE(specs7), &e);
+    CHECK_MSG(!cfg && contains(e.msg, "is not a Docker or OCI image"), "%s", cfg ? "loaded" : e.msg);
+    cJSON_Delete(cfg);
+    const char *specs9[] = { "agent.system_template=s", "agent.instance_template=t", "model.model_name=m",
+                             "environment.environment_class=docker", "environment.interpreter=[]" };
+    cfg = load_validated(specs9, MINI_ARRAY_SIZE(specs9), &e);
+    CHECK_MSG(!cfg && !strcmp(e.msg, "environment.interpreter: must not be empty (e.g. [bash, -c])"), "%s",
+              cfg ? "loaded" : e.msg);
+    cJSON_Delete(cfg);
+    /* bubblewrap isolates on this machine: the sandbox. */
+    const char *specs8[] = { "agent.system_template=s", "agent.instance_template=t", "model.model_name=m",
+                             "environment.environment_class=bubblewrap" };
+    cfg = load_validated(specs8, MINI_ARRAY_SIZE(specs8), &e);
+    CHECK(cfg && !strcmp(mini_config_get_string(cfg, "environment.environment_class"), "sandbox"));
+    cJSON_Delete(cfg);
     const char *specs6[] = { "swebench", "environment.image=python:3.11", "environment.environment_class=sandbox" };
     cfg = load_validated(specs6, MINI_ARRAY_SIZE(specs6), &e);
     CHECK_MSG(cfg, "%s", e.msg);
