@@ -29,7 +29,7 @@
 static int write_image(struct import *im, const char *format, const char *src, const struct mini_buf *config,
                        const struct layers *ls, char id[static MINI_DIGEST_LEN + 1], struct mini_err *e)
 {
-    imp_sha_of(config->data, config->len, id);
+    mini_imp_sha_of(config->data, config->len, id);
     _cleanup_cjson_ cJSON *j = cJSON_CreateObject();
     cJSON *cfg = mini_json_parse(config->data, config->len, e);
     if (!j || !cfg) {
@@ -173,13 +173,13 @@ int mini_image_import(struct mini_image_store *s, const char *src, const struct 
     if (fmt != MINI_IMG_OCI && !S_ISREG(st.st_mode))
         return mini_err_set(e, MINI_E_BAD_REQUEST, "%s: not a regular file", dir);
     if (fmt == MINI_IMG_AUTO || fmt == MINI_IMG_DOCKER) {
-        int k = imp_sniff_file(dir, &dmanifest, &stash, &kind, e);
+        int k = mini_imp_sniff_file(dir, &dmanifest, &stash, &kind, e);
         if (k < 0) {
-            imp_stash_free(&stash);
+            mini_imp_stash_free(&stash);
             return -1;
         }
         if (fmt == MINI_IMG_DOCKER && k == 0) {
-            imp_stash_free(&stash);
+            mini_imp_stash_free(&stash);
             return mini_err_set(e, MINI_E_BAD_REQUEST, "%s: not an image archive (docker-archive or oci-archive)", dir);
         }
         fmt = k ? MINI_IMG_DOCKER : MINI_IMG_ROOTFS;
@@ -215,12 +215,13 @@ int mini_image_import(struct mini_image_store *s, const char *src, const struct 
     int r;
     if (fmt == MINI_IMG_OCI) {
         format = "oci";
-        r = imp_import_oci(&im, dir, tag, &config, &name, &cfg, &ls, e);
+        r = mini_imp_import_oci(&im, dir, tag, &config, &name, &cfg, &ls, e);
     } else if (fmt == MINI_IMG_DOCKER) {
-        r = imp_import_image_archive(&im, dir, kind, &dmanifest, &stash, tag, &config, &name, &cfg, &ls, &format, e);
+        r = mini_imp_import_image_archive(&im, dir, kind, &dmanifest, &stash, tag, &config, &name, &cfg, &ls, &format,
+                                          e);
     } else {
         format = "rootfs";
-        r = imp_import_rootfs(&im, dir, &config, &cfg, &ls, e);
+        r = mini_imp_import_rootfs(&im, dir, &config, &cfg, &ls, e);
         if (r == 0 && !name)
             name = name_from_path(dir);
     }
@@ -259,7 +260,7 @@ int mini_image_import(struct mini_image_store *s, const char *src, const struct 
         free(name);
         name = full;
     }
-    if (imp_build_rootfs(&im, ls.diff_ids, ls.n, e) < 0)
+    if (mini_imp_build_rootfs(&im, ls.diff_ids, ls.n, e) < 0)
         goto out;
     char id[MINI_DIGEST_LEN + 1];
     if (write_image(&im, format, src, &config, &ls, id, e) < 0)
@@ -270,7 +271,7 @@ int mini_image_import(struct mini_image_store *s, const char *src, const struct 
     res->name = TAKE_PTR(name);
     rc = 0;
 out:
-    imp_stash_free(&stash);
+    mini_imp_stash_free(&stash);
     mini_image_config_free(&cfg);
     if (im.tmp && im.tmpfd >= 0) {
         struct mini_err ignored;
