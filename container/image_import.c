@@ -173,7 +173,8 @@ int mini_image_import(struct mini_image_store *s, const char *src, const struct 
     if (fmt != MINI_IMG_OCI && !S_ISREG(st.st_mode))
         return mini_err_set(e, MINI_E_BAD_REQUEST, "%s: not a regular file", dir);
     if (fmt == MINI_IMG_AUTO || fmt == MINI_IMG_DOCKER) {
-        int k = imp_sniff_file(dir, &dmanifest, &stash, &kind, e);
+        _cleanup_free_ char *foreign = NULL;
+        int k = imp_sniff_file(dir, &dmanifest, &stash, &kind, &foreign, e);
         if (k < 0) {
             imp_stash_free(&stash);
             return -1;
@@ -181,6 +182,13 @@ int mini_image_import(struct mini_image_store *s, const char *src, const struct 
         if (fmt == MINI_IMG_DOCKER && k == 0) {
             imp_stash_free(&stash);
             return mini_err_set(e, MINI_E_BAD_REQUEST, "%s: not an image archive (docker-archive or oci-archive)", dir);
+        }
+        if (k == 0 && kind == AK_UNKNOWN) {
+            imp_stash_free(&stash);
+            return mini_err_set(e, MINI_E_BAD_REQUEST,
+                                "%s: not an image archive (it has \"%.*s\"), nor a root filesystem (no bin, usr or "
+                                "etc at its top); --format rootfs imports it as a root filesystem all the same",
+                                dir, MINI_JSON_SHOW(foreign));
         }
         fmt = k ? MINI_IMG_DOCKER : MINI_IMG_ROOTFS;
     }

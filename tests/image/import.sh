@@ -119,6 +119,56 @@ assert "IMAGE_VAR=from-image" in c["config"]["config"]["Env"] and c["config"]["c
 assert len(c["config"]["rootfs"]["diff_ids"]) == 2' "$OUT"
 check "legacy: its layers are the same as the others' (shared)" test "$(ls "$STORE/layers" | wc -l)" = 2
 
+# skopeo's (and podman's) docker-archive: layers HEX.tar and the config
+# HEX.json at the top, ID/layer.tar symbolic links to them, manifest.json
+# after the layers.  Once taken for a root filesystem (the image's / was
+# the archive's own files), now read as the image it is.
+rm -rf "$STORE"
+if have skopeo; then
+    skopeo copy -q "oci:$T/bb-oci:test" "docker-archive:$T/bb-skopeo.tar:skopeo/bb:v1" >"$T/skopeo.log" 2>&1 ||
+        fail "skopeo copy oci: docker-archive:" "$(cat "$T/skopeo.log")"
+    check "skopeo wrote manifest.json after the layers" \
+        test "$(tar -tf "$T/bb-skopeo.tar" | grep -n '^manifest.json$' | cut -d: -f1)" -gt 2
+    expect_out "import skopeo's docker-archive (named after its RepoTags)" "docker.io/skopeo/bb:v1 sha256:" \
+        img import "$T/bb-skopeo.tar"
+    RS=$(image_root docker.io/skopeo/bb:v1)
+    check "skopeo's docker-archive: the image's root, layer 2 applied" grep -q "hello from layer 2" "$RS/etc/motd"
+    check "skopeo's docker-archive: not the archive's own files" test ! -e "$RS/manifest.json"
+    run img inspect --json docker.io/skopeo/bb:v1
+    check "skopeo's docker-archive: format docker-archive, two layers" python3 -c '
+import json, sys
+c = json.loads(sys.argv[1])
+assert c["format"] == "docker-archive" and len(c["layers"]) == 2, c' "$OUT"
+    skopeo copy -q "oci:$T/bb-oci:test" "docker-archive:$T/bb-skopeo2.tar" >"$T/skopeo.log" 2>&1
+    expect_out "skopeo's docker-archive with --format docker-archive (no RepoTags, --name)" "sk2:latest sha256:" \
+        img import --format docker-archive --name sk2 "$T/bb-skopeo2.tar"
+else
+    skip "skopeo's docker-archive" "skopeo is not installed (scripts/install-deps.sh --test)"
+fi
+
+# A tar that is neither an image archive nor a root filesystem (no bin,
+# usr or etc at its top) is refused, never taken as a root filesystem by
+# guess; --format rootfs takes it all the same.
+mkdir -p "$T/notroot/project/src"
+echo 'int main(void) { return 0; }' >"$T/notroot/project/src/main.c"
+tar -C "$T/notroot" -cf "$T/notroot.tar" .
+expect_import_fails "a tar without bin, usr or etc at its top is refused" "--format rootfs" "$T/notroot.tar"
+check "the refusal names a member" contains "$ERR" '"project/"'
+expect_out "--format rootfs imports it all the same" "notroot:latest sha256:" \
+    img import --format rootfs "$T/notroot.tar"
+mkdir -p "$T/usronly/usr/lib"
+echo x >"$T/usronly/usr/lib/x"
+tar -C "$T/usronly" -cf "$T/usronly.tar" usr/lib/x
+expect_out "a tar with only usr/lib/x is a root filesystem" "usronly:latest" img import "$T/usronly.tar"
+mkdir -p "$T/symroot/usr/bin"
+ln -s usr/bin "$T/symroot/bin"
+tar -C "$T/symroot" -cf "$T/symroot.tar" bin
+expect_out "a tar with only the symbolic link bin -> usr/bin is a root filesystem" "symroot:latest" \
+    img import "$T/symroot.tar"
+printf 'x' >"$T/etcfile"
+tar -C "$T" -cf "$T/etcfile.tar" etcfile --transform 's/etcfile/etc/'
+expect_import_fails "a regular file named etc does not make a root filesystem" "--format rootfs" "$T/etcfile.tar"
+
 # A gzip bomb (three files of 100 MiB of zeros, ~300 KiB) imported without
 # --max-size into a store on a 256 MiB filesystem: the default limit, half
 # of what is free, stops it at the second file's header, long before the
