@@ -165,6 +165,11 @@ int mini_image_user_resolve(const char *rootfs, const char *spec, struct mini_im
  * for the session's life): rm and prune leave a held image alone.  The
  * fd to close when done, or -1 with e filled. */
 int mini_image_hold(struct mini_image_store *s, const char *id, struct mini_err *e);
+/* Give the image src names (a name, an id or an id prefix) the name dst
+ * too (NAME[:TAG], :latest when no tag; replacing what dst named before).
+ * id gets the image's id.  0 or -1 with e filled. */
+int mini_image_tag(struct mini_image_store *s, const char *src, const char *dst, char id[static MINI_DIGEST_LEN + 1],
+                   struct mini_err *e);
 /* Remove a name; the image goes with its last name (MINI_E_BUSY while a
  * session holds it).  A reference by id removes the image and all its
  * names. */

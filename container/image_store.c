@@ -191,6 +191,21 @@ int mini_image_refs_set(struct mini_image_store *s, const char *name, const char
     return refs_write(s, refs, e);
 }
 
+int mini_image_tag(struct mini_image_store *s, const char *src, const char *dst, char id[static MINI_DIGEST_LEN + 1],
+                   struct mini_err *e)
+{
+    if (!mini_image_name_valid(dst))
+        return mini_err_set(e, MINI_E_BAD_REQUEST,
+                            "not a valid image name: \"%.*s\" (lower-case [a-z0-9._/-], then an optional :TAG)",
+                            MINI_JSON_SHOW(dst));
+    /* Shared, as an import: rm and prune wait, so the image found is the
+     * one named. */
+    _cleanup_close_ int gl = mini_image_lock(s, "lock", LOCK_SH, e);
+    if (gl < 0 || mini_image_resolve(s, src, id, e) < 0)
+        return -1;
+    return mini_image_refs_set(s, dst, id, e);
+}
+
 /* ---- reading images */
 
 static cJSON *image_json(struct mini_image_store *s, const char *id, struct mini_err *e)

@@ -78,7 +78,7 @@ static void usage(FILE *f)
             "  bench [--profile P] [-n N] [--concurrency C] [--command CMD] [--json]\n"
             "                                  latency and throughput against bare fork+exec and bwrap,\n"
             "                                  back to back and one-shot run included\n"
-            "  image import|ls|inspect|rm|prune  the image store (mini-sandbox image --help)\n"
+            "  image import|pull|ls|inspect|tag|rm|prune  the image store (mini-sandbox image --help)\n"
             "  --help, --version\n\n"
             "Exit status (other commands): 0 on success, 2 for a usage error, 125 when\n"
             "the daemon cannot be reached or standard output cannot be written.\n");

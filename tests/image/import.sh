@@ -169,6 +169,21 @@ printf 'x' >"$T/etcfile"
 tar -C "$T" -cf "$T/etcfile.tar" etcfile --transform 's/etcfile/etc/'
 expect_import_fails "a regular file named etc does not make a root filesystem" "--format rootfs" "$T/etcfile.tar"
 
+# image tag: a second name for a stored image; rm of one name keeps the
+# image while another names it.
+NR=$(id_of notroot)
+expect_out "image tag SRC DST" "nr:v2 $NR" img tag notroot nr:v2
+expect_out "image tag without a tag: :latest" "nr2:latest $NR" img tag "${NR:7:12}" nr2
+expect_out "the tagged names are listed" "nr2:latest" img ls
+expect_rc "image tag to an invalid name is a usage error" 2 img tag notroot Bad:Name
+expect_rc "image tag of an unknown image fails" 1 img tag nosuch x:y
+expect_out "image tag moves a name that named another image" "usronly:latest $NR" img tag notroot usronly
+expect_out "rm notroot" "removed notroot" img rm notroot usronly
+check "the image stays while nr:v2 names it" test -d "$STORE/images/${NR:7}"
+expect_out "inspect the second name" "nr:v2" img inspect nr2
+run img rm nr:v2 nr2
+check "rm of its last name removes it" test ! -e "$STORE/images/${NR:7}"
+
 # A gzip bomb (three files of 100 MiB of zeros, ~300 KiB) imported without
 # --max-size into a store on a 256 MiB filesystem: the default limit, half
 # of what is free, stops it at the second file's header, long before the
