@@ -23,7 +23,8 @@ static void usage(FILE *f)
             "  import SRC [--name NAME[:TAG]] [--format oci|docker-archive|oci-archive|rootfs]\n"
             "             [--max-size BYTES] [--max-entries N] [-q]\n"
             "      SRC: an OCI layout directory (DIR or DIR:TAG), a docker save archive,\n"
-            "      or a root filesystem tarball (any compression).\n"
+            "      or a root filesystem tarball (any compression); - reads it from standard input.\n"
+            "      An archive imported before (the same bytes) is only named again.\n"
             "      --max-size   limit on the bytes of all files (K, M, G suffixes); default: half the\n"
             "                   free space of the store's filesystem at the start, at most 64G, so\n"
             "                   that a compression bomb stops before it fills the disk\n"
@@ -186,7 +187,10 @@ static int cmd_import(int argc, char **argv)
                 "dropped setuid/setgid from %llu file(s)\n",
                 (unsigned long long)r.skipped_devices, (unsigned long long)r.skipped_fifos,
                 (unsigned long long)r.stripped_setid);
-    if (!quiet) {
+    if (!quiet && r.known) {
+        printf("%s %s (imported before: the same archive, %s; %.2f s)\n", r.name ? r.name : "(unnamed)", r.id,
+               r.archive, (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+    } else if (!quiet) {
         char sz[32];
         human(sz, sizeof sz, (double)r.bytes);
         printf("%s %s (%u layer%s, %u already stored; %s in %llu entries; %.2f s)\n", r.name ? r.name : "(unnamed)",
