@@ -29,7 +29,7 @@
 static int write_image(struct import *im, const char *format, const char *src, const struct mini_buf *config,
                        const struct layers *ls, char id[static MINI_DIGEST_LEN + 1], struct mini_err *e)
 {
-    imp_sha_of(config->data, config->len, id);
+    mini_imp_sha_of(config->data, config->len, id);
     _cleanup_cjson_ cJSON *j = cJSON_CreateObject();
     cJSON *cfg = mini_json_parse(config->data, config->len, e);
     if (!j || !cfg) {
@@ -433,7 +433,7 @@ int mini_image_import(struct mini_image_store *s, const char *src, const struct 
         }
     }
     if (fmt == MINI_IMG_AUTO || fmt == MINI_IMG_DOCKER) {
-        int k = imp_sniff_file(dir, &dmanifest, &stash, &kind, &foreign, e);
+        int k = mini_imp_sniff_file(dir, &dmanifest, &stash, &kind, &foreign, e);
         if (k < 0)
             goto out;
         if (fmt == MINI_IMG_DOCKER && k == 0) {
@@ -453,12 +453,13 @@ int mini_image_import(struct mini_image_store *s, const char *src, const struct 
     int r;
     if (fmt == MINI_IMG_OCI) {
         format = "oci";
-        r = imp_import_oci(&im, dir, tag, &config, &name, &cfg, &ls, e);
+        r = mini_imp_import_oci(&im, dir, tag, &config, &name, &cfg, &ls, e);
     } else if (fmt == MINI_IMG_DOCKER) {
-        r = imp_import_image_archive(&im, dir, kind, &dmanifest, &stash, tag, &config, &name, &cfg, &ls, &format, e);
+        r = mini_imp_import_image_archive(&im, dir, kind, &dmanifest, &stash, tag, &config, &name, &cfg, &ls, &format,
+                                          e);
     } else {
         format = "rootfs";
-        r = imp_import_rootfs(&im, dir, &config, &cfg, &ls, e);
+        r = mini_imp_import_rootfs(&im, dir, &config, &cfg, &ls, e);
     }
     if (r < 0)
         goto out;
@@ -470,7 +471,7 @@ int mini_image_import(struct mini_image_store *s, const char *src, const struct 
     }
     if (final_name(opts, fmt, kind, name_path, &name, e) < 0)
         goto out;
-    if (imp_build_rootfs(&im, ls.diff_ids, ls.n, e) < 0)
+    if (mini_imp_build_rootfs(&im, ls.diff_ids, ls.n, e) < 0)
         goto out;
     char id[MINI_DIGEST_LEN + 1];
     if (write_image(&im, format, from_stdin ? "-" : src, &config, &ls, id, e) < 0)
@@ -494,7 +495,7 @@ out:
             snprintf(at, sizeof e->msg - (size_t)(at - e->msg), "standard input%s", rest);
         }
     }
-    imp_stash_free(&stash);
+    mini_imp_stash_free(&stash);
     mini_image_config_free(&cfg);
     if (im.tmp && im.tmpfd >= 0) {
         struct mini_err ignored;

@@ -28,7 +28,7 @@ static int apply_dir(int ld, int td, const char *rel, struct dirfix **fixes, siz
     rewinddir(d);
     /* Whiteouts first: they hide what the layers below have. */
     for (struct dirent *de; (de = readdir(d));) {
-        if (!imp_is_whiteout(de->d_name))
+        if (!mini_imp_is_whiteout(de->d_name))
             continue;
         if (strcmp(de->d_name, ".wh..wh..opq") == 0) {
             int cfd = openat(td, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -39,14 +39,14 @@ static int apply_dir(int ld, int td, const char *rel, struct dirfix **fixes, siz
                 return mini_err_sys(e, MINI_E_IO, errno, "opaque directory \"%.*s\"", MINI_JSON_SHOW(rel));
             }
             for (struct dirent *ce; (ce = readdir(c));) {
-                if (strcmp(ce->d_name, ".") && strcmp(ce->d_name, "..") && imp_remove_at(td, ce->d_name, e) < 0) {
+                if (strcmp(ce->d_name, ".") && strcmp(ce->d_name, "..") && mini_imp_remove_at(td, ce->d_name, e) < 0) {
                     closedir(c);
                     closedir(d);
                     return -1;
                 }
             }
             closedir(c);
-        } else if (imp_remove_at(td, de->d_name + 4, e) < 0) {
+        } else if (mini_imp_remove_at(td, de->d_name + 4, e) < 0) {
             closedir(d);
             return -1;
         }
@@ -55,7 +55,7 @@ static int apply_dir(int ld, int td, const char *rel, struct dirfix **fixes, siz
     int rc = 0;
     for (struct dirent *de; rc == 0 && (de = readdir(d));) {
         const char *name = de->d_name;
-        if (!strcmp(name, ".") || !strcmp(name, "..") || imp_is_whiteout(name))
+        if (!strcmp(name, ".") || !strcmp(name, "..") || mini_imp_is_whiteout(name))
             continue;
         struct stat ls, ts;
         if (fstatat(ld, name, &ls, AT_SYMLINK_NOFOLLOW) < 0) {
@@ -64,7 +64,7 @@ static int apply_dir(int ld, int td, const char *rel, struct dirfix **fixes, siz
         }
         bool have = fstatat(td, name, &ts, AT_SYMLINK_NOFOLLOW) == 0;
         if (S_ISDIR(ls.st_mode)) {
-            if (have && !S_ISDIR(ts.st_mode) && imp_remove_at(td, name, e) < 0) {
+            if (have && !S_ISDIR(ts.st_mode) && mini_imp_remove_at(td, name, e) < 0) {
                 rc = -1;
                 break;
             }
@@ -107,7 +107,7 @@ static int apply_dir(int ld, int td, const char *rel, struct dirfix **fixes, siz
             (*n)++;
             rc = apply_dir(lsub, tsub, sub, fixes, n, cap, depth + 1, e);
         } else {
-            if (have && imp_remove_at(td, name, e) < 0) {
+            if (have && mini_imp_remove_at(td, name, e) < 0) {
                 rc = -1;
                 break;
             }
@@ -144,13 +144,13 @@ static int apply_links(struct import *im, int ld, const char *diff_id, int td, s
         if (!path || !target || !*path || !*target)
             return mini_err_set(e, MINI_E_IO, "%s: a malformed row", p);
         char dir[4096], tdir[4096];
-        const char *name = imp_split(path, dir, sizeof dir), *tname = imp_split(target, tdir, sizeof tdir);
+        const char *name = mini_imp_split(path, dir, sizeof dir), *tname = mini_imp_split(target, tdir, sizeof tdir);
         struct stat st;
-        _cleanup_close_ int lparent = imp_openat2_beneath(ld, dir, O_PATH | O_DIRECTORY);
+        _cleanup_close_ int lparent = mini_imp_openat2_beneath(ld, dir, O_PATH | O_DIRECTORY);
         if (lparent >= 0 && fstatat(lparent, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
             continue;
-        _cleanup_close_ int parent = imp_openat2_beneath(td, dir, O_PATH | O_DIRECTORY);
-        _cleanup_close_ int tparent = imp_openat2_beneath(td, tdir, O_PATH | O_DIRECTORY);
+        _cleanup_close_ int parent = mini_imp_openat2_beneath(td, dir, O_PATH | O_DIRECTORY);
+        _cleanup_close_ int tparent = mini_imp_openat2_beneath(td, tdir, O_PATH | O_DIRECTORY);
         if (tparent < 0 || fstatat(tparent, tname, &st, AT_SYMLINK_NOFOLLOW) < 0 || S_ISDIR(st.st_mode))
             return mini_err_set(e, MINI_E_BAD_REQUEST,
                                 "hard link %.*s points to \"%.*s\", which is not a file of the layers below "
@@ -158,7 +158,7 @@ static int apply_links(struct import *im, int ld, const char *diff_id, int td, s
                                 MINI_JSON_SHOW(path), MINI_JSON_SHOW(target));
         if (parent < 0)
             return mini_err_sys(e, MINI_E_IO, errno, "hard link %.*s: its directory", MINI_JSON_SHOW(path));
-        if (imp_remove_at(parent, name, e) < 0)
+        if (mini_imp_remove_at(parent, name, e) < 0)
             return -1;
         if (linkat(tparent, tname, parent, name, 0) < 0)
             return mini_err_sys(e, MINI_E_IO, errno, "hard link %.*s", MINI_JSON_SHOW(path));
@@ -167,7 +167,7 @@ static int apply_links(struct import *im, int ld, const char *diff_id, int td, s
 }
 
 /* Build tmp/image/rootfs from the stored layers, in order. */
-int imp_build_rootfs(struct import *im, char **diff_ids, size_t n, struct mini_err *e)
+int mini_imp_build_rootfs(struct import *im, char **diff_ids, size_t n, struct mini_err *e)
 {
     if (mkdirat(im->tmpfd, "image", 0700) < 0)
         return mini_err_sys(e, MINI_E_IO, errno, "creating %s/image", im->tmp);
@@ -201,7 +201,7 @@ int imp_build_rootfs(struct import *im, char **diff_ids, size_t n, struct mini_e
         else if (apply_links(im, ld, diff_ids[i], td, e) < 0)
             rc = mini_err_prefix(e, "%s: its hard links to lower layers", what);
     }
-    if (rc == 0 && imp_apply_fixes(td, fixes, nf, im->root, e) == 0) {
+    if (rc == 0 && mini_imp_apply_fixes(td, fixes, nf, im->root, e) == 0) {
         if (im->root)
             fchown(td, top.st_uid, top.st_gid);
         fchmod(td, top.st_mode & 07777);

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-void imp_stash_free(struct stash *st)
+void mini_imp_stash_free(struct stash *st)
 {
     for (size_t i = 0; i < st->n; i++) {
         free(st->name[i]);
@@ -23,7 +23,7 @@ void imp_stash_free(struct stash *st)
     memset(st, 0, sizeof *st);
 }
 
-const struct mini_buf *imp_stash_get(const struct stash *st, const char *name)
+const struct mini_buf *mini_imp_stash_get(const struct stash *st, const char *name)
 {
     for (size_t i = 0; i < st->n; i++)
         if (strcmp(st->name[i], name) == 0)
@@ -119,7 +119,7 @@ static int read_member(struct archive *a, struct mini_buf *b, const char *what, 
     struct ar_src s = { a };
     char chunk[65536];
     for (;;) {
-        ssize_t k = imp_ar_read(&s, chunk, sizeof chunk, e);
+        ssize_t k = mini_imp_ar_read(&s, chunk, sizeof chunk, e);
         if (k < 0)
             return -1;
         if (k == 0)
@@ -161,8 +161,8 @@ static int stash_add(struct stash *st, struct archive *a, const char *name, int6
  * 0 for a root filesystem tarball (AK_ROOTFS: stops at its first bin, usr
  * or etc) or a tar that is neither (AK_UNKNOWN, its first member that no
  * image archive has in *foreign, malloc'ed). */
-int imp_sniff_file(const char *path, struct mini_buf *manifest, struct stash *st, enum archive_kind *kind,
-                   char **foreign, struct mini_err *e)
+int mini_imp_sniff_file(const char *path, struct mini_buf *manifest, struct stash *st, enum archive_kind *kind,
+                        char **foreign, struct mini_err *e)
 {
     _cleanup_archive_ struct archive *a = open_outer(path, e);
     if (!a)
@@ -218,7 +218,7 @@ int imp_sniff_file(const char *path, struct mini_buf *manifest, struct stash *st
     }
     if (docker)
         *kind = AK_DOCKER;
-    else if (layout && imp_stash_get(st, "index.json"))
+    else if (layout && mini_imp_stash_get(st, "index.json"))
         *kind = AK_OCI_ARCHIVE;
     else if (repositories)
         *kind = AK_DOCKER_LEGACY;
@@ -233,7 +233,7 @@ int imp_sniff_file(const char *path, struct mini_buf *manifest, struct stash *st
 /* A legacy archive's member, from the first pass (mini_member_fn). */
 static const char *stash_member(void *arg, const char *name, size_t *len)
 {
-    const struct mini_buf *b = imp_stash_get(arg, name);
+    const struct mini_buf *b = mini_imp_stash_get(arg, name);
     *len = b ? b->len : 0;
     return b ? (b->data ? b->data : "") : NULL;
 }
@@ -264,7 +264,7 @@ static int legacy_config(const cJSON *top, char **diff_ids, size_t n, struct min
 /* The second pass over an image archive: its layers, as m lists them
  * (members of the archive), extracted and checked.  For a docker-archive
  * the config is the member m->config; for an oci-archive it is in config
- * and cfg already (imp_oci_resolve), and sizes are the layers' per their
+ * and cfg already (mini_imp_oci_resolve), and sizes are the layers' per their
  * manifest; for a legacy archive (legacy_top: its top layer's json) it is
  * made from the diff ids found.  A member named blobs/sha256/HEX must
  * hash to HEX. */
@@ -336,7 +336,7 @@ static int import_archive(struct import *im, const char *path, const struct mini
         for (size_t i = 0; i < m.n_layers; i++) {
             if (strcmp(mn, m.layers[i]) != 0 || got[i])
                 continue;
-            if (have_config && imp_layer_stored(im, cfg->diff_ids[i])) {
+            if (have_config && mini_imp_layer_stored(im, cfg->diff_ids[i])) {
                 ls->shared++;
                 if (!(got[i] = strdup(cfg->diff_ids[i]))) {
                     mini_err_set(e, MINI_E_NOMEM, "out of memory");
@@ -350,15 +350,15 @@ static int import_archive(struct import *im, const char *path, const struct mini
             struct ar_src s = { a };
             struct layer l;
             int64_t size = sizes ? sizes[i] : archive_entry_size_is_set(ent) ? archive_entry_size(ent) : -1;
-            int x = imp_extract_layer(im, imp_ar_read, &s, size, dirs[i], &l, e);
+            int x = mini_imp_extract_layer(im, mini_imp_ar_read, &s, size, dirs[i], &l, e);
             if (x == 0 && strncmp(mn, "blobs/sha256/", 13) == 0 && strcmp(mn + 13, l.blob_digest + 7) != 0)
                 x = mini_err_set(e, MINI_E_BAD_REQUEST, "%s: digest mismatch: the blob %s hashes to %s", what, mn,
                                  l.blob_digest);
             if (x == 0 && !(got[i] = strdup(l.diff_id)))
                 x = mini_err_set(e, MINI_E_NOMEM, "out of memory");
             if (x == 0)
-                x = imp_write_layer_json(im, &l, dirs[i], e);
-            imp_layer_free(&l);
+                x = mini_imp_write_layer_json(im, &l, dirs[i], e);
+            mini_imp_layer_free(&l);
             im->what = "image";
             if (x < 0)
                 goto out;
@@ -388,7 +388,7 @@ static int import_archive(struct import *im, const char *path, const struct mini
         char want[MINI_DIGEST_LEN + 1], have[MINI_DIGEST_LEN + 1];
         if (strlen(base) >= 64 && hex64(base, 64)) {
             snprintf(want, sizeof want, "sha256:%.64s", base);
-            imp_sha_of(config->data, config->len, have);
+            mini_imp_sha_of(config->data, config->len, have);
             if (strcmp(want, have) != 0) {
                 mini_err_set(e, MINI_E_BAD_REQUEST, "%s: digest mismatch: the config hashes to %s", m.config, have);
                 goto out;
@@ -433,12 +433,12 @@ out:
     return rc;
 }
 
-/* An image archive of any kind (imp_sniff_file): its manifest, then its
+/* An image archive of any kind (mini_imp_sniff_file): its manifest, then its
  * layers (import_archive). */
-int imp_import_image_archive(struct import *im, const char *path, enum archive_kind kind,
-                             const struct mini_buf *dmanifest, const struct stash *st, const char *tag,
-                             struct mini_buf *config, char **name, struct mini_image_config *cfg, struct layers *ls,
-                             const char **format, struct mini_err *e)
+int mini_imp_import_image_archive(struct import *im, const char *path, enum archive_kind kind,
+                                  const struct mini_buf *dmanifest, const struct stash *st, const char *tag,
+                                  struct mini_buf *config, char **name, struct mini_image_config *cfg,
+                                  struct layers *ls, const char **format, struct mini_err *e)
 {
     struct mini_docker_manifest m;
     struct mini_image_manifest om;
@@ -453,7 +453,7 @@ int imp_import_image_archive(struct import *im, const char *path, enum archive_k
             goto out;
     } else if (kind == AK_DOCKER_LEGACY) {
         *format = "docker-archive-legacy";
-        const struct mini_buf *rb = imp_stash_get(st, "repositories");
+        const struct mini_buf *rb = mini_imp_stash_get(st, "repositories");
         if (mini_image_parse_legacy(rb ? rb->data : NULL, rb ? rb->len : 0, stash_member, (void *)st, name, &m, &top,
                                     e) < 0) {
             mini_err_prefix(e, "%s", path);
@@ -464,7 +464,7 @@ int imp_import_image_archive(struct import *im, const char *path, enum archive_k
          * layers are the members blobs/sha256/HEX. */
         *format = "oci-archive";
         struct oci_docs docs = { .dfd = -1, .st = st, .where = path };
-        if (imp_oci_resolve(&docs, tag, name, &om, config, cfg, e) < 0)
+        if (mini_imp_oci_resolve(&docs, tag, name, &om, config, cfg, e) < 0)
             goto out;
         if (!(m.layers = calloc(om.n_layers + 1, sizeof *m.layers)) ||
             !(sizes = calloc(om.n_layers + 1, sizeof *sizes))) {
@@ -487,8 +487,8 @@ out:
     return rc;
 }
 
-int imp_import_rootfs(struct import *im, const char *path, struct mini_buf *config, struct mini_image_config *cfg,
-                      struct layers *ls, struct mini_err *e)
+int mini_imp_import_rootfs(struct import *im, const char *path, struct mini_buf *config, struct mini_image_config *cfg,
+                           struct layers *ls, struct mini_err *e)
 {
     struct fd_src fs = { open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY) };
     if (fs.fd < 0)
@@ -498,13 +498,13 @@ int imp_import_rootfs(struct import *im, const char *path, struct mini_buf *conf
     char dirname[32];
     struct layer l;
     im->what = "root filesystem";
-    int r = imp_extract_layer(im, imp_fd_read, &fs, size, dirname, &l, e);
+    int r = mini_imp_extract_layer(im, mini_imp_fd_read, &fs, size, dirname, &l, e);
     close(fs.fd);
     if (r == 0)
-        r = imp_commit_layer(im, &l, dirname, e);
+        r = mini_imp_commit_layer(im, &l, dirname, e);
     char diff_id[MINI_DIGEST_LEN + 1];
     memcpy(diff_id, l.diff_id, sizeof diff_id);
-    imp_layer_free(&l);
+    mini_imp_layer_free(&l);
     im->what = "image";
     if (r < 0)
         return -1;

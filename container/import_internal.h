@@ -101,7 +101,7 @@ struct layer {
     bool failed;
 };
 
-/* Byte sources for imp_extract_layer: a file, or the current member of an
+/* Byte sources for mini_imp_extract_layer: a file, or the current member of an
  * archive. */
 struct fd_src {
     int fd;
@@ -109,8 +109,8 @@ struct fd_src {
 struct ar_src {
     struct archive *a;
 };
-ssize_t imp_fd_read(void *arg, void *buf, size_t n, struct mini_err *e);
-ssize_t imp_ar_read(void *arg, void *buf, size_t n, struct mini_err *e);
+ssize_t mini_imp_fd_read(void *arg, void *buf, size_t n, struct mini_err *e);
+ssize_t mini_imp_ar_read(void *arg, void *buf, size_t n, struct mini_err *e);
 
 /* Layers of an image, as the import finds them. */
 struct layers {
@@ -120,7 +120,7 @@ struct layers {
 };
 
 /* Small members of an archive, kept from the first pass over it
- * (imp_sniff_file) so that the second knows the manifests, configs and layers'
+ * (mini_imp_sniff_file) so that the second knows the manifests, configs and layers'
  * diff ids before it meets the layers (and skips those already stored),
  * whatever the members' order.  Bounded: members of at most 1 MiB
  * (MINI_IMAGE_META_MAX for index.json), STASH_MAX_MEMBERS of them,
@@ -133,8 +133,8 @@ struct stash {
     struct mini_buf *data;
     size_t n, cap, bytes;
 };
-void imp_stash_free(struct stash *st);
-const struct mini_buf *imp_stash_get(const struct stash *st, const char *name);
+void mini_imp_stash_free(struct stash *st);
+const struct mini_buf *mini_imp_stash_get(const struct stash *st, const char *name);
 
 /* Where an OCI layout's documents (index.json, manifests, configs) come
  * from: a layout directory, or an archive of one (oci-archive), whose
@@ -155,42 +155,42 @@ enum archive_kind {
 };
 
 /* import_layer.c */
-void imp_sha_of(const void *p, size_t n, char out[static MINI_DIGEST_LEN + 1]);
-int imp_openat2_beneath(int dirfd, const char *path, uint64_t flags);
+void mini_imp_sha_of(const void *p, size_t n, char out[static MINI_DIGEST_LEN + 1]);
+int mini_imp_openat2_beneath(int dirfd, const char *path, uint64_t flags);
 /* Remove whatever `name` is in parent, never following a symlink. */
-int imp_remove_at(int parent, const char *name, struct mini_err *e);
+int mini_imp_remove_at(int parent, const char *name, struct mini_err *e);
 /* Split "a/b/c" into the parent "a/b" (in dir, a buffer) and "c". */
-const char *imp_split(const char *path, char *dir, size_t size);
-bool imp_is_whiteout(const char *base);
+const char *mini_imp_split(const char *path, char *dir, size_t size);
+bool mini_imp_is_whiteout(const char *base);
 /* Give directories their final mode, owner and time, deepest first. */
-int imp_apply_fixes(int treefd, struct dirfix *f, size_t n, bool root, struct mini_err *e);
+int mini_imp_apply_fixes(int treefd, struct dirfix *f, size_t n, bool root, struct mini_err *e);
 /* Extract one layer from a source into tmp/layer-N/tree, leaving its
  * digests in blob_digest and diff_id.  *dirname gets "layer-N".  Free l
- * with imp_layer_free, even on failure. */
-int imp_extract_layer(struct import *im, src_read_fn src, void *arg, int64_t expect_size, char dirname[static 32],
-                      struct layer *l, struct mini_err *e);
-void imp_layer_free(struct layer *l);
-int imp_write_layer_json(struct import *im, struct layer *l, const char *dirname, struct mini_err *e);
-int imp_commit_layer(struct import *im, struct layer *l, const char *dirname, struct mini_err *e);
-bool imp_layer_stored(struct import *im, const char *diff_id);
+ * with mini_imp_layer_free, even on failure. */
+int mini_imp_extract_layer(struct import *im, src_read_fn src, void *arg, int64_t expect_size, char dirname[static 32],
+                           struct layer *l, struct mini_err *e);
+void mini_imp_layer_free(struct layer *l);
+int mini_imp_write_layer_json(struct import *im, struct layer *l, const char *dirname, struct mini_err *e);
+int mini_imp_commit_layer(struct import *im, struct layer *l, const char *dirname, struct mini_err *e);
+bool mini_imp_layer_stored(struct import *im, const char *diff_id);
 
 /* import_apply.c: build tmp/image/rootfs from the stored layers, in order. */
-int imp_build_rootfs(struct import *im, char **diff_ids, size_t n, struct mini_err *e);
+int mini_imp_build_rootfs(struct import *im, char **diff_ids, size_t n, struct mini_err *e);
 
 /* import_oci.c */
-int imp_oci_resolve(const struct oci_docs *d, const char *tag, char **name, struct mini_image_manifest *m,
-                    struct mini_buf *config, struct mini_image_config *cfg, struct mini_err *e);
-int imp_import_oci(struct import *im, const char *dir, const char *tag, struct mini_buf *config, char **name,
-                   struct mini_image_config *cfg, struct layers *ls, struct mini_err *e);
+int mini_imp_oci_resolve(const struct oci_docs *d, const char *tag, char **name, struct mini_image_manifest *m,
+                         struct mini_buf *config, struct mini_image_config *cfg, struct mini_err *e);
+int mini_imp_import_oci(struct import *im, const char *dir, const char *tag, struct mini_buf *config, char **name,
+                        struct mini_image_config *cfg, struct layers *ls, struct mini_err *e);
 
 /* import_archive.c */
-int imp_sniff_file(const char *path, struct mini_buf *manifest, struct stash *st, enum archive_kind *kind,
-                   char **foreign, struct mini_err *e);
-int imp_import_image_archive(struct import *im, const char *path, enum archive_kind kind,
-                             const struct mini_buf *dmanifest, const struct stash *st, const char *tag,
-                             struct mini_buf *config, char **name, struct mini_image_config *cfg, struct layers *ls,
-                             const char **format, struct mini_err *e);
-int imp_import_rootfs(struct import *im, const char *path, struct mini_buf *config, struct mini_image_config *cfg,
-                      struct layers *ls, struct mini_err *e);
+int mini_imp_sniff_file(const char *path, struct mini_buf *manifest, struct stash *st, enum archive_kind *kind,
+                        char **foreign, struct mini_err *e);
+int mini_imp_import_image_archive(struct import *im, const char *path, enum archive_kind kind,
+                                  const struct mini_buf *dmanifest, const struct stash *st, const char *tag,
+                                  struct mini_buf *config, char **name, struct mini_image_config *cfg,
+                                  struct layers *ls, const char **format, struct mini_err *e);
+int mini_imp_import_rootfs(struct import *im, const char *path, struct mini_buf *config, struct mini_image_config *cfg,
+                           struct layers *ls, struct mini_err *e);
 
 #endif

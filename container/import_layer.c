@@ -44,7 +44,7 @@ static void sha_free(struct sha *h)
     h->ctx = NULL;
 }
 
-void imp_sha_of(const void *p, size_t n, char out[static MINI_DIGEST_LEN + 1])
+void mini_imp_sha_of(const void *p, size_t n, char out[static MINI_DIGEST_LEN + 1])
 {
     struct sha h;
     if (sha_init(&h) == 0) {
@@ -58,7 +58,7 @@ void imp_sha_of(const void *p, size_t n, char out[static MINI_DIGEST_LEN + 1])
 
 /* ---- sources */
 
-ssize_t imp_fd_read(void *arg, void *buf, size_t n, struct mini_err *e)
+ssize_t mini_imp_fd_read(void *arg, void *buf, size_t n, struct mini_err *e)
 {
     struct fd_src *s = arg;
     ssize_t r = mini_read(s->fd, buf, n);
@@ -67,7 +67,7 @@ ssize_t imp_fd_read(void *arg, void *buf, size_t n, struct mini_err *e)
     return r;
 }
 
-ssize_t imp_ar_read(void *arg, void *buf, size_t n, struct mini_err *e)
+ssize_t mini_imp_ar_read(void *arg, void *buf, size_t n, struct mini_err *e)
 {
     struct ar_src *s = arg;
     la_ssize_t r = archive_read_data(s->a, buf, n);
@@ -187,7 +187,7 @@ static int clean_name(struct layer *l, char *p, const char **out, struct mini_er
     return 0;
 }
 
-int imp_openat2_beneath(int dirfd, const char *path, uint64_t flags)
+int mini_imp_openat2_beneath(int dirfd, const char *path, uint64_t flags)
 {
     struct open_how how = {
         .flags = flags | O_CLOEXEC,
@@ -222,7 +222,7 @@ static int open_parent(struct layer *l, const char *dir, struct mini_err *e)
 {
     if (l->cached_parent && strcmp(l->cached_parent, dir) == 0)
         return l->cached_fd;
-    int fd = imp_openat2_beneath(l->treefd, dir, O_PATH | O_DIRECTORY);
+    int fd = mini_imp_openat2_beneath(l->treefd, dir, O_PATH | O_DIRECTORY);
     if (fd < 0 && errno == ENOENT) {
         /* Create each missing component, one directory fd at a time. */
         _cleanup_free_ char *p = strdup(dir);
@@ -249,7 +249,7 @@ static int open_parent(struct layer *l, const char *dir, struct mini_err *e)
             comp = slash ? slash + 1 : NULL;
         }
         mini_close(cur);
-        fd = imp_openat2_beneath(l->treefd, dir, O_PATH | O_DIRECTORY);
+        fd = mini_imp_openat2_beneath(l->treefd, dir, O_PATH | O_DIRECTORY);
     }
     if (fd < 0) {
         if (errno == ELOOP || errno == EXDEV)
@@ -274,7 +274,7 @@ static int open_parent(struct layer *l, const char *dir, struct mini_err *e)
 
 /* Remove whatever `name` is in parent (a tree: through /proc/self/fd, so
  * that no symlink on the way is followed). */
-int imp_remove_at(int parent, const char *name, struct mini_err *e)
+int mini_imp_remove_at(int parent, const char *name, struct mini_err *e)
 {
     struct stat st;
     if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -288,7 +288,7 @@ int imp_remove_at(int parent, const char *name, struct mini_err *e)
 }
 
 /* Split "a/b/c" into the parent "a/b" (in dir, a buffer) and "c". */
-const char *imp_split(const char *path, char *dir, size_t size)
+const char *mini_imp_split(const char *path, char *dir, size_t size)
 {
     const char *slash = strrchr(path, '/');
     if (!slash) {
@@ -358,7 +358,7 @@ static int write_data(struct layer *l, struct archive *tar, int fd, int64_t size
     return 0;
 }
 
-bool imp_is_whiteout(const char *base) { return strncmp(base, ".wh.", 4) == 0; }
+bool mini_imp_is_whiteout(const char *base) { return strncmp(base, ".wh.", 4) == 0; }
 
 /* Apply ownership (root only), mode and mtime to a new non-directory. */
 static int finish_attrs(struct layer *l, int parent, const char *name, int fd, struct archive_entry *ent, mode_t mode,
@@ -413,7 +413,7 @@ static int extract_entry(struct layer *l, struct archive *tar, struct archive_en
             : 0;
     }
     char dir[4096];
-    const char *name = imp_split(path, dir, sizeof dir);
+    const char *name = mini_imp_split(path, dir, sizeof dir);
 
     if (!hardlink && (type == AE_IFCHR || type == AE_IFBLK)) {
         im->res->skipped_devices++;
@@ -434,14 +434,14 @@ static int extract_entry(struct layer *l, struct archive *tar, struct archive_en
 
     /* A whiteout is kept as an empty marker file, read when the layers
      * are applied: .wh..wh..opq, or .wh.NAME for a real NAME. */
-    if (imp_is_whiteout(name)) {
+    if (mini_imp_is_whiteout(name)) {
         const char *target = name + 4;
         bool opq = strcmp(name, ".wh..wh..opq") == 0;
         if (!opq && (!*target || !strcmp(target, ".") || !strcmp(target, "..")))
             return mini_err_set(e, MINI_E_BAD_REQUEST, "%s: invalid whiteout \"%.*s\"", im->what, MINI_JSON_SHOW(path));
         if (!opq && strncmp(target, ".wh.", 4) == 0)
             return 0; /* reserved names */
-        if (imp_remove_at(parent, name, e) < 0)
+        if (mini_imp_remove_at(parent, name, e) < 0)
             return -1;
         int fd = openat(parent, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
@@ -458,8 +458,8 @@ static int extract_entry(struct layer *l, struct archive *tar, struct archive_en
         if (clean_name(l, tbuf, &tpath, e) < 0)
             return mini_err_prefix(e, "hard link %.*s", MINI_JSON_SHOW(path));
         char tdir[4096];
-        const char *tname = imp_split(tpath, tdir, sizeof tdir);
-        _cleanup_close_ int tparent = imp_openat2_beneath(l->treefd, tdir, O_PATH | O_DIRECTORY);
+        const char *tname = mini_imp_split(tpath, tdir, sizeof tdir);
+        _cleanup_close_ int tparent = mini_imp_openat2_beneath(l->treefd, tdir, O_PATH | O_DIRECTORY);
         struct stat st;
         int terr = 0; /* why the target is not a file of this layer */
         if (!*tpath)
@@ -480,7 +480,7 @@ static int extract_entry(struct layer *l, struct archive *tar, struct archive_en
                 !cJSON_AddItemToArray(row, cJSON_CreateString(tpath)))
                 return mini_err_set(e, MINI_E_NOMEM, "out of memory");
             l->n_links++;
-            return imp_remove_at(parent, name, e);
+            return mini_imp_remove_at(parent, name, e);
         }
         if (terr)
             return mini_err_set(e, MINI_E_BAD_REQUEST,
@@ -488,7 +488,7 @@ static int extract_entry(struct layer *l, struct archive *tar, struct archive_en
                                 im->what, MINI_JSON_SHOW(path), MINI_JSON_SHOW(tpath));
         if (strcmp(tpath, path) == 0)
             return 0;
-        if (imp_remove_at(parent, name, e) < 0)
+        if (mini_imp_remove_at(parent, name, e) < 0)
             return -1;
         if (linkat(tparent, tname, parent, name, 0) < 0)
             return mini_err_sys(e, MINI_E_IO, errno, "%s: hard link %.*s", im->what, MINI_JSON_SHOW(path));
@@ -499,7 +499,7 @@ static int extract_entry(struct layer *l, struct archive *tar, struct archive_en
     case AE_IFDIR: {
         struct stat st;
         if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode) &&
-            imp_remove_at(parent, name, e) < 0)
+            mini_imp_remove_at(parent, name, e) < 0)
             return -1;
         if (mkdirat(parent, name, 0700) < 0 && errno != EEXIST)
             return mini_err_sys(e, MINI_E_IO, errno, "%s: mkdir %.*s", im->what, MINI_JSON_SHOW(path));
@@ -515,7 +515,7 @@ static int extract_entry(struct layer *l, struct archive *tar, struct archive_en
         if (!target || !*target || strlen(target) >= 4096)
             return mini_err_set(e, MINI_E_BAD_REQUEST, "%s: symbolic link %.*s without a valid target", im->what,
                                 MINI_JSON_SHOW(path));
-        if (imp_remove_at(parent, name, e) < 0)
+        if (mini_imp_remove_at(parent, name, e) < 0)
             return -1;
         /* Its target is never followed here: inside the sandbox it
          * resolves within the image's root. */
@@ -546,7 +546,7 @@ static int extract_entry(struct layer *l, struct archive *tar, struct archive_en
         }
         im->res->bytes += (uint64_t)size;
         l->bytes += (uint64_t)size;
-        if (imp_remove_at(parent, name, e) < 0)
+        if (mini_imp_remove_at(parent, name, e) < 0)
             return -1;
         _cleanup_close_ int fd = openat(parent, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
@@ -578,11 +578,11 @@ static int fix_cmp(const void *a, const void *b)
 
 /* Give directories their final mode, owner and time, deepest first (so
  * that a directory made unwritable no longer needs to be entered). */
-int imp_apply_fixes(int treefd, struct dirfix *f, size_t n, bool root, struct mini_err *e)
+int mini_imp_apply_fixes(int treefd, struct dirfix *f, size_t n, bool root, struct mini_err *e)
 {
     qsort(f, n, sizeof *f, fix_cmp);
     for (size_t i = 0; i < n; i++) {
-        _cleanup_close_ int fd = imp_openat2_beneath(treefd, f[i].path, O_RDONLY | O_DIRECTORY);
+        _cleanup_close_ int fd = mini_imp_openat2_beneath(treefd, f[i].path, O_RDONLY | O_DIRECTORY);
         if (fd < 0 && (errno == ENOENT || errno == ENOTDIR || errno == ELOOP))
             continue; /* removed or replaced since (a whiteout, a later entry) */
         if (fd < 0)
@@ -599,7 +599,7 @@ int imp_apply_fixes(int treefd, struct dirfix *f, size_t n, bool root, struct mi
     return 0;
 }
 
-void imp_layer_free(struct layer *l)
+void mini_imp_layer_free(struct layer *l)
 {
     sha_free(&l->blob_sha);
     sha_free(&l->diff_sha);
@@ -617,8 +617,8 @@ void imp_layer_free(struct layer *l)
 
 /* Extract one layer from a source into tmp/layer-N/tree, leaving its
  * digests in blob_digest and diff_id.  *dirname gets "layer-N". */
-int imp_extract_layer(struct import *im, src_read_fn src, void *arg, int64_t expect_size, char dirname[static 32],
-                      struct layer *l, struct mini_err *e)
+int mini_imp_extract_layer(struct import *im, src_read_fn src, void *arg, int64_t expect_size, char dirname[static 32],
+                           struct layer *l, struct mini_err *e)
 {
     memset(l, 0, sizeof *l);
     l->im = im;
@@ -724,14 +724,14 @@ int imp_extract_layer(struct import *im, src_read_fn src, void *arg, int64_t exp
     l->cached_parent = NULL;
     mini_close(l->cached_fd);
     l->cached_fd = -1;
-    if (imp_apply_fixes(l->treefd, l->fixes, l->n_fixes, im->root, e) < 0)
+    if (mini_imp_apply_fixes(l->treefd, l->fixes, l->n_fixes, im->root, e) < 0)
         return mini_err_prefix(e, "%s", im->what);
     return 0;
 }
 
 /* Move tmp/DIRNAME into layers/HEX(diff_id), with its layer.json; if
  * another import got there first, ours is dropped (it is the same). */
-int imp_write_layer_json(struct import *im, struct layer *l, const char *dirname, struct mini_err *e)
+int mini_imp_write_layer_json(struct import *im, struct layer *l, const char *dirname, struct mini_err *e)
 {
     _cleanup_cjson_ cJSON *j = cJSON_CreateObject();
     if (!j)
@@ -759,9 +759,9 @@ int imp_write_layer_json(struct import *im, struct layer *l, const char *dirname
     return mini_write_file_atomic(lpath, links, strlen(links), 0600, e);
 }
 
-int imp_commit_layer(struct import *im, struct layer *l, const char *dirname, struct mini_err *e)
+int mini_imp_commit_layer(struct import *im, struct layer *l, const char *dirname, struct mini_err *e)
 {
-    if (imp_write_layer_json(im, l, dirname, e) < 0)
+    if (mini_imp_write_layer_json(im, l, dirname, e) < 0)
         return -1;
     char dst[128];
     snprintf(dst, sizeof dst, "layers/%s", l->diff_id + 7);
@@ -775,7 +775,7 @@ int imp_commit_layer(struct import *im, struct layer *l, const char *dirname, st
     return 0;
 }
 
-bool imp_layer_stored(struct import *im, const char *diff_id)
+bool mini_imp_layer_stored(struct import *im, const char *diff_id)
 {
     char p[128];
     struct stat st;

@@ -18,7 +18,7 @@ static int check_blob(const char *p, const struct mini_descriptor *d, const stru
         return mini_err_set(e, MINI_E_BAD_REQUEST, "%s: %zu bytes, its descriptor says %lld", p, b->len,
                             (long long)d->size);
     char got[MINI_DIGEST_LEN + 1];
-    imp_sha_of(b->data ? b->data : "", b->len, got);
+    mini_imp_sha_of(b->data ? b->data : "", b->len, got);
     if (strcmp(got, d->digest) != 0)
         return mini_err_set(e, MINI_E_BAD_REQUEST, "%s: digest mismatch: the content hashes to %s", p, got);
     return 0;
@@ -53,7 +53,7 @@ static bool is_index_type(const char *mt)
 static int oci_read_index(const struct oci_docs *d, struct mini_buf *b, struct mini_err *e)
 {
     if (d->dfd < 0) {
-        const struct mini_buf *m = imp_stash_get(d->st, "index.json");
+        const struct mini_buf *m = mini_imp_stash_get(d->st, "index.json");
         if (!m)
             return mini_err_set(e, MINI_E_BAD_REQUEST, "%s: no index.json (or larger than %u bytes)", d->where,
                                 MINI_IMAGE_META_MAX);
@@ -75,7 +75,7 @@ static int oci_read_blob(const struct oci_docs *d, const struct mini_descriptor 
         return read_blob(d->dfd, desc, b, e);
     char p[128];
     snprintf(p, sizeof p, "blobs/sha256/%s", desc->digest + 7);
-    const struct mini_buf *m = imp_stash_get(d->st, p);
+    const struct mini_buf *m = mini_imp_stash_get(d->st, p);
     if (!m)
         return mini_err_set(e, MINI_E_BAD_REQUEST, "%s: no member %s (or larger than 1 MiB)", d->where, p);
     if (mini_buf_append(b, m->data ? m->data : "", m->len) < 0)
@@ -90,8 +90,8 @@ static int oci_read_blob(const struct oci_docs *d, const struct mini_descriptor 
 /* index.json -> (indexes) -> manifest -> config, every blob checked
  * against its descriptor.  m and cfg are filled (free both even on
  * failure); config gets the config's text. */
-int imp_oci_resolve(const struct oci_docs *d, const char *tag, char **name, struct mini_image_manifest *m,
-                    struct mini_buf *config, struct mini_image_config *cfg, struct mini_err *e)
+int mini_imp_oci_resolve(const struct oci_docs *d, const char *tag, char **name, struct mini_image_manifest *m,
+                         struct mini_buf *config, struct mini_image_config *cfg, struct mini_err *e)
 {
     memset(m, 0, sizeof *m);
     _cleanup_buf_ struct mini_buf b = MINI_BUF_INIT;
@@ -141,8 +141,8 @@ int imp_oci_resolve(const struct oci_docs *d, const char *tag, char **name, stru
     return 0;
 }
 
-int imp_import_oci(struct import *im, const char *dir, const char *tag, struct mini_buf *config, char **name,
-                   struct mini_image_config *cfg, struct layers *ls, struct mini_err *e)
+int mini_imp_import_oci(struct import *im, const char *dir, const char *tag, struct mini_buf *config, char **name,
+                        struct mini_image_config *cfg, struct layers *ls, struct mini_err *e)
 {
     _cleanup_close_ int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0)
@@ -153,7 +153,7 @@ int imp_import_oci(struct import *im, const char *dir, const char *tag, struct m
     struct oci_docs docs = { .dfd = dfd, .where = dir };
     struct mini_image_manifest m;
     int rc = -1;
-    if (imp_oci_resolve(&docs, tag, name, &m, config, cfg, e) < 0)
+    if (mini_imp_oci_resolve(&docs, tag, name, &m, config, cfg, e) < 0)
         goto out;
     ls->n = m.n_layers;
     ls->diff_ids = cfg->diff_ids;
@@ -161,7 +161,7 @@ int imp_import_oci(struct import *im, const char *dir, const char *tag, struct m
         char what[64];
         snprintf(what, sizeof what, "layer %zu/%zu", i + 1, m.n_layers);
         im->what = what;
-        if (imp_layer_stored(im, cfg->diff_ids[i])) {
+        if (mini_imp_layer_stored(im, cfg->diff_ids[i])) {
             ls->shared++;
             continue;
         }
@@ -173,7 +173,7 @@ int imp_import_oci(struct import *im, const char *dir, const char *tag, struct m
             goto out;
         }
         struct layer l;
-        int r = imp_extract_layer(im, imp_fd_read, &fs, m.layers[i].size, dirname, &l, e);
+        int r = mini_imp_extract_layer(im, mini_imp_fd_read, &fs, m.layers[i].size, dirname, &l, e);
         close(fs.fd);
         if (r == 0 && strcmp(l.blob_digest, m.layers[i].digest) != 0)
             r = mini_err_set(e, MINI_E_BAD_REQUEST, "%s: digest mismatch: the blob hashes to %s, the manifest says %s",
@@ -183,8 +183,8 @@ int imp_import_oci(struct import *im, const char *dir, const char *tag, struct m
                              "%s: diff id mismatch: the layer's tar hashes to %s, the config says %s", what, l.diff_id,
                              cfg->diff_ids[i]);
         if (r == 0)
-            r = imp_commit_layer(im, &l, dirname, e);
-        imp_layer_free(&l);
+            r = mini_imp_commit_layer(im, &l, dirname, e);
+        mini_imp_layer_free(&l);
         if (r < 0)
             goto out;
     }
