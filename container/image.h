@@ -165,6 +165,11 @@ int mini_image_user_resolve(const char *rootfs, const char *spec, struct mini_im
  * for the session's life): rm and prune leave a held image alone.  The
  * fd to close when done, or -1 with e filled. */
 int mini_image_hold(struct mini_image_store *s, const char *id, struct mini_err *e);
+/* Give the image src names (a name, an id or an id prefix) the name dst
+ * too (NAME[:TAG], :latest when no tag; replacing what dst named before).
+ * id gets the image's id.  0 or -1 with e filled. */
+int mini_image_tag(struct mini_image_store *s, const char *src, const char *dst, char id[static MINI_DIGEST_LEN + 1],
+                   struct mini_err *e);
 /* Remove a name; the image goes with its last name (MINI_E_BUSY while a
  * session holds it).  A reference by id removes the image and all its
  * names. */
@@ -211,11 +216,18 @@ struct mini_import_result {
     uint64_t bytes, entries;
     /* what was neutralised */
     uint64_t skipped_devices, skipped_fifos, stripped_setid;
+    /* the sha256 of the archive file ("" for an OCI layout), and whether
+     * it was imported before: then only named, nothing read but its bytes */
+    char archive[MINI_DIGEST_LEN + 1];
+    bool known;
 };
 
 /* Import src (a directory: OCI layout; a file: docker-archive or root
  * filesystem tarball, told apart by their members unless opts->format
- * says).  0 or -1 with e filled; nothing half-imported remains visible. */
+ * says; "-": such a file read from standard input, spooled into the
+ * store's tmp/ first, at most max_bytes of it).  A file whose bytes were
+ * imported before (STORE/archives/sha256/) is not read again: its image
+ * is named.  0 or -1 with e filled; nothing half-imported remains visible. */
 int mini_image_import(struct mini_image_store *s, const char *src, const struct mini_import_opts *opts,
                       struct mini_import_result *res, struct mini_err *e);
 void mini_import_result_free(struct mini_import_result *r);

@@ -127,6 +127,205 @@ uint64_t mini_import_default_max_bytes(const struct mini_image_store *s, uint64_
     return half < MINI_IMPORT_DEFAULT_MAX_BYTES ? half : MINI_IMPORT_DEFAULT_MAX_BYTES;
 }
 
+/* The name an import gives: --name, else the source's own (*name, as its
+ * reader found it: RepoTags, an OCI ref name), made whole from the file's
+ * or directory's name (path; NULL for standard input) where the format
+ * says so; ":latest" when it has no tag.  *name is replaced. */
+static int final_name(const struct mini_import_opts *o, enum mini_image_format fmt, enum archive_kind kind,
+                      const char *path, char **name, struct mini_err *e)
+{
+    if (o->name) {
+        free(*name);
+        if (!(*name = strdup(o->name)))
+            return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    } else if (fmt == MINI_IMG_ROOTFS) {
+        free(*name);
+        *name = path ? name_from_path(path) : NULL;
+    } else if (fmt == MINI_IMG_OCI || kind == AK_OCI_ARCHIVE) {
+        /* Its ref name: a full NAME:TAG, or a bare tag of the directory's
+         * (or archive file's) name ("DIR:latest"). */
+        _cleanup_free_ char *base = path ? name_from_path(path) : NULL;
+        if (!*name || !strchr(*name, ':') || !mini_image_name_valid(*name)) {
+            char *full = NULL;
+            if (base && *name && asprintf(&full, "%s:%s", base, *name) >= 0 && mini_image_name_valid(full)) {
+                free(*name);
+                *name = full;
+            } else {
+                free(full);
+                free(*name);
+                *name = TAKE_PTR(base);
+            }
+        }
+    } else if (*name && !mini_image_name_valid(*name)) {
+        free(*name);
+        *name = NULL;
+    }
+    if (*name && !strchr(*name, ':')) {
+        char *full = NULL;
+        if (asprintf(&full, "%s:latest", *name) < 0)
+            return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+        free(*name);
+        *name = full;
+    }
+    return 0;
+}
+
+/* ---- archives imported before (STORE/archives/sha256/KEY)
+ *
+ * Hashing an archive costs a fraction of extracting it (1.8 s against 20
+ * to 30 s for a large root filesystem), so the import of a file records
+ * its digest and the image it made; importing the same bytes again only
+ * names that image.  KEY is the archive's hex digest, with ".rootfs" when
+ * --format rootfs took it, and ":TAG" when a tag picked its image.  The
+ * record is {"id", "format", "name"}: the source's own name as its reader
+ * found it, made whole again on use (final_name), since a name may come
+ * from the file's name. */
+
+static int archive_key(const char *digest, const struct mini_import_opts *o, const char *tag, char *buf, size_t size)
+{
+    if (tag) {
+        size_t n = strlen(tag);
+        if (!n || n > 128 || !strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_", tag[0]) ||
+            strspn(tag, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") != n)
+            return -1; /* no record */
+    }
+    int n = snprintf(buf, size, "archives/sha256/%s%s%s%s", digest + 7, o->format == MINI_IMG_ROOTFS ? ".rootfs" : "",
+                     tag ? ":" : "", tag ? tag : "");
+    return n > 0 && (size_t)n < size ? 0 : -1;
+}
+
+/* sha256 of what fd reads, to its end. */
+static int hash_fd(struct import *im, int fd, char out[static MINI_DIGEST_LEN + 1], struct mini_err *e)
+{
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    if (!ctx || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
+        EVP_MD_CTX_free(ctx);
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    }
+    uint64_t done = 0;
+    for (;;) {
+        ssize_t k = read(fd, im->buf, BUF_SIZE);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0) {
+            EVP_MD_CTX_free(ctx);
+            return mini_err_sys(e, MINI_E_IO, errno, "reading the archive");
+        }
+        if (k == 0)
+            break;
+        EVP_DigestUpdate(ctx, im->buf, (size_t)k);
+        done += (uint64_t)k;
+        if (im->o->progress && done % (64u << 20) < (uint64_t)k)
+            im->o->progress(im->o->progress_arg, "hashing", done, 0);
+    }
+    unsigned char md[32];
+    EVP_DigestFinal_ex(ctx, md, NULL);
+    EVP_MD_CTX_free(ctx);
+    memcpy(out, "sha256:", 7);
+    for (int i = 0; i < 32; i++)
+        snprintf(out + 7 + 2 * i, 3, "%02x", md[i]);
+    return 0;
+}
+
+/* Standard input into tmp/…/stdin (the readers take two passes over a
+ * file), at most max_bytes of it, hashed on the way. */
+static int spool_stdin(struct import *im, char **path, char digest[static MINI_DIGEST_LEN + 1], struct mini_err *e)
+{
+    if (asprintf(path, "%s/stdin", im->tmp) < 0) {
+        *path = NULL;
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    }
+    _cleanup_close_ int fd = open(*path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return mini_err_sys(e, MINI_E_IO, errno, "%s", *path);
+    uint64_t done = 0;
+    for (;;) {
+        ssize_t k = read(0, im->buf, BUF_SIZE);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0)
+            return mini_err_sys(e, MINI_E_IO, errno, "reading standard input");
+        if (k == 0)
+            break;
+        done += (uint64_t)k;
+        if (done > im->max_bytes)
+            return mini_err_set(
+                e, MINI_E_BAD_REQUEST, "standard input: more than %llu bytes, the limit (%s; --max-size sets another)",
+                (unsigned long long)im->max_bytes,
+                im->max_bytes_default ? "by default half of the space free in the store's filesystem" : "--max-size");
+        if (mini_write_all(fd, im->buf, (size_t)k) < 0)
+            return mini_err_sys(e, MINI_E_IO, errno, "writing %s", *path);
+        if (im->o->progress && done % (64u << 20) < (uint64_t)k)
+            im->o->progress(im->o->progress_arg, "standard input", done, 0);
+    }
+    if (lseek(fd, 0, SEEK_SET) < 0)
+        return mini_err_sys(e, MINI_E_IO, errno, "%s", *path);
+    return hash_fd(im, fd, digest, e);
+}
+
+/* 1 when the archive of this key was imported before and its image is
+ * still there: then named (as the import would) and res filled; 0 when
+ * not; -1 with e filled. */
+static int archive_known(struct import *im, const char *key, const char *path, struct mini_err *e)
+{
+    _cleanup_free_ char *p = NULL;
+    _cleanup_buf_ struct mini_buf b = MINI_BUF_INIT;
+    struct mini_err ignored;
+    if (asprintf(&p, "%s/%s", im->s->root, key) < 0)
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    if (mini_read_file(p, &b, 64u << 10, &ignored) < 0)
+        return 0;
+    _cleanup_cjson_ cJSON *j = mini_json_parse(b.data, b.len, &ignored);
+    const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "id"));
+    const char *format = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "format"));
+    const char *own = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "name"));
+    if (!id || !format || !mini_digest_valid(id))
+        return 0;
+    /* The image, as it is now (rm may have removed it since). */
+    _cleanup_free_ char *ip = NULL;
+    _cleanup_buf_ struct mini_buf ib = MINI_BUF_INIT;
+    if (asprintf(&ip, "%s/images/%s/image.json", im->s->root, id + 7) < 0)
+        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+    if (mini_read_file(ip, &ib, MINI_IMAGE_META_MAX * 4, &ignored) < 0)
+        return 0;
+    _cleanup_cjson_ cJSON *ij = mini_json_parse(ib.data, ib.len, &ignored);
+    if (!ij)
+        return 0;
+    enum mini_image_format fmt = !strcmp(format, "rootfs") ? MINI_IMG_ROOTFS : MINI_IMG_DOCKER;
+    enum archive_kind kind = !strcmp(format, "oci-archive") ? AK_OCI_ARCHIVE : AK_DOCKER;
+    _cleanup_free_ char *name = own ? strdup(own) : NULL;
+    if (final_name(im->o, fmt, kind, path, &name, e) < 0)
+        return -1;
+    if (name && mini_image_refs_set(im->s, name, id, e) < 0)
+        return -1;
+    struct mini_import_result *res = im->res;
+    snprintf(res->id, sizeof res->id, "%s", id);
+    res->name = TAKE_PTR(name);
+    res->layers = res->layers_shared = (unsigned)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(ij, "layers"));
+    double size = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(ij, "size"));
+    res->bytes = size > 0 ? (uint64_t)size : 0;
+    res->known = true;
+    return 1;
+}
+
+/* Keep the record of an archive imported (a cache: failing to write it
+ * fails nothing). */
+static void archive_remember(struct import *im, const char *key, const char *format, const char *own, const char *id)
+{
+    struct mini_err ignored;
+    _cleanup_free_ char *p = NULL, *dir = NULL;
+    _cleanup_cjson_ cJSON *j = cJSON_CreateObject();
+    if (!j || asprintf(&p, "%s/%s", im->s->root, key) < 0 || asprintf(&dir, "%s/archives/sha256", im->s->root) < 0)
+        return;
+    cJSON_AddStringToObject(j, "id", id);
+    cJSON_AddStringToObject(j, "format", format);
+    if (own)
+        cJSON_AddStringToObject(j, "name", own);
+    _cleanup_free_ char *text = cJSON_PrintUnformatted(j);
+    if (text && mini_mkdir_p(dir, 0700, &ignored) == 0)
+        (void)mini_write_file_atomic(p, text, strlen(text), 0600, &ignored);
+}
+
 int mini_image_import(struct mini_image_store *s, const char *src, const struct mini_import_opts *opts,
                       struct mini_import_result *res, struct mini_err *e)
 {
@@ -148,7 +347,7 @@ int mini_image_import(struct mini_image_store *s, const char *src, const struct 
         .lockfd = -1,
         .what = "image",
     };
-    _cleanup_free_ char *dir = NULL, *tag = NULL, *name = NULL;
+    _cleanup_free_ char *dir = NULL, *tag = NULL, *name = NULL, *own = NULL, *foreign = NULL;
     _cleanup_buf_ struct mini_buf config = MINI_BUF_INIT;
     _cleanup_buf_ struct mini_buf dmanifest = MINI_BUF_INIT;
     struct mini_image_config cfg;
@@ -159,30 +358,27 @@ int mini_image_import(struct mini_image_store *s, const char *src, const struct 
     const char *format = NULL;
     struct stash stash = { 0 };
     enum archive_kind kind = AK_ROOTFS;
-
-    if (split_tag(src, &dir, &tag) < 0)
-        return mini_err_set(e, MINI_E_NOMEM, "out of memory");
-    struct stat st;
-    if (stat(dir, &st) < 0)
-        return mini_err_sys(e, MINI_E_IO, errno, "%s", src);
+    const bool from_stdin = strcmp(src, "-") == 0;
     enum mini_image_format fmt = opts->format;
-    if (fmt == MINI_IMG_AUTO && S_ISDIR(st.st_mode))
-        fmt = MINI_IMG_OCI;
-    if (fmt == MINI_IMG_OCI && !S_ISDIR(st.st_mode))
-        return mini_err_set(e, MINI_E_BAD_REQUEST, "%s: an OCI layout is a directory", dir);
-    if (fmt != MINI_IMG_OCI && !S_ISREG(st.st_mode))
-        return mini_err_set(e, MINI_E_BAD_REQUEST, "%s: not a regular file", dir);
-    if (fmt == MINI_IMG_AUTO || fmt == MINI_IMG_DOCKER) {
-        int k = mini_imp_sniff_file(dir, &dmanifest, &stash, &kind, e);
-        if (k < 0) {
-            mini_imp_stash_free(&stash);
-            return -1;
-        }
-        if (fmt == MINI_IMG_DOCKER && k == 0) {
-            mini_imp_stash_free(&stash);
-            return mini_err_set(e, MINI_E_BAD_REQUEST, "%s: not an image archive (docker-archive or oci-archive)", dir);
-        }
-        fmt = k ? MINI_IMG_DOCKER : MINI_IMG_ROOTFS;
+    char digest[MINI_DIGEST_LEN + 1] = "", key[256] = "";
+
+    if (from_stdin) {
+        if (fmt == MINI_IMG_OCI)
+            return mini_err_set(e, MINI_E_BAD_REQUEST,
+                                "standard input: an OCI layout is a directory; from standard input, an archive "
+                                "(docker-archive, oci-archive, a root filesystem tarball)");
+    } else {
+        if (split_tag(src, &dir, &tag) < 0)
+            return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+        struct stat st;
+        if (stat(dir, &st) < 0)
+            return mini_err_sys(e, MINI_E_IO, errno, "%s", src);
+        if (fmt == MINI_IMG_AUTO && S_ISDIR(st.st_mode))
+            fmt = MINI_IMG_OCI;
+        if (fmt == MINI_IMG_OCI && !S_ISDIR(st.st_mode))
+            return mini_err_set(e, MINI_E_BAD_REQUEST, "%s: an OCI layout is a directory", dir);
+        if (fmt != MINI_IMG_OCI && !S_ISREG(st.st_mode))
+            return mini_err_set(e, MINI_E_BAD_REQUEST, "%s: not a regular file", dir);
     }
     if (opts->tag && !tag && !(tag = strdup(opts->tag)))
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");
@@ -212,6 +408,48 @@ int mini_image_import(struct mini_image_store *s, const char *src, const struct 
         mini_err_sys(e, MINI_E_IO, errno, "%s", im.tmp);
         goto out;
     }
+    /* The archive's digest: an archive imported before is not again. */
+    if (from_stdin) {
+        if (spool_stdin(&im, &dir, digest, e) < 0)
+            goto out;
+    } else if (fmt != MINI_IMG_OCI) {
+        _cleanup_close_ int fd = open(dir, O_RDONLY | O_NOCTTY | O_CLOEXEC);
+        if (fd < 0) {
+            mini_err_sys(e, MINI_E_IO, errno, "%s", dir);
+            goto out;
+        }
+        if (hash_fd(&im, fd, digest, e) < 0)
+            goto out;
+    }
+    const char *name_path = from_stdin ? NULL : dir;
+    if (*digest && archive_key(digest, opts, tag, key, sizeof key) == 0) {
+        int k = archive_known(&im, key, name_path, e);
+        if (k < 0)
+            goto out;
+        if (k > 0) {
+            memcpy(res->archive, digest, sizeof res->archive);
+            rc = 0;
+            goto out;
+        }
+    }
+    if (fmt == MINI_IMG_AUTO || fmt == MINI_IMG_DOCKER) {
+        int k = mini_imp_sniff_file(dir, &dmanifest, &stash, &kind, &foreign, e);
+        if (k < 0)
+            goto out;
+        if (fmt == MINI_IMG_DOCKER && k == 0) {
+            mini_err_set(e, MINI_E_BAD_REQUEST, "%s: not an image archive (docker-archive or oci-archive)",
+                         from_stdin ? "standard input" : dir);
+            goto out;
+        }
+        if (k == 0 && kind == AK_UNKNOWN) {
+            mini_err_set(e, MINI_E_BAD_REQUEST,
+                         "%s: not an image archive (it has \"%.*s\"), nor a root filesystem (no bin, usr or etc at "
+                         "its top); --format rootfs imports it as a root filesystem all the same",
+                         from_stdin ? "standard input" : dir, MINI_JSON_SHOW(foreign));
+            goto out;
+        }
+        fmt = k ? MINI_IMG_DOCKER : MINI_IMG_ROOTFS;
+    }
     int r;
     if (fmt == MINI_IMG_OCI) {
         format = "oci";
@@ -222,55 +460,41 @@ int mini_image_import(struct mini_image_store *s, const char *src, const struct 
     } else {
         format = "rootfs";
         r = mini_imp_import_rootfs(&im, dir, &config, &cfg, &ls, e);
-        if (r == 0 && !name)
-            name = name_from_path(dir);
     }
     if (r < 0)
         goto out;
     res->layers = (unsigned)ls.n;
     res->layers_shared += ls.shared;
-    if (opts->name) {
-        free(name);
-        name = strdup(opts->name);
-    } else if (fmt == MINI_IMG_OCI || kind == AK_OCI_ARCHIVE) {
-        /* Its ref name: a full NAME:TAG, or a bare tag of the directory's
-         * (or archive file's) name ("DIR:latest"). */
-        _cleanup_free_ char *base = name_from_path(dir);
-        if (!name || !strchr(name, ':') || !mini_image_name_valid(name)) {
-            char *full = NULL;
-            if (base && name && asprintf(&full, "%s:%s", base, name) >= 0 && mini_image_name_valid(full)) {
-                free(name);
-                name = full;
-            } else {
-                free(full);
-                free(name);
-                name = TAKE_PTR(base);
-            }
-        }
-    } else if (name && !mini_image_name_valid(name)) {
-        free(name);
-        name = NULL;
+    if (name && !(own = strdup(name))) {
+        mini_err_set(e, MINI_E_NOMEM, "out of memory");
+        goto out;
     }
-    if (name && !strchr(name, ':')) {
-        char *full = NULL;
-        if (asprintf(&full, "%s:latest", name) < 0) {
-            mini_err_set(e, MINI_E_NOMEM, "out of memory");
-            goto out;
-        }
-        free(name);
-        name = full;
-    }
+    if (final_name(opts, fmt, kind, name_path, &name, e) < 0)
+        goto out;
     if (mini_imp_build_rootfs(&im, ls.diff_ids, ls.n, e) < 0)
         goto out;
     char id[MINI_DIGEST_LEN + 1];
-    if (write_image(&im, format, src, &config, &ls, id, e) < 0)
+    if (write_image(&im, format, from_stdin ? "-" : src, &config, &ls, id, e) < 0)
         goto out;
     memcpy(res->id, id, sizeof res->id);
     if (name && mini_image_refs_set(s, name, id, e) < 0)
         goto out;
     res->name = TAKE_PTR(name);
+    if (*key) {
+        archive_remember(&im, key, format, own, id);
+        memcpy(res->archive, digest, sizeof res->archive);
+    }
     rc = 0;
 out:
+    if (rc < 0 && from_stdin && dir) {
+        /* Say "standard input" where the readers named the spool file. */
+        char *at = strstr(e->msg, dir);
+        if (at) {
+            char rest[sizeof e->msg];
+            snprintf(rest, sizeof rest, "%s", at + strlen(dir));
+            snprintf(at, sizeof e->msg - (size_t)(at - e->msg), "standard input%s", rest);
+        }
+    }
     mini_imp_stash_free(&stash);
     mini_image_config_free(&cfg);
     if (im.tmp && im.tmpfd >= 0) {

@@ -191,6 +191,21 @@ int mini_image_refs_set(struct mini_image_store *s, const char *name, const char
     return refs_write(s, refs, e);
 }
 
+int mini_image_tag(struct mini_image_store *s, const char *src, const char *dst, char id[static MINI_DIGEST_LEN + 1],
+                   struct mini_err *e)
+{
+    if (!mini_image_name_valid(dst))
+        return mini_err_set(e, MINI_E_BAD_REQUEST,
+                            "not a valid image name: \"%.*s\" (lower-case [a-z0-9._/-], then an optional :TAG)",
+                            MINI_JSON_SHOW(dst));
+    /* Shared, as an import: rm and prune wait, so the image found is the
+     * one named. */
+    _cleanup_close_ int gl = mini_image_lock(s, "lock", LOCK_SH, e);
+    if (gl < 0 || mini_image_resolve(s, src, id, e) < 0)
+        return -1;
+    return mini_image_refs_set(s, dst, id, e);
+}
+
 /* ---- reading images */
 
 static cJSON *image_json(struct mini_image_store *s, const char *id, struct mini_err *e)
@@ -574,6 +589,31 @@ int mini_image_remove(struct mini_image_store *s, const char *ref, struct mini_e
     return gc_layers(s, NULL, e);
 }
 
+/* The records of archives imported (archives/sha256/, image_import.c)
+ * whose image is gone. */
+static void gc_archives(struct mini_image_store *s)
+{
+    int dfd = openat(s->dirfd, "archives/sha256", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+    if (!d) {
+        mini_close(dfd);
+        return;
+    }
+    for (struct dirent *de; (de = readdir(d));) {
+        if (de->d_name[0] == '.')
+            continue;
+        char buf[512];
+        _cleanup_close_ int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+        struct mini_err ignored;
+        _cleanup_cjson_ cJSON *j = n > 0 ? mini_json_parse(buf, (size_t)n, &ignored) : NULL;
+        const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "id"));
+        if (!id || !mini_digest_valid(id) || !image_exists(s, id + 7))
+            unlinkat(dirfd(d), de->d_name, 0);
+    }
+    closedir(d);
+}
+
 int mini_image_prune(struct mini_image_store *s, int64_t *freed, struct mini_err *e)
 {
     if (freed)
@@ -623,6 +663,7 @@ int mini_image_prune(struct mini_image_store *s, int64_t *freed, struct mini_err
     }
     if (gc_layers(s, freed, e) < 0)
         return -1;
+    gc_archives(s);
     /* What dead imports left: every tmp/ entry whose owner lock is free
      * (imports hold theirs; rm- entries are ours, left by a crash). */
     int dfd = openat(s->dirfd, "tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -50,8 +50,10 @@ static bool hex64(const char *s, size_t n)
     return true;
 }
 
-/* Whether a member name is one a docker archive has (anything else means
- * a root filesystem tarball). */
+/* Whether a member name is one an image archive has: docker save's
+ * manifest.json, repositories, ID/layer.tar, ID/json, ID/VERSION and
+ * HEX.json; skopeo's and podman's HEX.tar (their layers, at the top);
+ * an OCI layout's oci-layout, index.json and blobs/sha256/HEX. */
 static bool docker_like(const char *n)
 {
     static const char *const fixed[] = { "manifest.json", "repositories", "index.json",   "oci-layout",
@@ -65,7 +67,26 @@ static bool docker_like(const char *n)
     size_t first = slash ? (size_t)(slash - n) : strlen(n);
     if (hex64(n, first))
         return true;
-    return !slash && strlen(n) == 69 && hex64(n, 64) && strcmp(n + 64, ".json") == 0;
+    return !slash && strlen(n) > 64 && hex64(n, 64) && (strcmp(n + 64, ".json") == 0 || strcmp(n + 64, ".tar") == 0);
+}
+
+/* Whether a member shows a root filesystem: bin, usr or etc at the top of
+ * the tar, as a directory or a symbolic link (mmdebstrap's bin -> usr/bin),
+ * or something under one of them.  A tar without any is no root
+ * filesystem, unless --format rootfs says so. */
+static bool root_like(const char *n, struct archive_entry *ent)
+{
+    static const char *const tops[] = { "bin", "usr", "etc" };
+    for (size_t i = 0; i < MINI_ARRAY_SIZE(tops); i++) {
+        size_t l = strlen(tops[i]);
+        if (strncmp(n, tops[i], l) != 0 || (n[l] != '\0' && n[l] != '/'))
+            continue;
+        if (n[l] == '/' && n[l + 1])
+            return true;
+        mode_t t = archive_entry_filetype(ent);
+        return t == AE_IFDIR || t == AE_IFLNK;
+    }
+    return false;
 }
 
 static struct archive *open_outer(const char *path, struct mini_err *e)
@@ -136,9 +157,12 @@ static int stash_add(struct stash *st, struct archive *a, const char *name, int6
 }
 
 /* First pass over a file: its kind, docker's manifest.json read into
- * manifest, and the small members kept in st. */
+ * manifest, and the small members kept in st.  1 for an image archive;
+ * 0 for a root filesystem tarball (AK_ROOTFS: stops at its first bin, usr
+ * or etc) or a tar that is neither (AK_UNKNOWN, its first member that no
+ * image archive has in *foreign, malloc'ed). */
 int mini_imp_sniff_file(const char *path, struct mini_buf *manifest, struct stash *st, enum archive_kind *kind,
-                        struct mini_err *e)
+                        char **foreign, struct mini_err *e)
 {
     _cleanup_archive_ struct archive *a = open_outer(path, e);
     if (!a)
@@ -146,6 +170,7 @@ int mini_imp_sniff_file(const char *path, struct mini_buf *manifest, struct stas
     struct archive_entry *ent;
     bool docker = false, layout = false, repositories = false;
     *kind = AK_ROOTFS;
+    *foreign = NULL;
     for (;;) {
         int r = archive_read_next_header(a, &ent);
         if (r == ARCHIVE_EOF)
@@ -155,8 +180,18 @@ int mini_imp_sniff_file(const char *path, struct mini_buf *manifest, struct stas
         const char *name = member_name(ent);
         if (!*name || !strcmp(name, "."))
             continue;
-        if (!docker_like(name))
+        if (root_like(name, ent))
             return 0;
+        if (*foreign)
+            continue; /* looking for a bin, usr or etc only */
+        if (!docker_like(name)) {
+            if (!(*foreign = strdup(name)))
+                return mini_err_set(e, MINI_E_NOMEM, "out of memory");
+            for (char *c = *foreign; *c; c++)
+                if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
+                    *c = '?'; /* it goes into a message */
+            continue;
+        }
         int64_t size = archive_entry_size(ent);
         const char *slash = strchr(name, '/');
         if (strcmp(name, "manifest.json") == 0) {
@@ -176,6 +211,10 @@ int mini_imp_sniff_file(const char *path, struct mini_buf *manifest, struct stas
             if (stash_add(st, a, name, size, 1u << 20, e) < 0)
                 return -1;
         }
+    }
+    if (*foreign) {
+        *kind = AK_UNKNOWN;
+        return 0;
     }
     if (docker)
         *kind = AK_DOCKER;

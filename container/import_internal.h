@@ -147,7 +147,8 @@ struct oci_docs {
 
 /* What a file is, from its members: */
 enum archive_kind {
-    AK_ROOTFS,        /* anything else: a root filesystem tarball */
+    AK_ROOTFS,        /* bin, usr or etc at its top: a root filesystem tarball */
+    AK_UNKNOWN,       /* anything else: refused unless --format rootfs */
     AK_DOCKER,        /* manifest.json (docker save, podman save) */
     AK_OCI_ARCHIVE,   /* oci-layout and index.json, no manifest.json (oci-archive) */
     AK_DOCKER_LEGACY, /* repositories and <id>/json, no manifest.json (docker save before 1.10) */
@@ -184,7 +185,7 @@ int mini_imp_import_oci(struct import *im, const char *dir, const char *tag, str
 
 /* import_archive.c */
 int mini_imp_sniff_file(const char *path, struct mini_buf *manifest, struct stash *st, enum archive_kind *kind,
-                        struct mini_err *e);
+                        char **foreign, struct mini_err *e);
 int mini_imp_import_image_archive(struct import *im, const char *path, enum archive_kind kind,
                                   const struct mini_buf *dmanifest, const struct stash *st, const char *tag,
                                   struct mini_buf *config, char **name, struct mini_image_config *cfg,

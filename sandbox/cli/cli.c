@@ -10,6 +10,7 @@
 #include "mini/profile.h"
 #include "mini/json.h"
 #include "policy/policy.h"
+#include "image.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -54,6 +55,9 @@ static void usage(FILE *f)
             "                            docs/profiles.md); turns network none into an allowlist\n"
             "      --env K=V             set a variable (repeatable); nothing else is inherited\n"
             "      --image NAME          an imported image as the root (mini-sandbox image)\n"
+            "      --pull missing|always|never  with --image: pull NAME from its registry when it\n"
+            "                            is not stored (missing, the default), before each run\n"
+            "                            (always), or never\n"
             "      --user USER[:GROUP]   with --image: run as this user of the image instead of\n"
             "                            its config's User (a name or a number)\n"
             "      --policy FILE         check the command against a policy first (YAML or JSON:\n"
@@ -78,7 +82,7 @@ static void usage(FILE *f)
             "  bench [--profile P] [-n N] [--concurrency C] [--command CMD] [--json]\n"
             "                                  latency and throughput against bare fork+exec and bwrap,\n"
             "                                  back to back and one-shot run included\n"
-            "  image import|ls|inspect|rm|prune  the image store (mini-sandbox image --help)\n"
+            "  image import|pull|ls|inspect|tag|rm|prune  the image store (mini-sandbox image --help)\n"
             "  --help, --version\n\n"
             "Exit status (other commands): 0 on success, 2 for a usage error, 125 when\n"
             "the daemon cannot be reached or standard output cannot be written.\n");
@@ -273,6 +277,71 @@ static int env_add(struct mini_env *env, const char *kv)
     return r;
 }
 
+/* `mini-sandbox image pull REF` as a child: the same program as `image`
+ * (libexec/mini/mini-sandbox-image, which links libcurl; run does not),
+ * its stdout on our stderr (run's stdout is the command's), its stdin
+ * /dev/null (run's is the command's).  0 when it pulled. */
+static int pull_image(const char *ref)
+{
+    _cleanup_free_ char *prog = mini_exe_relative(MINI_BIN_TO_LIBEXEC "/mini-sandbox-image");
+    if (!prog) {
+        fprintf(stderr, "mini-sandbox: run: --image %s: cannot find mini-sandbox-image\n", ref);
+        return -1;
+    }
+    char *args[] = { prog, (char *)"image", (char *)"pull", (char *)ref, NULL };
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, 2, 1);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid;
+    extern char **environ;
+    int r = posix_spawn(&pid, prog, &fa, NULL, args, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (r != 0) {
+        fprintf(stderr, "mini-sandbox: run: --image %s: cannot run %s: %s\n", ref, prog, strerror(r));
+        return -1;
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+/* --pull: whether the image is stored is asked of the store here (as the
+ * daemon of the same user will find it); a missing one (or any, with
+ * always) is pulled as `image pull` does.  -1 with the reason said. */
+static int ensure_image(const char *image, const char *pull)
+{
+    bool stored = false;
+    if (strcmp(pull, "always") != 0) {
+        struct mini_image_store s;
+        struct mini_err e;
+        char id[MINI_DIGEST_LEN + 1];
+        if (mini_image_store_open(&s, NULL, &e) == 0) {
+            stored = mini_image_resolve(&s, image, id, &e) == 0;
+            mini_image_store_close(&s);
+        }
+    }
+    if (stored)
+        return 0;
+    if (strcmp(pull, "never") == 0) {
+        fprintf(stderr,
+                "mini-sandbox: run: --image %s: no such image in the store, and --pull=never (mini-sandbox image "
+                "pull or image import stores it)\n",
+                image);
+        return -1;
+    }
+    if (pull_image(image) < 0) {
+        fprintf(stderr, "mini-sandbox: run: --image %s: %s, and pulling it failed\n", image,
+                strcmp(pull, "always") == 0 ? "--pull=always" : "not in the store");
+        return -1;
+    }
+    return 0;
+}
+
 static int cmd_run(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -282,14 +351,14 @@ static int cmd_run(int argc, char **argv)
         { "socket", required_argument, NULL, 's' },  { "help", no_argument, NULL, 'h' },
         { "verbose", no_argument, NULL, 'v' },       { "image", required_argument, NULL, 'i' },
         { "policy", required_argument, NULL, 'P' },  { "allow-host", required_argument, NULL, 'A' },
-        { "user", required_argument, NULL, 'u' },
+        { "user", required_argument, NULL, 'u' },    { "pull", required_argument, NULL, 'U' },
         { 0 },
     };
     /* At most as many as a profile may hold; the daemon checks each. */
     char *allow_hosts[MINI_NET_ENTRIES_MAX + 1];
     size_t n_allow = 0;
     const char *profile = NULL, *workspace = ".", *cwd = NULL, *network = NULL, *socket = NULL, *image = NULL;
-    const char *policy_path = NULL, *user = NULL;
+    const char *policy_path = NULL, *user = NULL, *pull = "missing";
     bool verbose = false;
     double timeout = 0;
     struct mini_env env = { 0 };
@@ -302,6 +371,13 @@ static int cmd_run(int argc, char **argv)
         case 'p': profile = optarg; break;
         case 'i': image = optarg; break;
         case 'u': user = optarg; break;
+        case 'U':
+            if (strcmp(optarg, "missing") && strcmp(optarg, "always") && strcmp(optarg, "never")) {
+                mini_env_free(&env);
+                return run_usage(mini_cli_usage_error("run", "--pull: missing, always or never, not %s", optarg));
+            }
+            pull = optarg;
+            break;
         case 'P': policy_path = optarg; break;
         case 'A':
             if (n_allow >= MINI_NET_ENTRIES_MAX) {
@@ -406,6 +482,14 @@ static int cmd_run(int argc, char **argv)
         cJSON_Delete(verdict);
         mini_env_free(&env);
         return fail(&e);
+    }
+
+    /* The image, pulled when it is missing (or always). */
+    if (image && ensure_image(image, pull) < 0) {
+        cJSON_Delete(verdict);
+        cJSON_Delete(pdata);
+        mini_env_free(&env);
+        return EXIT_SANDBOX;
     }
 
     /* Standard input, when it is data rather than a terminal. */

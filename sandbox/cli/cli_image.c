@@ -1,4 +1,4 @@
-/* mini-sandbox image: import, pull, ls, inspect, rm, prune (container/image.h;
+/* mini-sandbox image: import, pull, ls, inspect, tag, rm, prune (container/image.h;
  * docs/images.md). */
 #include "cli_image.h"
 #include "cli_util.h"
@@ -23,7 +23,8 @@ static void usage(FILE *f)
             "  import SRC [--name NAME[:TAG]] [--format oci|docker-archive|oci-archive|rootfs]\n"
             "             [--max-size BYTES] [--max-entries N] [-q]\n"
             "      SRC: an OCI layout directory (DIR or DIR:TAG), a docker save archive,\n"
-            "      or a root filesystem tarball (any compression).\n"
+            "      or a root filesystem tarball (any compression); - reads it from standard input.\n"
+            "      An archive imported before (the same bytes) is only named again.\n"
             "      --max-size   limit on the bytes of all files (K, M, G suffixes); default: half the\n"
             "                   free space of the store's filesystem at the start, at most 64G, so\n"
             "                   that a compression bomb stops before it fills the disk\n"
@@ -33,6 +34,7 @@ static void usage(FILE *f)
             "      (python:3.12 is docker.io/library/python:3.12); see image pull --help\n"
             "  ls [--json]                 list images\n"
             "  inspect NAME [--json]       one image: name, id, layers, config\n"
+            "  tag SRC NAME[:TAG]          another name for the image SRC names (:latest when no tag)\n"
             "  rm NAME...                  remove names; an image goes with its last name\n"
             "  prune                       remove unnamed images, unused layers, failed imports\n\n"
             "Exit status: 0 on success, 1 when the operation failed, 2 for a usage error.\n");
@@ -185,7 +187,10 @@ static int cmd_import(int argc, char **argv)
                 "dropped setuid/setgid from %llu file(s)\n",
                 (unsigned long long)r.skipped_devices, (unsigned long long)r.skipped_fifos,
                 (unsigned long long)r.stripped_setid);
-    if (!quiet) {
+    if (!quiet && r.known) {
+        printf("%s %s (imported before: the same archive, %s; %.2f s)\n", r.name ? r.name : "(unnamed)", r.id,
+               r.archive, (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+    } else if (!quiet) {
         char sz[32];
         human(sz, sizeof sz, (double)r.bytes);
         printf("%s %s (%u layer%s, %u already stored; %s in %llu entries; %.2f s)\n", r.name ? r.name : "(unnamed)",
@@ -351,6 +356,30 @@ static int cmd_rm(int argc, char **argv)
     return rc;
 }
 
+static int cmd_tag(int argc, char **argv)
+{
+    int rc;
+    if (simple_opts(argc, argv, "image tag", NULL, 2, 2, &rc) < 0)
+        return rc;
+    if (!mini_image_name_valid(argv[optind + 1]))
+        return mini_cli_usage_error("image tag",
+                                    "not a valid image name: %s (lower-case [a-z0-9._/-], then an optional :TAG)",
+                                    argv[optind + 1]);
+    struct mini_image_store s;
+    struct mini_err e;
+    if (mini_image_store_open(&s, NULL, &e) < 0)
+        return fail(&e);
+    char id[MINI_DIGEST_LEN + 1];
+    rc = mini_image_tag(&s, argv[optind], argv[optind + 1], id, &e);
+    mini_image_store_close(&s);
+    if (rc < 0)
+        return fail(&e);
+    const char *dst = argv[optind + 1];
+    const char *slash = strrchr(dst, '/');
+    printf("%s%s %s\n", dst, strchr(slash ? slash : dst, ':') ? "" : ":latest", id);
+    return 0;
+}
+
 static int cmd_prune(int argc, char **argv)
 {
     int rc;
@@ -462,7 +491,7 @@ static int cmd_pull(int argc, char **argv)
 int mini_cli_image(int argc, char **argv)
 {
     if (argc < 2)
-        return mini_cli_usage_error("image", "no command given (import, pull, ls, inspect, rm or prune)");
+        return mini_cli_usage_error("image", "no command given (import, pull, ls, inspect, tag, rm or prune)");
     const char *cmd = argv[1];
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
         usage(stdout);
@@ -478,7 +507,9 @@ int mini_cli_image(int argc, char **argv)
         return cmd_rm(argc - 1, argv + 1);
     if (!strcmp(cmd, "prune"))
         return cmd_prune(argc - 1, argv + 1);
+    if (!strcmp(cmd, "tag"))
+        return cmd_tag(argc - 1, argv + 1);
     if (!strcmp(cmd, "pull"))
         return cmd_pull(argc - 1, argv + 1);
-    return mini_cli_usage_error("image", "unknown command \"%s\" (import, pull, ls, inspect, rm or prune)", cmd);
+    return mini_cli_usage_error("image", "unknown command \"%s\" (import, pull, ls, inspect, tag, rm or prune)", cmd);
 }

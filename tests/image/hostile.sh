@@ -39,8 +39,9 @@ mk huge "$H/huge.tar"
 expect_import_fails "a 100 GiB file is rejected (default limit at most 64 GiB)" "limit" "$H/huge.tar"
 if truncate -s 1T "$H/sparse" 2>/dev/null && tar -C "$H" -cSf "$H/sparse.tar" sparse 2>/dev/null; then
     rm -f "$H/sparse"
-    expect_import_fails "a 1 TiB sparse file is rejected" "limit" "$H/sparse.tar"
-    expect_import_fails "a 1 TiB sparse file is rejected under --max-size too" "limit" --max-size 1G "$H/sparse.tar"
+    expect_import_fails "a 1 TiB sparse file is rejected" "limit" --format rootfs "$H/sparse.tar"
+    expect_import_fails "a 1 TiB sparse file is rejected under --max-size too" "limit" --format rootfs --max-size 1G \
+        "$H/sparse.tar"
 else
     rm -f "$H/sparse"
     skip "sparse file" "cannot make a 1 TiB sparse file here"

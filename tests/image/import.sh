@@ -119,6 +119,133 @@ assert "IMAGE_VAR=from-image" in c["config"]["config"]["Env"] and c["config"]["c
 assert len(c["config"]["rootfs"]["diff_ids"]) == 2' "$OUT"
 check "legacy: its layers are the same as the others' (shared)" test "$(ls "$STORE/layers" | wc -l)" = 2
 
+# skopeo's (and podman's) docker-archive: layers HEX.tar and the config
+# HEX.json at the top, ID/layer.tar symbolic links to them, manifest.json
+# after the layers.  Once taken for a root filesystem (the image's / was
+# the archive's own files), now read as the image it is.
+rm -rf "$STORE"
+if have skopeo; then
+    skopeo copy -q "oci:$T/bb-oci:test" "docker-archive:$T/bb-skopeo.tar:skopeo/bb:v1" >"$T/skopeo.log" 2>&1 ||
+        fail "skopeo copy oci: docker-archive:" "$(cat "$T/skopeo.log")"
+    check "skopeo wrote manifest.json after the layers" \
+        test "$(tar -tf "$T/bb-skopeo.tar" | grep -n '^manifest.json$' | cut -d: -f1)" -gt 2
+    expect_out "import skopeo's docker-archive (named after its RepoTags)" "docker.io/skopeo/bb:v1 sha256:" \
+        img import "$T/bb-skopeo.tar"
+    RS=$(image_root docker.io/skopeo/bb:v1)
+    check "skopeo's docker-archive: the image's root, layer 2 applied" grep -q "hello from layer 2" "$RS/etc/motd"
+    check "skopeo's docker-archive: not the archive's own files" test ! -e "$RS/manifest.json"
+    run img inspect --json docker.io/skopeo/bb:v1
+    check "skopeo's docker-archive: format docker-archive, two layers" python3 -c '
+import json, sys
+c = json.loads(sys.argv[1])
+assert c["format"] == "docker-archive" and len(c["layers"]) == 2, c' "$OUT"
+    skopeo copy -q "oci:$T/bb-oci:test" "docker-archive:$T/bb-skopeo2.tar" >"$T/skopeo.log" 2>&1
+    expect_out "skopeo's docker-archive with --format docker-archive (no RepoTags, --name)" "sk2:latest sha256:" \
+        img import --format docker-archive --name sk2 "$T/bb-skopeo2.tar"
+else
+    skip "skopeo's docker-archive" "skopeo is not installed (scripts/install-deps.sh --test)"
+fi
+
+# A tar that is neither an image archive nor a root filesystem (no bin,
+# usr or etc at its top) is refused, never taken as a root filesystem by
+# guess; --format rootfs takes it all the same.
+mkdir -p "$T/notroot/project/src"
+echo 'int main(void) { return 0; }' >"$T/notroot/project/src/main.c"
+tar -C "$T/notroot" -cf "$T/notroot.tar" .
+expect_import_fails "a tar without bin, usr or etc at its top is refused" "--format rootfs" "$T/notroot.tar"
+check "the refusal names a member" contains "$ERR" '"project/"'
+expect_out "--format rootfs imports it all the same" "notroot:latest sha256:" \
+    img import --format rootfs "$T/notroot.tar"
+mkdir -p "$T/usronly/usr/lib"
+echo x >"$T/usronly/usr/lib/x"
+tar -C "$T/usronly" -cf "$T/usronly.tar" usr/lib/x
+expect_out "a tar with only usr/lib/x is a root filesystem" "usronly:latest" img import "$T/usronly.tar"
+mkdir -p "$T/symroot/usr/bin"
+ln -s usr/bin "$T/symroot/bin"
+tar -C "$T/symroot" -cf "$T/symroot.tar" bin
+expect_out "a tar with only the symbolic link bin -> usr/bin is a root filesystem" "symroot:latest" \
+    img import "$T/symroot.tar"
+printf 'x' >"$T/etcfile"
+tar -C "$T" -cf "$T/etcfile.tar" etcfile --transform 's/etcfile/etc/'
+expect_import_fails "a regular file named etc does not make a root filesystem" "--format rootfs" "$T/etcfile.tar"
+
+# image tag: a second name for a stored image; rm of one name keeps the
+# image while another names it.
+NR=$(id_of notroot)
+expect_out "image tag SRC DST" "nr:v2 $NR" img tag notroot nr:v2
+expect_out "image tag without a tag: :latest" "nr2:latest $NR" img tag "${NR:7:12}" nr2
+expect_out "the tagged names are listed" "nr2:latest" img ls
+expect_rc "image tag to an invalid name is a usage error" 2 img tag notroot Bad:Name
+expect_rc "image tag of an unknown image fails" 1 img tag nosuch x:y
+expect_out "image tag moves a name that named another image" "usronly:latest $NR" img tag notroot usronly
+expect_out "rm notroot" "removed notroot" img rm notroot usronly
+check "the image stays while nr:v2 names it" test -d "$STORE/images/${NR:7}"
+expect_out "inspect the second name" "nr:v2" img inspect nr2
+run img rm nr:v2 nr2
+check "rm of its last name removes it" test ! -e "$STORE/images/${NR:7}"
+
+# import - : the archive from standard input (a pipe or a file), spooled
+# into the store's tmp/ first, bounded by --max-size.
+imp_stdin() { local f=$1; shift; bounded "$MINI_BIN/mini-sandbox" image import "$@" - <"$f"; }
+imp_pipe() { local f=$1; shift; cat "$f" | bounded "$MINI_BIN/mini-sandbox" image import "$@" -; }
+expect_out "import - of a docker-archive (a pipe): named by its RepoTags" "busybox-docker:latest sha256:" \
+    imp_pipe "$T/bb-docker.tar"
+expect_out "import - of an oci-archive (a file), --name" "stdin-ociar:latest sha256:" \
+    imp_stdin "$T/bb-ociar.tar" --name stdin-ociar
+expect_out "import - of a root filesystem tarball (gzip'd, a pipe)" "stdin-root:latest sha256:" \
+    imp_pipe "$T/rootfs.tar.gz" --name stdin-root
+check "its root has etc/motd" test -f "$(image_root stdin-root)/etc/motd"
+rm -rf "$STORE/archives"   # not known: read in full again
+run imp_pipe "$T/rootfs.tar.gz" --max-size 1K --name toobig
+left=$(ls -A "$STORE/tmp" | wc -l)
+if [[ $RC == 1 ]] && contains "$ERR" "standard input: more than 1024 bytes" && [[ $left == 0 ]]; then
+    pass "import - stops reading at --max-size, nothing left in tmp/"
+else fail "import - stops reading at --max-size, nothing left in tmp/" "$left left in tmp"; fi
+run imp_stdin "$T/notroot.tar"
+if [[ $RC == 1 ]] && contains "$ERR" "standard input: not an image archive" && [[ -z $(ls -A "$STORE/tmp") ]]; then
+    pass "import - of a tar that is no image nor root: refused, said of standard input"
+else fail "import - of a tar that is no image nor root: refused, said of standard input"; fi
+printf 'not a tar at all' >"$T/garbage"
+run imp_stdin "$T/garbage"
+if [[ $RC == 1 ]] && contains "$ERR" "standard input: not a tar archive"; then pass "import - of what is no tar"
+else fail "import - of what is no tar"; fi
+expect_rc "import --format oci - is refused" 1 imp_stdin "$T/bb-docker.tar" --format oci
+
+# An archive imported before is known by its digest (sha256 of the file,
+# STORE/archives/sha256/HEX) and not extracted again: only named.
+rm -rf "$STORE"
+run img import --name first "$T/rootfs.tar.gz"
+first=$OUT
+layers_mtime=$(stat -c %Y "$STORE/layers")
+expect_out "the same tarball again: imported before, named" "again:latest" img import --name again "$T/rootfs.tar.gz"
+check "it says so, with the archive's digest" contains "$OUT" "imported before: the same archive, sha256:$(sha256sum "$T/rootfs.tar.gz" | cut -c1-64)"
+check "the same image id" test "$(id_of again)" = "$(id_of first)"
+check "no layer extracted again (tmp/ and layers/ untouched)" test -z "$(ls -A "$STORE/tmp")" -a \
+    "$(stat -c %Y "$STORE/layers")" = "$layers_mtime"
+expect_out "without --name: named after the file, as the first import did" "rootfs:latest" img import "$T/rootfs.tar.gz"
+cp "$T/rootfs.tar.gz" "$T/other-name.tar.gz"
+expect_out "the same bytes under another file name: that name" "other-name:latest" img import "$T/other-name.tar.gz"
+expect_out "through standard input too" "piped:latest" imp_pipe "$T/rootfs.tar.gz" --name piped
+run img rm first again rootfs other-name piped
+run img prune
+check "prune drops the record of an archive whose image is gone" \
+    test ! -e "$STORE/archives/sha256/$(sha256sum "$T/rootfs.tar.gz" | cut -c1-64)"
+expect_out "once its image is removed, the archive is imported again in full" "1 layer, 0 already stored" \
+    img import --name back "$T/rootfs.tar.gz"
+run img import --name dock2 "$T/bb-docker.tar"
+expect_out "an image archive too" "imported before" img import --name dock3 "$T/bb-docker.tar"
+expect_out "--format rootfs of the same bytes is another record" "1 layer" \
+    img import --format rootfs --name asroot "$T/bb-docker.tar"
+# Figures: a ~100 MB tarball twice (not a threshold; printed every run).
+mkdir -p "$T/big/etc" "$T/big/usr/data"
+for i in 1 2 3 4 5; do head -c 20000000 /dev/urandom >"$T/big/usr/data/f$i"; done
+tar -C "$T/big" -cf "$T/big.tar" .
+rm -rf "$T/big"
+t0=$(now_ms); run img import --name big1 "$T/big.tar"; t1=$(now_ms)
+run img import --name big2 "$T/big.tar"; t2=$(now_ms)
+log "# figures: import of a $(stat -c %s "$T/big.tar")-byte tarball: first $((t1 - t0)) ms, again $((t2 - t1)) ms"
+check "the second import of the big tarball is known" contains "$OUT" "imported before"
+
 # A gzip bomb (three files of 100 MiB of zeros, ~300 KiB) imported without
 # --max-size into a store on a 256 MiB filesystem: the default limit, half
 # of what is free, stops it at the second file's header, long before the

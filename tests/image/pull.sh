@@ -23,36 +23,6 @@ have python3 || skip_all "python3 is not installed"
 [[ -x /bin/busybox ]] || skip_all "busybox-static is not installed"
 PROXY=$MINI_SOURCE_DIR/tests/image/registry_proxy.py
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-# start_registry NAME PORT [EXTRA-YAML]: docker-registry on 127.0.0.1:PORT,
-# storage in $T/NAME; its pid in REG_PIDS.
-REG_PIDS=()
-start_registry() {
-    local name=$1 port=$2 extra=${3:-}
-    mkdir -p "$T/$name"
-    cat >"$T/$name.yml" <<EOF
-version: 0.1
-log:
-  level: warn
-storage:
-  filesystem:
-    rootdirectory: $T/$name/data
-http:
-  addr: 127.0.0.1:$port
-$extra
-EOF
-    docker-registry serve "$T/$name.yml" >"$T/$name.log" 2>&1 &
-    local pid=$!
-    REG_PIDS+=("$pid")
-    BG_PIDS+=("$pid")
-    cleanup_cmd "kill $pid"
-    local scheme=http curlopt=()
-    [[ -n $extra ]] && scheme=https curlopt=(--cacert "$T/certs/ca.crt")
-    wait_until 20 curl -s -o /dev/null "${curlopt[@]}" "$scheme://127.0.0.1:$port/v2/" ||
-        { log "FAIL: docker-registry $name did not start"; cat "$T/$name.log"; exit 1; }
-}
-
 # start_proxy MODE UPSTREAM-PORT: registry_proxy.py; PROXY_PORT, PROXY_LOG.
 start_proxy() {
     PROXY_LOG=$T/proxy-$1.log

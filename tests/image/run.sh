@@ -104,7 +104,9 @@ wait_until 10 bash -c '"$0" image rm bb-oci:test >/dev/null 2>&1' "$MINI_BIN/min
 check "once the session is closed, rm works" test -z "$(ls "$STORE/images")"
 img import -q "$T/bb-oci" >/dev/null
 
-expect_rc "an unknown image is refused (125)" 125 sbx --image nosuch -- true
-contains "$ERR" "no such image" && pass "the refusal names the image" || fail "the refusal names the image"
+# --pull=never: no registry asked (the default, missing, would pull it).
+expect_rc "an unknown image is refused (125)" 125 sbx --pull=never --image nosuch -- true
+contains "$ERR" "no such image" && contains "$ERR" nosuch && pass "the refusal names the image" ||
+    fail "the refusal names the image"
 
 finish
