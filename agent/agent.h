@@ -47,10 +47,10 @@ struct mini_agent_ops {
 };
 
 struct mini_agent {
-    cJSON *config;                    /* the whole merged config (borrowed) */
-    struct mini_model *model;         /* borrowed */
-    struct mini_environment *env;     /* borrowed */
-    const char *output_path;          /* trajectory file; NULL: not saved */
+    cJSON *config;                /* the whole merged config (borrowed) */
+    struct mini_model *model;     /* borrowed */
+    struct mini_environment *env; /* borrowed */
+    const char *output_path;      /* trajectory file; NULL: not saved */
     /* Its directory, held from mini_agent_init on (before any command of
      * the run), and its name in it: a sandboxed command that replaces the
      * directory with a symlink between two saves (it may lie in the

@@ -126,10 +126,6 @@ struct mini_image_store {
     int dirfd;  /* O_PATH of it */
 };
 
-/* The store's path: $MINI_IMAGE_STORE, else /var/lib/mini/images for
- * root, else $XDG_DATA_HOME/mini/images, else ~/.local/share/mini/images.
- * Malloc'ed, or NULL with e filled. */
-char *mini_image_store_path(struct mini_err *e);
 /* Open (creating it 0700 and its subdirectories) the store at path (NULL:
  * the default).  0 or -1 with e filled. */
 int mini_image_store_open(struct mini_image_store *s, const char *path, struct mini_err *e);
@@ -155,8 +151,6 @@ int mini_image_resolve(struct mini_image_store *s, const char *ref, char id[stat
                        struct mini_err *e);
 /* The image's record (image.json, with "names" added), or NULL. */
 cJSON *mini_image_inspect(struct mini_image_store *s, const char *ref, struct mini_err *e);
-/* The path of the image's root filesystem (malloc'ed), or NULL. */
-char *mini_image_rootfs(struct mini_image_store *s, const char *ref, struct mini_err *e);
 /* Resolve spec (an image config's User) against rootfs's own etc/passwd
  * and etc/group, opened inside rootfs (symbolic links resolve within it,
  * never out of it), regular files of at most MINI_IMAGE_META_MAX bytes. */
@@ -206,7 +200,6 @@ struct mini_import_opts {
  * of the free space left.  *free_bytes gets that free space (UINT64_MAX
  * when the filesystem cannot be asked: then the cap is the default). */
 #define MINI_IMPORT_DEFAULT_MAX_BYTES (64ull << 30)
-uint64_t mini_import_default_max_bytes(const struct mini_image_store *s, uint64_t *free_bytes);
 #define MINI_IMPORT_DEFAULT_MAX_ENTRIES 2000000ull
 
 struct mini_import_result {
@@ -258,10 +251,10 @@ int mini_image_name_canonical(const char *name, char *buf, size_t size);
 enum mini_pull_output { MINI_PULL_QUIET, MINI_PULL_LINES, MINI_PULL_TTY };
 
 struct mini_pull_opts {
-    const char *creds;    /* "USER:PASS" for the reference's registry, or NULL: the auth files */
-    const char *cert_dir; /* DIR with ca.crt, or NULL: /etc/containers/certs.d/HOST, /etc/docker/certs.d/HOST */
-    bool tls_verify;      /* false: TLS unverified, and plain HTTP allowed */
-    unsigned parallel;    /* layers fetched at once (0: 3) */
+    const char *creds;            /* "USER:PASS" for the reference's registry, or NULL: the auth files */
+    const char *cert_dir;         /* DIR with ca.crt, or NULL: /etc/containers/certs.d/HOST, /etc/docker/certs.d/HOST */
+    bool tls_verify;              /* false: TLS unverified, and plain HTTP allowed */
+    unsigned parallel;            /* layers fetched at once (0: 3) */
     enum mini_pull_output output; /* progress on stderr */
 };
 

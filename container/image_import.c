@@ -114,7 +114,7 @@ static char *name_from_path(const char *path)
 
 void mini_import_result_free(struct mini_import_result *r) { free(r->name); }
 
-uint64_t mini_import_default_max_bytes(const struct mini_image_store *s, uint64_t *free_bytes)
+static uint64_t mini_import_default_max_bytes(const struct mini_image_store *s, uint64_t *free_bytes)
 {
     struct statvfs sv;
     if (statvfs(s->root, &sv) < 0 || !sv.f_frsize) {

@@ -31,7 +31,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-char *mini_image_store_path(struct mini_err *e)
+/* The store's path: $MINI_IMAGE_STORE, else /var/lib/mini/images for
+ * root, else $XDG_DATA_HOME/mini/images, else ~/.local/share/mini/images.
+ * Malloc'ed, or NULL with e filled. */
+static char *mini_image_store_path(struct mini_err *e)
 {
     char *p = NULL;
     const char *env = getenv("MINI_IMAGE_STORE");
@@ -321,19 +324,6 @@ cJSON *mini_image_inspect(struct mini_image_store *s, const char *ref, struct mi
         free(path);
     }
     return j;
-}
-
-char *mini_image_rootfs(struct mini_image_store *s, const char *ref, struct mini_err *e)
-{
-    char id[MINI_DIGEST_LEN + 1];
-    char *path = NULL;
-    if (mini_image_resolve(s, ref, id, e) < 0)
-        return NULL;
-    if (asprintf(&path, "%s/images/%s/rootfs", s->root, id + 7) < 0) {
-        mini_err_set(e, MINI_E_NOMEM, "out of memory");
-        return NULL;
-    }
-    return path;
 }
 
 void mini_image_info_free(struct mini_image_info *v, size_t n)

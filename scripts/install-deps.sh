@@ -26,7 +26,7 @@ BUILD_PACKAGES="
 # model and the differential tests, the tools the tests drive, a Slurm
 # cluster, the shells whose completions are checked, the package checks.
 TEST_PACKAGES="
-  clang
+  clang clang-format
   python3 python3-jinja2 python3-yaml python3-dotenv
   util-linux procps iproute2 bubblewrap tmux git busybox-static mmdebstrap chromium curl openssl
   docker-registry skopeo

@@ -750,7 +750,8 @@ static int run_batch(struct opts *o)
     }
     /* One batch per output directory at a time. */
     if (asprintf(&lockp, "%s/.mini-batch.lock", out_abs) < 0 ||
-        (lock = open(lockp, O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0644)) < 0 || flock(lock, LOCK_EX | LOCK_NB) < 0) {
+        (lock = open(lockp, O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0644)) < 0 ||
+        flock(lock, LOCK_EX | LOCK_NB) < 0) {
         fprintf(stderr, "mini batch: %s: %s\n", lockp ? lockp : out_abs,
                 errno == EWOULDBLOCK ? "another mini batch writes to this directory" : strerror(errno));
         goto out;

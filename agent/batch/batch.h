@@ -80,12 +80,6 @@ int mini_batch_out_record(struct batch_out *o, cJSON *result, struct mini_err *e
  * once a second: mini_batch_out_write at the end), and a group commit when due
  * (at most once a second: mini_batch_out_commit at the end). */
 int mini_batch_out_sync(struct batch_out *o, struct mini_err *e);
-/* Recompute the totals and write summary.json. */
-int mini_batch_out_write(struct batch_out *o, struct mini_err *e);
-/* The group commit: everything written to the output's filesystem so far
- * (the tasks' files, preds.json, summary.json) to disk, by one syncfs(),
- * now (mini_batch_out_sync starts one in a thread when due). */
-int mini_batch_out_commit(struct batch_out *o, struct mini_err *e);
 /* At the end: preds.json and summary.json written, their spares removed
  * (mini_write_file_replace), the group commit. */
 int mini_batch_out_finish(struct batch_out *o, struct mini_err *e);

@@ -33,6 +33,9 @@
 #include "mini/io.h"
 #include "mini/json.h"
 
+static int mini_batch_out_write(struct batch_out *o, struct mini_err *e);
+static int mini_batch_out_commit(struct batch_out *o, struct mini_err *e);
+
 static const char *const float_keys[] = { "cost", "wall_s", "duration_s", "total_cost", "resolve_rate", NULL };
 
 /* Seconds between two rewrites of summary.json while the batch runs. */
@@ -299,7 +302,8 @@ static double num(const cJSON *o, const char *k)
     return cJSON_IsNumber(v) ? v->valuedouble : 0;
 }
 
-int mini_batch_out_write(struct batch_out *o, struct mini_err *e)
+/* Recompute the totals and write summary.json. */
+static int mini_batch_out_write(struct batch_out *o, struct mini_err *e)
 {
     const cJSON *tasks = cJSON_GetObjectItemCaseSensitive(o->summary, "tasks"), *t;
     double n = 0, submitted = 0, cost = 0, verified = 0, resolved = 0, wall = 0;
@@ -426,7 +430,10 @@ static int commit_reap(struct batch_out *o, bool wait, struct mini_err *e)
     return commit_ended(o, o->bg_started, o->bg_took, o->bg_errno, e);
 }
 
-int mini_batch_out_commit(struct batch_out *o, struct mini_err *e)
+/* The group commit: everything written to the output's filesystem so far
+ * (the tasks' files, preds.json, summary.json) to disk, by one syncfs(),
+ * now (mini_batch_out_sync starts one in a thread when due). */
+static int mini_batch_out_commit(struct batch_out *o, struct mini_err *e)
 {
     struct mini_err re;
     (void)commit_reap(o, true, &re); /* what it did not make durable, this does */
@@ -444,7 +451,8 @@ int mini_batch_out_sync(struct batch_out *o, struct mini_err *e)
     /* summary.json when due: at most once an interval, and never for more
      * than a tenth of the time (it grows with every task). */
     double since = mini_mono_s() - o->summary_at;
-    if (o->summary_dirty && since >= o->summary_every && since >= 10 * o->summary_took && mini_batch_out_write(o, e) < 0)
+    if (o->summary_dirty && since >= o->summary_every && since >= 10 * o->summary_took &&
+        mini_batch_out_write(o, e) < 0)
         return -1;
     /* The group commit, at most once an interval, in a thread of its own
      * (a syncfs() waits for the disk: the workers must not wait for this

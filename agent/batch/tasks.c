@@ -237,7 +237,10 @@ int mini_tasks_load(const char *path, struct mini_tasks *t, struct mini_err *e)
     return mini_tasks_parse(b.data ? b.data : "", b.len, path, t, e);
 }
 
-char *mini_task_swebench_image(const char *id)
+/* mini-swe-agent's image for a SWE-bench instance that names none
+ * (get_swebench_docker_image_name): docker.io/swebench/sweb.eval.x86_64.ID:latest
+ * with "__" in the id written "_1776_", lower-cased.  malloc'd, or NULL. */
+static char *mini_task_swebench_image(const char *id)
 {
     struct mini_buf b = MINI_BUF_INIT;
     int r = mini_buf_puts(&b, "docker.io/swebench/sweb.eval.x86_64.");

@@ -40,10 +40,6 @@ int mini_tasks_load(const char *path, struct mini_tasks *t, struct mini_err *e);
 int mini_tasks_parse(const char *text, size_t len, const char *name, struct mini_tasks *t, struct mini_err *e);
 void mini_tasks_free(struct mini_tasks *t);
 
-/* mini-swe-agent's image for a SWE-bench instance that names none
- * (get_swebench_docker_image_name): docker.io/swebench/sweb.eval.x86_64.ID:latest
- * with "__" in the id written "_1776_", lower-cased.  malloc'd, or NULL. */
-char *mini_task_swebench_image(const char *id);
 /* Give every task without an image that one (--swebench).  0, or -1 with e. */
 int mini_tasks_swebench_images(struct mini_tasks *t, struct mini_err *e);
 

@@ -499,7 +499,8 @@ int mini_batch_worker(const struct batch_ctx *b, const struct mini_task *t)
             exit_status = model ? "EnvironmentError" : "ModelError";
         } else if (mini_agent_init(&agent, cfg, model, env, traj, &e) < 0 ||
                    !(policy = mini_policy_from_config(cfg, &e)) ||
-                   ((audit_path = mini_policy_audit_log(policy)) && (audit_fd = mini_audit_open(audit_path, mini_environment_workspace(env), &e)) < 0) ||
+                   ((audit_path = mini_policy_audit_log(policy)) &&
+                    (audit_fd = mini_audit_open(audit_path, mini_environment_workspace(env), &e)) < 0) ||
                    mini_policy_check_approver(policy, mini_environment_workspace(env), &e) < 0 ||
                    mini_agent_supervise(&agent, policy, audit_fd, &e) < 0) {
             exit_status = "ConfigError";

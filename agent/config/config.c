@@ -221,7 +221,10 @@ bool mini_config_in_workspace(const char *path)
     return false;
 }
 
-void mini_config_check_place(const char *what, const char *path)
+/* When it does, warn (through the hook below) "reading WHAT PATH from the
+ * workspace, which sandboxed commands can write".  Every config file read
+ * is checked (mini_config_read_spec). */
+static void mini_config_check_place(const char *what, const char *path)
 {
     if (mini_config_in_workspace(path))
         mini_config_warnf("reading %s %s from the workspace, which sandboxed commands can write", what, path);

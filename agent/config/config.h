@@ -46,11 +46,6 @@ void mini_config_watch_workspace(const char *dir);
  * sandboxed command.  None watched: false. */
 bool mini_config_in_workspace(const char *path);
 
-/* When it does, warn (through the hook below) "reading WHAT PATH from the
- * workspace, which sandboxed commands can write".  Every config file read
- * is checked (mini_config_read_spec). */
-void mini_config_check_place(const char *what, const char *path);
-
 /* mini-swe-agent's global config directory: $MSWEA_GLOBAL_CONFIG_DIR
  * (made absolute) when set and not empty, else
  * $XDG_CONFIG_HOME/mini-swe-agent (when absolute), else ~/.config/mini-swe-agent (~ from $HOME, else the password database),

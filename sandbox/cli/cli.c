@@ -153,8 +153,7 @@ static cJSON *profile_file(const char *arg, struct mini_err *e)
  * says about command, its verdict object; NULL with e when it could not
  * say.  A program of its own, so that run loads PCRE2 and libyaml only
  * with --policy. */
-static cJSON *policy_verdict(const char *path, const char *cwd, const char *ws, const char *command,
-                             struct mini_err *e)
+static cJSON *policy_verdict(const char *path, const char *cwd, const char *ws, const char *command, struct mini_err *e)
 {
     _cleanup_free_ char *prog = mini_exe_relative(MINI_BIN_TO_LIBEXEC "/mini-sandbox-policy");
     int p[2];
@@ -235,8 +234,8 @@ static char *command_text(char **argv, size_t n)
 }
 
 /* One line for the policy's audit log, when it has one. */
-static void policy_audit(int fd, const char *command, const char *rule, bool allow, const char *by,
-                         const char *reason, const char *profile, const struct mini_rep_exit *x)
+static void policy_audit(int fd, const char *command, const char *rule, bool allow, const char *by, const char *reason,
+                         const char *profile, const struct mini_rep_exit *x)
 {
     if (fd < 0)
         return;
@@ -345,13 +344,20 @@ static int ensure_image(const char *image, const char *pull)
 static int cmd_run(int argc, char **argv)
 {
     static const struct option opts[] = {
-        { "profile", required_argument, NULL, 'p' }, { "workspace", required_argument, NULL, 'w' },
-        { "cwd", required_argument, NULL, 'c' },     { "timeout", required_argument, NULL, 't' },
-        { "network", required_argument, NULL, 'n' }, { "env", required_argument, NULL, 'e' },
-        { "socket", required_argument, NULL, 's' },  { "help", no_argument, NULL, 'h' },
-        { "verbose", no_argument, NULL, 'v' },       { "image", required_argument, NULL, 'i' },
-        { "policy", required_argument, NULL, 'P' },  { "allow-host", required_argument, NULL, 'A' },
-        { "user", required_argument, NULL, 'u' },    { "pull", required_argument, NULL, 'U' },
+        { "profile", required_argument, NULL, 'p' },
+        { "workspace", required_argument, NULL, 'w' },
+        { "cwd", required_argument, NULL, 'c' },
+        { "timeout", required_argument, NULL, 't' },
+        { "network", required_argument, NULL, 'n' },
+        { "env", required_argument, NULL, 'e' },
+        { "socket", required_argument, NULL, 's' },
+        { "help", no_argument, NULL, 'h' },
+        { "verbose", no_argument, NULL, 'v' },
+        { "image", required_argument, NULL, 'i' },
+        { "policy", required_argument, NULL, 'P' },
+        { "allow-host", required_argument, NULL, 'A' },
+        { "user", required_argument, NULL, 'u' },
+        { "pull", required_argument, NULL, 'U' },
         { 0 },
     };
     /* At most as many as a profile may hold; the daemon checks each. */
@@ -382,8 +388,7 @@ static int cmd_run(int argc, char **argv)
         case 'A':
             if (n_allow >= MINI_NET_ENTRIES_MAX) {
                 mini_env_free(&env);
-                return run_usage(
-                    mini_cli_usage_error("run", "--allow-host: at most %d entries", MINI_NET_ENTRIES_MAX));
+                return run_usage(mini_cli_usage_error("run", "--allow-host: at most %d entries", MINI_NET_ENTRIES_MAX));
             }
             allow_hosts[n_allow++] = optarg;
             break;
@@ -443,11 +448,17 @@ static int cmd_run(int argc, char **argv)
         struct mini_err pe;
         int in = guard < 0 ? 0 : mini_path_in_guard(policy_path, guard, &pe);
         if (in > 0 || (in < 0 && pe.sys_errno != ENOENT))
-            fprintf(stderr, "mini-sandbox: warning: reading the policy %s from the workspace, which sandboxed commands "
-                            "can write\n", policy_path);
+            fprintf(stderr,
+                    "mini-sandbox: warning: reading the policy %s from the workspace, which sandboxed commands "
+                    "can write\n",
+                    policy_path);
         command = command_text(argv + optind, (size_t)(argc - optind));
-        if (!command || !(verdict = policy_verdict(policy_path, cwd ? cwd : getcwd(here, sizeof here) ? here : ws,
-                                                   ws, command, &e))) {
+        if (!command ||
+            !(verdict = policy_verdict(policy_path,
+                                       cwd                             ? cwd
+                                           : getcwd(here, sizeof here) ? here
+                                                                       : ws,
+                                       ws, command, &e))) {
             mini_env_free(&env);
             return command ? fail(&e) : EXIT_SANDBOX;
         }
@@ -528,9 +539,11 @@ static int cmd_run(int argc, char **argv)
     /* One command: a daemon that can be told so prepares no sandbox after
      * it (a private one would wait for that sandbox's teardown to exit). */
     const cJSON *last = cJSON_GetObjectItemCaseSensitive(cl.hello.features, "exec_last");
-    struct mini_req_exec x = {
-        .session = opened.u.opened.session, .cwd = (char *)cwd, .env = env, .timeout = timeout, .last = cJSON_IsTrue(last)
-    };
+    struct mini_req_exec x = { .session = opened.u.opened.session,
+                               .cwd = (char *)cwd,
+                               .env = env,
+                               .timeout = timeout,
+                               .last = cJSON_IsTrue(last) };
     size_t nargs = (size_t)(argc - optind);
     if (nargs == 1) {
         x.command = argv[optind];

@@ -54,7 +54,7 @@ static void print_apparmor(const struct mini_caps *c)
         return;
     }
     snprintf(d, sizeof d, "kernel.apparmor_restrict_unprivileged_userns=1; profile " MINI_APPARMOR_PROFILE ": %s",
-             c->apparmor_profile_loaded == 1   ? "loaded"
+             c->apparmor_profile_loaded == 1       ? "loaded"
                  : c->apparmor_profile_loaded == 0 ? "not loaded"
                                                    : "cannot tell (the loaded profiles are not readable)");
     row("AppArmor userns restriction", "yes", d);
@@ -158,8 +158,7 @@ static void network_text(const struct mini_profile *p, char *buf, size_t size)
         return;
     }
     if (p->network == MINI_NET_NONE) {
-        snprintf(buf, size,
-                 "none: loopback only; a connection elsewhere fails at once (ENETUNREACH), no DNS resolver");
+        snprintf(buf, size, "none: loopback only; a connection elsewhere fails at once (ENETUNREACH), no DNS resolver");
         return;
     }
     int n = snprintf(buf, size, "allowlist: an HTTP proxy on 127.0.0.1:%d (CONNECT and http:// URLs) for ",

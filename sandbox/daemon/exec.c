@@ -131,9 +131,9 @@ static void exec_log_timing(const struct exec *x)
              "child to ready %.3f (unshare %.3f, wait for go %.3f, root %.3f, confine %.3f, init exec %.3f)], %s; "
              "request to launch %.3f, to accepted %.3f, to status %.3f, to exit sent %.3f ms",
              (long long)x->id, span_ms(t->start, t->ready), cg, clone, span_ms(t->clone, t->idmap), go,
-             span_ms(t->go, t->attach),
-             span_ms(t->attach, t->ready), span_ms(t->clone, c->unshared), span_ms(c->unshared, c->go),
-             span_ms(c->go, c->rooted), span_ms(c->rooted, c->confined), span_ms(c->confined, t->ready),
+             span_ms(t->go, t->attach), span_ms(t->attach, t->ready), span_ms(t->clone, c->unshared),
+             span_ms(c->unshared, c->go), span_ms(c->go, c->rooted), span_ms(c->rooted, c->confined),
+             span_ms(c->confined, t->ready),
              t->ready && t->ready < x->start_ns ? "ready before the request" : "ready after it",
              span_ms(x->start_ns, x->t.launch), span_ms(x->start_ns, x->t.accepted), span_ms(x->start_ns, x->t.status),
              span_ms(x->start_ns, sent));
@@ -522,7 +522,7 @@ static char **build_env(const struct session *ss, const struct mini_req_exec *r,
     /* The allowlist's proxy, for every client that reads these; the
      * session's and the request's variables may still replace them. */
     if (p->network == MINI_NET_ALLOW) {
-        static const char *const names[] = { "http_proxy", "HTTP_PROXY", "https_proxy",
+        static const char *const names[] = { "http_proxy",  "HTTP_PROXY", "https_proxy",
                                              "HTTPS_PROXY", "all_proxy",  "ALL_PROXY" };
         for (size_t i = 0; i < MINI_ARRAY_SIZE(names); i++)
             rc |= env_put(&b, names[i], "http://127.0.0.1:" MINI_STR(MINI_NET_PROXY_PORT));

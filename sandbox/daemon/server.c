@@ -167,10 +167,7 @@ static void client_abort(struct server *s, struct client *c, const struct mini_e
 }
 
 /* The sooner of two epoll timeouts in ms, -1 meaning none. */
-static int sooner(int a, int b)
-{
-    return a < 0 || (b >= 0 && b < a) ? b : a;
-}
+static int sooner(int a, int b) { return a < 0 || (b >= 0 && b < a) ? b : a; }
 
 /* Clients that have held part of a frame for frame_timeout get
  * bad_request and are closed (a half-sent frame is never kept forever);

@@ -11,21 +11,21 @@
 #include "mini/err.h"
 
 struct mini_server_cfg {
-    const char *socket_path; /* listen here (NULL with inherit_fd) */
-    int inherit_fd;          /* >= 0: serve this one connection, exit when it closes */
-    int listen_fd;           /* >= 0: a listening socket bound to socket_path, passed by
+    const char *socket_path;    /* listen here (NULL with inherit_fd) */
+    int inherit_fd;             /* >= 0: serve this one connection, exit when it closes */
+    int listen_fd;              /* >= 0: a listening socket bound to socket_path, passed by
                               * systemd (socket activation): served, never unlinked */
-    const char *state_dir;   /* 0700 directory for mount points and overlays */
+    const char *state_dir;      /* 0700 directory for mount points and overlays */
     const char *caps_cache_dir; /* the probe cache's directory (caps.h); NULL: probe */
-    const char *profile_dir; /* built-in profiles */
-    const char *audit_log;   /* JSON lines, one per command; NULL: none */
-    int ready_fd;            /* > 0: write one byte here once listening, then close */
-    int max_clients;         /* > 0: the connections cap; 0: from the open-files limit */
-    double frame_timeout_s;  /* > 0: a partial frame's time limit; 0: FRAME_TIMEOUT_S */
-    char **resolve;          /* --resolve NAME:ADDR pins for the network proxy */
+    const char *profile_dir;    /* built-in profiles */
+    const char *audit_log;      /* JSON lines, one per command; NULL: none */
+    int ready_fd;               /* > 0: write one byte here once listening, then close */
+    int max_clients;            /* > 0: the connections cap; 0: from the open-files limit */
+    double frame_timeout_s;     /* > 0: a partial frame's time limit; 0: FRAME_TIMEOUT_S */
+    char **resolve;             /* --resolve NAME:ADDR pins for the network proxy */
     size_t n_resolve;
-    int64_t main_ns;         /* when main began (MINI_SANDBOX_TIMING's start-up line) */
-    bool caches_off;         /* --caches=off: no pool, parked session, template of the root,
+    int64_t main_ns; /* when main began (MINI_SANDBOX_TIMING's start-up line) */
+    bool caches_off; /* --caches=off: no pool, parked session, template of the root,
                               * id mapping ahead, seccomp program or probe cache */
 };
 
