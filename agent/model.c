@@ -23,6 +23,10 @@
 #include "mini/cleanup.h"
 #include "mini/json.h"
 
+static cJSON *mini_model_format_error_msg(struct mini_model *m, const char *error, const cJSON *actions,
+                                          const char *finish_reason, const char *content, const cJSON *response,
+                                          double cost, struct mini_err *e);
+
 #define DEFAULT_OBSERVATION_TEMPLATE                                                              \
     "{% if output.exception_info %}<exception>{{output.exception_info}}</exception>\n{% endif %}" \
     "<returncode>{{output.returncode}}</returncode>\n<output>\n{{output.output}}</output>"
@@ -745,9 +749,27 @@ cJSON *mini_model_serialize(const struct mini_model *m)
 /* ------------------------------------------------------------------ */
 /* Format errors and observations                                     */
 
-cJSON *mini_model_format_error_msg(struct mini_model *m, const char *error, const cJSON *actions,
-                                   const char *finish_reason, const char *content, const cJSON *response, double cost,
-                                   struct mini_err *e)
+int mini_model_format_error(struct mini_model *m, const char *error, const cJSON *actions, const char *finish_reason,
+                            const char *content, const cJSON *response, double cost, cJSON **out, struct mini_err *e)
+{
+    m->format_errors++;
+    cJSON *fe = mini_model_format_error_msg(m, error, actions, finish_reason, content, response, cost, e);
+    cJSON *arr = fe ? cJSON_CreateArray() : NULL;
+    if (!arr) {
+        cJSON_Delete(fe);
+        return fe ? mini_err_set(e, MINI_E_NOMEM, "out of memory") : -1;
+    }
+    cJSON_AddItemToArray(arr, fe);
+    *out = arr;
+    return mini_err_set(e, MINI_E_FORMAT, "%s", error);
+}
+
+/* The format-error message (role user) for a reply without a valid action.
+ * error: the problem in words; actions: array of the commands found (may be
+ * NULL: empty); finish_reason/content may be NULL; response is copied. */
+static cJSON *mini_model_format_error_msg(struct mini_model *m, const char *error, const cJSON *actions,
+                                          const char *finish_reason, const char *content, const cJSON *response,
+                                          double cost, struct mini_err *e)
 {
     cJSON *vars = cJSON_CreateObject();
     cJSON *acts = actions ? cJSON_Duplicate(actions, true) : cJSON_CreateArray();

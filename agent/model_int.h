@@ -151,12 +151,11 @@ struct mini_model {
 };
 
 /* ---- model.c ---- */
-/* The format-error message (role user) for a reply without a valid action.
- * error: the problem in words; actions: array of the commands found (may be
- * NULL: empty); finish_reason/content may be NULL; response is copied. */
-cJSON *mini_model_format_error_msg(struct mini_model *m, const char *error, const cJSON *actions,
-                                   const char *finish_reason, const char *content, const cJSON *response, double cost,
-                                   struct mini_err *e);
+/* A reply without a valid action: counted, its format-error message (as
+ * above) as a one-element array in *out, and MINI_E_FORMAT with error in e
+ * (what the agent turns into the next observation).  Always -1. */
+int mini_model_format_error(struct mini_model *m, const char *error, const cJSON *actions, const char *finish_reason,
+                            const char *content, const cJSON *response, double cost, cJSON **out, struct mini_err *e);
 double mini_model_now(void);
 /* Count one call and its cost in the process-wide totals. */
 void mini_model_global_add(double cost);

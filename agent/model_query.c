@@ -367,19 +367,10 @@ static int api_query(struct mini_model *m, const cJSON *messages, cJSON **assist
         if (prc < 0)
             return mini_err_set(e, MINI_E_NOMEM, "out of memory");
     }
-    if (error) {
-        m->format_errors++;
-        cJSON *fe = mini_model_format_error_msg(
-            m, error, found, finish_reason, m->text_mode ? (content.data ? content.data : "") : NULL, resp, cost, e);
-        cJSON *arr = fe ? cJSON_CreateArray() : NULL;
-        if (!arr) {
-            cJSON_Delete(fe);
-            return fe ? mini_err_set(e, MINI_E_NOMEM, "out of memory") : -1;
-        }
-        cJSON_AddItemToArray(arr, fe);
-        *format_error = arr;
-        return mini_err_set(e, MINI_E_FORMAT, "%s", error);
-    }
+    if (error)
+        return mini_model_format_error(m, error, found, finish_reason,
+                                       m->text_mode ? (content.data ? content.data : "") : NULL, resp, cost,
+                                       format_error, e);
     cJSON *extra = cJSON_AddObjectToObject(msg, "extra");
     if (!extra)
         return mini_err_set(e, MINI_E_NOMEM, "out of memory");

@@ -205,16 +205,7 @@ static void count(struct mini_model *m, double cost, double billed)
 static int format_error(struct mini_model *m, const char *error, const cJSON *found, const char *content, double cost,
                         cJSON **format_error_out, struct mini_err *e)
 {
-    m->format_errors++;
-    cJSON *fe = mini_model_format_error_msg(m, error, found, "stop", content, NULL, cost, e);
-    cJSON *arr = fe ? cJSON_CreateArray() : NULL;
-    if (!arr) {
-        cJSON_Delete(fe);
-        return fe ? mini_err_set(e, MINI_E_NOMEM, "out of memory") : -1;
-    }
-    cJSON_AddItemToArray(arr, fe);
-    *format_error_out = arr;
-    return mini_err_set(e, MINI_E_FORMAT, "%s", error);
+    return mini_model_format_error(m, error, found, "stop", content, NULL, cost, format_error_out, e);
 }
 
 static int query_text(struct mini_model *m, const char *text, cJSON **assistant, cJSON **format_error_out,

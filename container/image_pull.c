@@ -21,6 +21,7 @@
 #include "mini/cleanup.h"
 #include "mini/io.h"
 #include "mini/json.h"
+#include "mini/str.h"
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
@@ -729,17 +730,6 @@ struct prog {
     double last;
 };
 
-static void human(char *buf, size_t n, double bytes)
-{
-    const char *u[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-    size_t i = 0;
-    while (bytes >= 1024 && i < 4) {
-        bytes /= 1024;
-        i++;
-    }
-    snprintf(buf, n, i ? "%.1f %s" : "%.0f %s", bytes, u[i]);
-}
-
 static void prog_draw(struct prog *g, bool force)
 {
     if (g->out != MINI_PULL_TTY || !g->n)
@@ -753,8 +743,8 @@ static void prog_draw(struct prog *g, bool force)
     for (size_t i = 0; i < g->n; i++) {
         struct dl *d = &g->v[i];
         char a[32], b[32], bar[31];
-        human(a, sizeof a, (double)d->have);
-        human(b, sizeof b, (double)d->d->size);
+        mini_human_bytes(a, sizeof a, (double)d->have);
+        mini_human_bytes(b, sizeof b, (double)d->d->size);
         int w = d->d->size > 0 ? (int)(30.0 * (double)d->have / (double)d->d->size) : 30;
         for (int k = 0; k < 30; k++)
             bar[k] = k < w ? '=' : ' ';
@@ -946,7 +936,7 @@ static int dl_finish(struct dl *d, CURLcode rc, struct mini_err *e)
         d->done = true;
         if (p->o->output == MINI_PULL_LINES) {
             char a[32];
-            human(a, sizeof a, (double)d->d->size);
+            mini_human_bytes(a, sizeof a, (double)d->d->size);
             fprintf(stderr, "%s: fetched (%s)\n", d->d->digest, a);
         }
         return 1;

@@ -1,5 +1,6 @@
 #include "mini/str.h"
 
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -61,4 +62,15 @@ const char *mini_closest(const char *word, const char *const *names, size_t n)
         }
     }
     return best;
+}
+
+void mini_human_bytes(char *buf, size_t n, double bytes)
+{
+    static const char *const u[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+    size_t i = 0;
+    while (bytes >= 1024 && i < 4) {
+        bytes /= 1024;
+        i++;
+    }
+    snprintf(buf, n, i ? "%.1f %s" : "%.0f %s", bytes, u[i]);
 }

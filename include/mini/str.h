@@ -14,4 +14,8 @@ bool mini_parse_decimal(const char *s, size_t n, uint64_t max, uint64_t *out);
  * edits away and fewer edits than half the longer word; NULL if none is. */
 const char *mini_closest(const char *word, const char *const *names, size_t n);
 
+/* bytes as a person reads them: "512 B", "1.5 KiB", "3.2 GiB" (binary
+ * units, one decimal past bytes), in buf of size n. */
+void mini_human_bytes(char *buf, size_t n, double bytes);
+
 #endif

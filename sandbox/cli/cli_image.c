@@ -5,6 +5,7 @@
 #include "image.h"
 #include "mini/cleanup.h"
 #include "mini/json.h"
+#include "mini/str.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -74,17 +75,6 @@ static bool parse_size(const char *s, uint64_t *out)
     return true;
 }
 
-static void human(char *buf, size_t n, double bytes)
-{
-    const char *u[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-    size_t i = 0;
-    while (bytes >= 1024 && i < 4) {
-        bytes /= 1024;
-        i++;
-    }
-    snprintf(buf, n, i ? "%.1f %s" : "%.0f %s", bytes, u[i]);
-}
-
 struct progress {
     bool tty;
     bool shown;
@@ -99,9 +89,9 @@ static void on_progress(void *arg, const char *what, uint64_t done, uint64_t tot
     if (strncmp(what, "applying", 8) == 0) {
         fprintf(stderr, "\r\033[K%s", what);
     } else {
-        human(a, sizeof a, (double)done);
+        mini_human_bytes(a, sizeof a, (double)done);
         if (total) {
-            human(b, sizeof b, (double)total);
+            mini_human_bytes(b, sizeof b, (double)total);
             fprintf(stderr, "\r\033[K%s: %s / %s (%.0f%%)", what, a, b, 100.0 * (double)done / (double)total);
         } else {
             fprintf(stderr, "\r\033[K%s: %s", what, a);
@@ -192,7 +182,7 @@ static int cmd_import(int argc, char **argv)
                r.archive, (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
     } else if (!quiet) {
         char sz[32];
-        human(sz, sizeof sz, (double)r.bytes);
+        mini_human_bytes(sz, sizeof sz, (double)r.bytes);
         printf("%s %s (%u layer%s, %u already stored; %s in %llu entries; %.2f s)\n", r.name ? r.name : "(unnamed)",
                r.id, r.layers, r.layers == 1 ? "" : "s", r.layers_shared, sz, (unsigned long long)r.entries,
                (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
@@ -275,7 +265,7 @@ static int cmd_ls(int argc, char **argv)
         printf("%-32s %-19s %7s %10s  %s\n", "NAME", "ID", "LAYERS", "SIZE", "IMPORTED");
         for (size_t i = 0; i < n; i++) {
             char sz[32], when[32] = "-";
-            human(sz, sizeof sz, (double)v[i].size);
+            mini_human_bytes(sz, sizeof sz, (double)v[i].size);
             time_t t = (time_t)v[i].created;
             struct tm tm;
             if (t && localtime_r(&t, &tm))
@@ -319,10 +309,10 @@ static int cmd_inspect(int argc, char **argv)
     printf("Format: %s\nSource: %s\n", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "format")),
            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "source")));
     char sz[32];
-    human(sz, sizeof sz, cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(j, "size")));
+    mini_human_bytes(sz, sizeof sz, cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(j, "size")));
     printf("Size: %s\nRoot: %s\nLayers:\n", sz, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "rootfs")));
     cJSON_ArrayForEach (n, cJSON_GetObjectItemCaseSensitive(j, "layers")) {
-        human(sz, sizeof sz, cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(n, "size")));
+        mini_human_bytes(sz, sizeof sz, cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(n, "size")));
         printf("  %s %s\n", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(n, "diff_id")), sz);
     }
     const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "config"), "config");
@@ -395,7 +385,7 @@ static int cmd_prune(int argc, char **argv)
     if (rc < 0)
         return fail(&e);
     char sz[32];
-    human(sz, sizeof sz, (double)freed);
+    mini_human_bytes(sz, sizeof sz, (double)freed);
     printf("freed %s\n", sz);
     return 0;
 }
@@ -481,7 +471,7 @@ static int cmd_pull(int argc, char **argv)
         printf("%s %s (up to date; %.2f s)\n", r.name, r.id, secs);
     } else {
         char sz[32];
-        human(sz, sizeof sz, (double)r.bytes_fetched);
+        mini_human_bytes(sz, sizeof sz, (double)r.bytes_fetched);
         printf("%s %s (%u layer%s, %u fetched, %s; %.2f s)\n", r.name, r.id, r.layers, r.layers == 1 ? "" : "s",
                r.layers_fetched, sz, secs);
     }
