@@ -18,6 +18,8 @@
  * blob store's signed URL), and CURLOPT_UNRESTRICTED_AUTH is never set.
  * Nothing printed contains a credential or a token. */
 #include "image.h"
+#include "import_internal.h"
+#include "mini/clock.h"
 #include "mini/cleanup.h"
 #include "mini/io.h"
 #include "mini/json.h"
@@ -46,42 +48,6 @@
 #define MAX_TRIES 5       /* per layer: transfers that break are resumed this often */
 #define ERR_BODY_MAX 4096 /* of an error response, kept for the message */
 #define AUTH_FILE_MAX (1u << 20)
-
-/* ---- sha256 (OpenSSL's EVP, as the import) */
-
-static void hex_of(const unsigned char *md, char out[static MINI_DIGEST_LEN + 1])
-{
-    static const char x[] = "0123456789abcdef";
-    memcpy(out, "sha256:", 7);
-    for (int i = 0; i < 32; i++) {
-        out[7 + 2 * i] = x[md[i] >> 4];
-        out[8 + 2 * i] = x[md[i] & 15];
-    }
-    out[MINI_DIGEST_LEN] = '\0';
-}
-
-static void md_final(EVP_MD_CTX *c, char out[static MINI_DIGEST_LEN + 1])
-{
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned len = 0;
-    EVP_DigestFinal_ex(c, md, &len);
-    hex_of(md, out);
-}
-
-static void sha_of(const void *p, size_t n, char out[static MINI_DIGEST_LEN + 1])
-{
-    unsigned char md[32];
-    unsigned len = 32;
-    EVP_Digest(p, n, md, &len, EVP_sha256(), NULL);
-    hex_of(md, out);
-}
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
 
 /* ---- registries */
 
@@ -661,7 +627,7 @@ static int fetch_manifest(struct pull *p, struct mini_buf *body, char **mt, char
         struct resp r;
         if (reg_get(p, "manifests", ref, ACCEPT_MANIFESTS, MINI_IMAGE_META_MAX, &r, e) < 0)
             return -1;
-        sha_of(r.body.data ? r.body.data : "", r.body.len, digest);
+        mini_imp_sha_of(r.body.data ? r.body.data : "", r.body.len, digest);
         if (want[0] && strcmp(want, digest)) {
             resp_free(&r);
             return mini_err_set(e, MINI_E_BAD_REQUEST, "manifest %s: digest mismatch: the content hashes to %s", want,
@@ -734,7 +700,7 @@ static void prog_draw(struct prog *g, bool force)
 {
     if (g->out != MINI_PULL_TTY || !g->n)
         return;
-    double t = now();
+    double t = mini_mono_s();
     if (!force && t - g->last < 0.1)
         return;
     g->last = t;
@@ -921,7 +887,8 @@ static int dl_finish(struct dl *d, CURLcode rc, struct mini_err *e)
         return mini_err_set(e, MINI_E_BAD_REQUEST, "%s", d->err);
     if (rc == CURLE_OK && (code == 200 || code == 206) && d->have == (uint64_t)d->d->size) {
         char got[MINI_DIGEST_LEN + 1];
-        md_final(d->md, got);
+        struct sha h = { d->md };
+        mini_imp_sha_final(&h, got);
         if (strcmp(got, d->d->digest)) {
             unlink(d->part);
             return mini_err_set(e, MINI_E_BAD_REQUEST,
@@ -965,7 +932,7 @@ static int dl_finish(struct dl *d, CURLcode rc, struct mini_err *e)
         snprintf(why, sizeof why, "HTTP %ld%s%s", code, code == 401 || code == 403 ? " (access refused)" : "",
                  code == 404 ? " (no such blob)" : "");
     if (again && ++d->tries < MAX_TRIES) {
-        d->not_before = now() + 0.5 * d->tries;
+        d->not_before = mini_mono_s() + 0.5 * d->tries;
         if (p->o->output == MINI_PULL_LINES)
             fprintf(stderr, "%s: %s; resuming from byte %llu\n", d->d->digest, why, (unsigned long long)d->have);
         return 0;
@@ -1007,7 +974,7 @@ static int fetch_layers(struct pull *p, struct dl *v, size_t n, struct mini_err 
     }
     size_t left = n;
     while (rc == 0 && left) {
-        double t = now();
+        double t = mini_mono_s();
         for (size_t i = 0; i < n && active < par && rc == 0; i++)
             if (!v[i].done && !v[i].active && v[i].not_before <= t) {
                 rc = dl_start(&v[i], m, e);
@@ -1208,7 +1175,7 @@ int mini_image_pull(struct mini_image_store *s, const char *refstr, const struct
     if (reg_get(&p, "blobs", m.config.digest, NULL, MINI_IMAGE_META_MAX, &cr, e) < 0)
         goto out;
     char got[MINI_DIGEST_LEN + 1];
-    sha_of(cr.body.data ? cr.body.data : "", cr.body.len, got);
+    mini_imp_sha_of(cr.body.data ? cr.body.data : "", cr.body.len, got);
     if (strcmp(got, m.config.digest) || cr.body.len != (size_t)m.config.size) {
         mini_err_set(e, MINI_E_BAD_REQUEST, "config %s: digest mismatch: the content hashes to %s (%zu bytes)",
                      m.config.digest, got, cr.body.len);

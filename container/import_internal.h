@@ -156,6 +156,8 @@ enum archive_kind {
 
 /* import_layer.c */
 void mini_imp_sha_of(const void *p, size_t n, char out[static MINI_DIGEST_LEN + 1]);
+/* The digest so far as "sha256:HEX" (the context is then spent). */
+void mini_imp_sha_final(struct sha *h, char out[static MINI_DIGEST_LEN + 1]);
 int mini_imp_openat2_beneath(int dirfd, const char *path, uint64_t flags);
 /* Remove whatever `name` is in parent, never following a symlink. */
 int mini_imp_remove_at(int parent, const char *name, struct mini_err *e);

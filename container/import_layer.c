@@ -28,7 +28,7 @@ static int sha_init(struct sha *h)
 
 static void sha_update(struct sha *h, const void *p, size_t n) { EVP_DigestUpdate(h->ctx, p, n); }
 
-static void sha_final(struct sha *h, char out[static MINI_DIGEST_LEN + 1])
+void mini_imp_sha_final(struct sha *h, char out[static MINI_DIGEST_LEN + 1])
 {
     unsigned char md[32];
     unsigned len = 0;
@@ -49,7 +49,7 @@ void mini_imp_sha_of(const void *p, size_t n, char out[static MINI_DIGEST_LEN + 
     struct sha h;
     if (sha_init(&h) == 0) {
         sha_update(&h, p, n);
-        sha_final(&h, out);
+        mini_imp_sha_final(&h, out);
     } else {
         out[0] = '\0';
     }
@@ -718,8 +718,8 @@ int mini_imp_extract_layer(struct import *im, src_read_fn src, void *arg, int64_
     if (l->expect_size >= 0 && l->blob_bytes != (uint64_t)l->expect_size)
         return mini_err_set(e, MINI_E_BAD_REQUEST, "%s: the blob has %llu bytes, its manifest says %lld", im->what,
                             (unsigned long long)l->blob_bytes, (long long)l->expect_size);
-    sha_final(&l->blob_sha, l->blob_digest);
-    sha_final(&l->diff_sha, l->diff_id);
+    mini_imp_sha_final(&l->blob_sha, l->blob_digest);
+    mini_imp_sha_final(&l->diff_sha, l->diff_id);
     free(l->cached_parent);
     l->cached_parent = NULL;
     mini_close(l->cached_fd);
