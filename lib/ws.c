@@ -246,10 +246,18 @@ int mini_ws_check(const struct mini_ws_guard *g, const struct mini_profile *p, c
         goto system;
     /* A sandbox that can reach the daemon's socket could replace it, and
      * its state directory holds every session's overlay. */
-    for (size_t i = 0; i < g->n_fds; i++)
-        if (mini_dir_within(g->fds[i], fd) != 0) /* a walk that fails counts as held */
+    for (size_t i = 0; i < g->n_fds; i++) {
+        int in = mini_dir_within(g->fds[i], fd);
+        /* A walk that fails is no answer: busy when the daemon is out of
+         * fds or memory, else refused (never taken as "not held"). */
+        if (in < 0)
+            return mini_err_sys(
+                e, errno == EMFILE || errno == ENFILE || errno == ENOMEM ? MINI_E_BUSY : MINI_E_WORKSPACE_INVALID,
+                errno, "workspace %s: telling whether it holds the daemon's %s", canon, g->what[i]);
+        if (in > 0)
             return mini_err_set(e, MINI_E_WORKSPACE_INVALID, "workspace %s: not allowed: it holds the daemon's %s",
                                 canon, g->what[i]);
+    }
     for (size_t i = 0; i < g->n_secrets; i++)
         if (holds(canon, fd, g->secrets[i]))
             return mini_err_set(e, MINI_E_WORKSPACE_INVALID,
