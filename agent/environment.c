@@ -158,7 +158,7 @@ static int open_session(struct mini_environment *env, const char *profile, char 
  * ($MINI_IMAGE_STORE), which the daemon mini starts uses too.  A program
  * of its own: mini does not link the import's libraries.  0, or -1 with
  * e holding what the pull said last. */
-static int pull_image(const char *ref, struct mini_err *e)
+static int pull_image(const char *ref, bool missing, struct mini_err *e)
 {
     _cleanup_free_ char *prog = mini_exe_relative(MINI_BIN_TO_LIBEXEC "/mini-sandbox-image");
     if (!prog)
@@ -166,7 +166,8 @@ static int pull_image(const char *ref, struct mini_err *e)
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0)
         return mini_err_sys(e, MINI_E_IO, errno, "pipe");
-    fprintf(stderr, "mini: image %s is not in the image store: pulling it (mini-sandbox image pull)\n", ref);
+    fprintf(stderr, "mini: image %s%s: pulling it (mini-sandbox image pull)\n", ref,
+            missing ? " is not in the image store" : "");
     pid_t pid = fork();
     if (pid < 0) {
         int err = errno;
@@ -218,17 +219,23 @@ static int pull_image(const char *ref, struct mini_err *e)
     last = last ? last + 1 : said;
     if (!*last)
         last = WIFSIGNALED(st) ? strsignal(WTERMSIG(st)) : "it failed";
-    return mini_err_set(e, MINI_E_IO, "image %s: not in the image store, and pulling it failed: %s", ref, last);
+    return mini_err_set(e, MINI_E_IO, "image %s: %spulling it failed: %s", ref,
+                        missing ? "not in the image store, and " : "", last);
 }
 
 static int sandbox_open(struct mini_environment *env, struct mini_err *e)
 {
+    /* environment.pull (--pull), as podman's: an image the store lacks is
+     * pulled, once (missing); pulled before the run (always); or not
+     * (never).  The commands never run anywhere else. */
+    const char *img = cfg_str(env->cfg, "image", NULL);
+    const char *when = cfg_str(env->cfg, "pull", "missing");
+    if (img && strcmp(when, "always") == 0 && pull_image(img, false, e) < 0)
+        return -1;
     int r = open_session(env, env->profile, &env->session, &env->isolation, e);
-    /* A container's image that the store lacks is pulled, once; the
-     * commands never run anywhere else. */
-    if (r < 0 && env->container && e->code == MINI_E_BAD_REQUEST && strstr(e->msg, "no such image")) {
-        const char *img = cfg_str(env->cfg, "image", "");
-        if (pull_image(img, e) < 0)
+    if (r < 0 && img && strcmp(when, "missing") == 0 && e->code == MINI_E_BAD_REQUEST &&
+        strstr(e->msg, "no such image")) {
+        if (pull_image(img, true, e) < 0)
             return -1;
         r = open_session(env, env->profile, &env->session, &env->isolation, e);
     }

@@ -51,6 +51,8 @@ static void usage(FILE *f)
             "      --environment-class C  local or sandbox\n"
             "      --image NAME           run commands in the sandbox rooted in an imported image\n"
             "                             (mini-sandbox image import; config environment.image)\n"
+            "      --pull WHEN            missing (default: pull the image when the store lacks it),\n"
+            "                             always (before the run) or never (config environment.pull)\n"
             "      --sandbox P|FILE|off   run commands in the sandbox with profile P (strict, standard,\n"
             "                             permissive) or a profile file; off: on the host, unconfined\n"
             "      --workspace DIR        the directory the commands work in (default: .)\n"
@@ -140,7 +142,7 @@ static int prepare_output(const char *path, struct mini_err *e)
 /* The command line. */
 struct args {
     const char *task, *model_name, *cost_limit, *output;
-    const char *model_class, *agent_class, *env_class, *sandbox, *workspace, *image, *audit_log;
+    const char *model_class, *agent_class, *env_class, *sandbox, *workspace, *image, *pull, *audit_log;
     bool yolo, exit_immediately, verbose, quiet;
     const char **specs; /* argc + 1 slots */
     size_t n_specs;
@@ -158,6 +160,7 @@ static int parse_args(int argc, char **argv, struct args *o)
         OPT_WORKSPACE,
         OPT_VERSION,
         OPT_IMAGE,
+        OPT_PULL,
         OPT_AUDIT_LOG
     };
     static const struct option opts[] = {
@@ -176,6 +179,7 @@ static int parse_args(int argc, char **argv, struct args *o)
         { "verbose", no_argument, NULL, 'v' },
         { "quiet", no_argument, NULL, 'q' },
         { "image", required_argument, NULL, OPT_IMAGE },
+        { "pull", required_argument, NULL, OPT_PULL },
         { "audit-log", required_argument, NULL, OPT_AUDIT_LOG },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, OPT_VERSION },
@@ -199,6 +203,7 @@ static int parse_args(int argc, char **argv, struct args *o)
         case 'v': o->verbose = true; break;
         case 'q': o->quiet = true; break;
         case OPT_IMAGE: o->image = optarg; break;
+        case OPT_PULL: o->pull = optarg; break;
         case OPT_AUDIT_LOG: o->audit_log = optarg; break;
         case 'h': usage(stdout); return 0;
         case OPT_VERSION: printf("mini %s\n", MINI_VERSION); return 0;
@@ -256,6 +261,8 @@ static int apply_flags(cJSON *cfg, const struct args *o, struct mini_err *e)
     if (o->env_class && set_path(cfg, "environment.environment_class", cJSON_CreateString(o->env_class), e) < 0)
         return -1;
     if (o->workspace && set_path(cfg, "environment.workspace", cJSON_CreateString(o->workspace), e) < 0)
+        return -1;
+    if (o->pull && set_path(cfg, "environment.pull", cJSON_CreateString(o->pull), e) < 0)
         return -1;
     /* --image: the sandbox, rooted in an imported image; a container
      * class (docker, ...) keeps its own meaning of the image. */

@@ -52,6 +52,7 @@ struct section {
 };
 
 static const char *const modes[] = { "human", "confirm", "yolo", NULL };
+static const char *const pulls[] = { "missing", "always", "never", NULL };
 static const char *const cache_modes[] = { "default_end", NULL };
 static const char *const cost_modes[] = { "default", "ignore_errors", NULL };
 
@@ -97,6 +98,7 @@ static const struct keydef environment_keys[] = {
     { "socket", V_STR, NULL },           /* sandbox */
     { "forward_env", V_LIST_STR, NULL }, /* sandbox */
     { "image", V_STR, NULL },            /* sandbox, containers: an image as the root */
+    { "pull", V_ENUM, pulls },           /* sandbox, containers: when to pull the image */
     { "allow_hosts", V_LIST_STR, NULL }, /* sandbox: network allowlist entries (docs/profiles.md) */
     { "interpreter", V_LIST_STR, NULL }, /* containers: argv before the command */
     { NULL, 0, NULL },

@@ -115,6 +115,24 @@ if [[ ! -e $HOSTMARK && ! -e $TRAJ ]]; then pass "a missing image: nothing ran, 
 else fail "a missing image: nothing ran, no trajectory"; fi
 mock_stop
 
+# ==== --pull (environment.pull) ==========================================
+# never: the store is asked, nothing is pulled; always: pulled before the
+# run even when stored (no registry here: it fails); a wrong word: exit 2.
+MENV=(MINI_IMAGE_STORE="$T/store")
+MRUN_CWD=$WS mrun -y -t x -o "$T/traj5.json" -c mini -c "$T/cfg/docker.yaml" --model-class deterministic \
+    -c "model.outputs=$OUTS2" -c environment.image=127.0.0.1:9/none/testbed:latest --pull never
+if [[ $RC != 0 && $ERR != *pulling* && $ERR == *"no such image"* ]]; then pass "--pull never: no pull, the store's refusal"
+else fail "--pull never: no pull, the store's refusal" "rc $RC: $ERR"; fi
+MRUN_CWD=$WS mrun -y -t x -o "$T/traj6.json" -c mini -c "$T/cfg/docker.yaml" --model-class deterministic \
+    -c "model.outputs=$OUTS2" --pull always
+if [[ $RC != 0 ]] && grep -q "^mini: image .*: pulling it failed: " <<<"$ERR" && [[ ! -e $T/traj6.json ]]; then
+    pass "--pull always: pulled before the run though stored (and no registry: it stops)"
+else fail "--pull always: pulled before the run though stored (and no registry: it stops)" "rc $RC: $ERR"; fi
+MRUN_CWD=$WS mrun -y -t x -o "$T/traj7.json" -c mini -c "$T/cfg/docker.yaml" --model-class deterministic \
+    -c "model.outputs=$OUTS2" --pull sometimes
+if [[ $RC == 2 && $ERR == *environment.pull* ]]; then pass "--pull sometimes: refused (exit 2)"
+else fail "--pull sometimes: refused (exit 2)" "rc $RC: $ERR"; fi
+
 # ==== docker without an image ============================================
 MENV=(MINI_IMAGE_STORE="$T/store")
 MRUN_CWD=$WS mrun -y -t x -o "$T/traj4.json" -c mini \
