@@ -29,7 +29,7 @@ TEST_PACKAGES="
   clang clang-format
   python3 python3-jinja2 python3-yaml python3-dotenv
   util-linux procps iproute2 bubblewrap tmux git busybox-static mmdebstrap chromium curl openssl
-  docker-registry skopeo
+  docker-registry skopeo time
   slurmctld slurmd slurm-client munge
   zsh fish bash-completion apparmor lintian dpkg-dev
 "

@@ -6,12 +6,14 @@
 # copied by `skopeo copy docker://... oci:DIR` (fetch and write, no
 # extraction), each $BENCH_PULL_RUNS times (default 3) into an empty
 # store / directory; then a pull of the image already stored.  Prints the
-# median times and their ratio; no pass/fail threshold.
+# median times and their ratio, and the pull's peak resident memory
+# (/usr/bin/time); no pass/fail threshold.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 mini_test_init "$@"
 have docker-registry || skip_all "docker-registry is not installed (scripts/install-deps.sh --test)"
 have skopeo || skip_all "skopeo is not installed (scripts/install-deps.sh --test)"
 have python3 || skip_all "python3 is not installed"
+[[ -x /usr/bin/time ]] || skip_all "/usr/bin/time is not installed (Debian package time)"
 MB=${BENCH_PULL_MB:-150}
 RUNS=${BENCH_PULL_RUNS:-3}
 
@@ -72,12 +74,14 @@ SIZE=$(du -sm "$T/img" | cut -f1)
 
 secs() { python3 -c "import sys; print('%.2f' % ((int(sys.argv[2]) - int(sys.argv[1])) / 1000))" "$@"; }
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-P=() S=()
+P=() S=() R=()
 for ((i = 0; i < RUNS; i++)); do
     rm -rf "$T/store" "$T/oci"
     t0=$(now_ms)
-    MINI_IMAGE_STORE=$T/store "$MINI_BIN/mini-sandbox" image pull -q "$REF" >/dev/null || { log "FAIL: pull"; exit 1; }
+    MINI_IMAGE_STORE=$T/store /usr/bin/time -f %M -o "$T/rss.$i" "$MINI_BIN/mini-sandbox" image pull -q "$REF" >/dev/null ||
+        { log "FAIL: pull"; exit 1; }
     t1=$(now_ms)
+    R+=("$(tail -n 1 "$T/rss.$i")")
     skopeo copy -q --src-tls-verify=false "docker://$REF" "oci:$T/oci:big" >/dev/null 2>&1 || { log "FAIL: skopeo"; exit 1; }
     t2=$(now_ms)
     P+=("$(secs "$t0" "$t1")") S+=("$(secs "$t1" "$t2")")
@@ -91,5 +95,6 @@ log "  mini-sandbox image pull (fetch, verify, extract):  $p s   [${P[*]}]"
 log "  skopeo copy docker:// oci: (fetch, write):         $s s   [${S[*]}]"
 log "  ratio pull/skopeo:                                 $(python3 -c "print('%.2f' % ($p / $s))")"
 log "  pull again (stored already):                       $(secs "$t0" "$t1") s"
+log "  pull's peak resident memory:                       $(( $(printf '%s\n' "${R[@]}" | sort -n | tail -n 1) / 1024 )) MiB (of a $SIZE MB image: streamed)"
 rm -rf "$T/store" "$T/oci" "$T/img" "$T/reg"
 exit 0
