@@ -1130,6 +1130,7 @@ int mini_image_pull(struct mini_image_store *s, const char *refstr, const struct
     struct dl *dls = NULL;
     size_t ndl = 0;
     _cleanup_close_ int gl = -1;
+    _cleanup_free_ char *index = NULL; /* the layout's index.json */
     struct mini_err first = { 0 };
     for (size_t i = 0; i < nh; i++) {
         struct mini_err me;
@@ -1207,7 +1208,6 @@ int mini_image_pull(struct mini_image_store *s, const char *refstr, const struct
     snprintf(mpath, sizeof mpath, "blobs/sha256/%s", res->manifest_digest + 7);
     snprintf(cpath, sizeof cpath, "blobs/sha256/%s", m.config.digest + 7);
     static const char layout[] = "{\"imageLayoutVersion\":\"1.0.0\"}";
-    _cleanup_free_ char *index = NULL;
     if (asprintf(&index, "{\"schemaVersion\":2,\"manifests\":[{\"mediaType\":\"%s\",\"digest\":\"%s\",\"size\":%zu}]}",
                  mt, res->manifest_digest, manifest.len) < 0) {
         mini_err_set(e, MINI_E_NOMEM, "out of memory");
