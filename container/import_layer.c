@@ -580,7 +580,8 @@ static int fix_cmp(const void *a, const void *b)
  * that a directory made unwritable no longer needs to be entered). */
 int mini_imp_apply_fixes(int treefd, struct dirfix *f, size_t n, bool root, struct mini_err *e)
 {
-    qsort(f, n, sizeof *f, fix_cmp);
+    if (n > 1)
+        qsort(f, n, sizeof *f, fix_cmp); /* (f may be NULL when n is 0) */
     for (size_t i = 0; i < n; i++) {
         _cleanup_close_ int fd = mini_imp_openat2_beneath(treefd, f[i].path, O_RDONLY | O_DIRECTORY);
         if (fd < 0 && (errno == ENOENT || errno == ENOTDIR || errno == ELOOP))
