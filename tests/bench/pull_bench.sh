@@ -17,22 +17,9 @@ have python3 || skip_all "python3 is not installed"
 MB=${BENCH_PULL_MB:-150}
 RUNS=${BENCH_PULL_RUNS:-3}
 
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-cat >"$T/reg.yml" <<EOF
-version: 0.1
-log:
-  level: warn
-storage:
-  filesystem:
-    rootdirectory: $T/reg
-http:
-  addr: 127.0.0.1:$PORT
-EOF
-docker-registry serve "$T/reg.yml" >"$T/reg.log" 2>&1 &
-REG_PID=$!
-BG_PIDS+=("$REG_PID")
-cleanup_cmd "kill $REG_PID"
-wait_until 20 curl -s -o /dev/null "http://127.0.0.1:$PORT/v2/" || { cat "$T/reg.log"; exit 1; }
+. "$MINI_SOURCE_DIR/tests/image/image_lib.sh"   # free_port, start_registry
+PORT=$(free_port)
+start_registry reg "$PORT"
 
 # The image: an OCI layout of five layers, each a tar of one file of
 # random bytes (gzip -1).

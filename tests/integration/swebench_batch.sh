@@ -24,28 +24,10 @@ have docker-registry || skip_all "docker-registry is not installed (scripts/inst
 have skopeo || skip_all "skopeo is not installed (scripts/install-deps.sh --test)"
 have curl || skip_all "curl is not installed"
 [[ -x /bin/busybox ]] || skip_all "busybox-static is not installed"
-MKIMAGE=$MINI_SOURCE_DIR/tests/image/mkimage.py
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. "$MINI_SOURCE_DIR/tests/image/image_lib.sh"   # MKIMAGE, free_port, start_registry
 PORT=$(free_port)
 REG=127.0.0.1:$PORT
-mkdir -p "$T/reg"
-cat >"$T/reg.yml" <<EOF
-version: 0.1
-log:
-  level: warn
-storage:
-  filesystem:
-    rootdirectory: $T/reg/data
-http:
-  addr: $REG
-EOF
-docker-registry serve "$T/reg.yml" >"$T/reg.log" 2>&1 &
-REG_PID=$!
-BG_PIDS+=("$REG_PID")
-cleanup_cmd "kill $REG_PID"
-wait_until 20 curl -s -o /dev/null "http://$REG/v2/" ||
-    { log "FAIL: docker-registry did not start"; cat "$T/reg.log"; exit 1; }
+start_registry reg "$PORT"
 
 # Instance 1 names no image: mini-swe-agent's name for it, served by the
 # loopback registry as docker.io's mirror.  Instance 2 names its image.
