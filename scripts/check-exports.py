@@ -35,13 +35,12 @@ def nm(path):
     for kind, text in (("D", out), ("U", und)):
         for line in text.splitlines():
             # "lib.a:member.o: 0000 T name" or "file.o:0000 T name" or "lib.a:m.o:  U name"
-            parts = line.rsplit(None, 2) if kind == "D" else line.rsplit(None, 2)
+            parts = line.rsplit(None, 2)
             if len(parts) < 2:
                 continue
-            sym = parts[-1]
-            typ = parts[-2]
-            where = line.split(":")[0] + ":" + line.split(":")[1] if path.endswith(".a") else path
-            if kind == "D" and typ in "TDBRGSV" + "W":
+            sym, typ = parts[-1], parts[-2]
+            where = ":".join(line.split(":")[:2]) if path.endswith(".a") else path
+            if kind == "D" and typ in "TDBRGSVW":
                 rows.append((where, "D", sym))
             elif kind == "U":
                 rows.append((where, "U", sym))
